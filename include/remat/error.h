@@ -1,0 +1,52 @@
+// remat/error.h — the one error type of the library.
+//
+// Contract: every failure that bad input or an impossible partition can cause
+// is reported as a remat::Error. Its message names the node or the field at
+// fault. Nothing in remat aborts the process on bad input.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace remat {
+
+enum class ErrorCode {
+  kInvalidGraph,     // the graph breaks an IR invariant (dangling ref, cycle, ...)
+  kParse,            // the JSON text is not JSON, or a field has the wrong type
+  kUnsupported,      // a format version or feature remat does not handle
+  kInvalidOption,    // a PartitionOptions field is out of range
+  kNoFiniteCut,      // a value is needed by backward but can be neither saved nor recomputed
+  kIo,               // a file could not be read or written
+  kInternal,         // an invariant of remat itself was broken: a bug
+};
+
+const char* error_code_name(ErrorCode code);
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, std::string message)
+      : std::runtime_error(std::move(message)), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+// A min-cut that has no finite cut. `explanation` walks the infinite path
+// node by node with the reason for each constraint; `dot` is the capacity
+// graph in Graphviz syntax, for rendering.
+class NoFiniteCutError : public Error {
+ public:
+  NoFiniteCutError(std::string message, std::string explanation, std::string dot)
+      : Error(ErrorCode::kNoFiniteCut, std::move(message)),
+        explanation_(std::move(explanation)),
+        dot_(std::move(dot)) {}
+  const std::string& explanation() const { return explanation_; }
+  const std::string& dot() const { return dot_; }
+
+ private:
+  std::string explanation_;
+  std::string dot_;
+};
+
+}  // namespace remat

@@ -1,0 +1,329 @@
+// remat/graph.h — the IR: a joint forward+backward graph, as torch FX hands it
+// to a partition function, stored flat.
+//
+// Contract:
+//  * Nodes live in one vector and are addressed by a dense NodeId. Their order
+//    is the FX order of the joint graph; it is meaningful (the reference breaks
+//    ties and sorts results by it) and always topological.
+//  * Strings (names, targets, dtypes, symbols) are interned once; StrId 0 is "".
+//  * Inputs (FX `all_input_nodes`) and users are id ranges into shared pools;
+//    users are kept in graph order, which is FX's order for a traced graph.
+//  * Everything the reference partitioner reads from `node.meta`, the target
+//    and the op schema has a field here. Fields it does not read are dropped.
+//  * A Graph is built by GraphBuilder, which validates it. Once built, only the
+//    recompute policy of a node may change (prepare passes force saves).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace remat {
+
+using NodeId = uint32_t;
+using StrId = uint32_t;
+using OpId = uint32_t;
+using ArgId = uint32_t;
+inline constexpr NodeId kNoNode = std::numeric_limits<uint32_t>::max();
+inline constexpr OpId kNoOp = std::numeric_limits<uint32_t>::max();
+inline constexpr ArgId kNoArg = std::numeric_limits<uint32_t>::max();
+
+// FX `node.op`. call_module and call_method never reach a partitioner.
+enum class NodeKind : uint8_t { kPlaceholder, kCallFunction, kGetAttr, kOutput };
+
+// What `node.meta["val"]` holds.
+enum class ValueKind : uint8_t {
+  kMissing,        // no "val" key at all
+  kNone,           // None
+  kTensor,         // a (fake) tensor
+  kSymInt,
+  kSymFloat,
+  kSymBool,
+  kSequence,       // a list or tuple; its tensor elements are in tensors()
+  kDict,           // a dict; its tensor values are in tensors()
+  kScriptObject,   // torch.ScriptObject / FakeScriptObject
+  kOpaque,         // another opaque value (a process group, ...)
+  kBackwardState,  // torch.fx.experimental._backward_state.BackwardState
+  kConstant,       // a plain Python value (int, float, ...)
+};
+
+// torch.utils.checkpoint.CheckpointPolicy, or none.
+enum class RecomputePolicy : uint8_t {
+  kNone,
+  kMustSave,
+  kPreferSave,
+  kMustRecompute,
+  kPreferRecompute,
+};
+
+// `node.meta["partitioner_tag"]`. Unknown strings are kept as kOther.
+enum class PartitionerTag : uint8_t {
+  kNone,
+  kIsForward,
+  kIsBackward,
+  kMustBeInForward,
+  kMustBeInBackward,
+  kOther,
+};
+
+// What kind of callable a call_function targets.
+enum class OpKind : uint8_t {
+  kOverload,     // torch._ops.OpOverload: "aten.mm.default"
+  kHigherOrder,  // HigherOrderOperator: "higher_order.auto_functionalized"
+  kFunction,     // a Python callable: "operator.getitem", "torch.sym_sum"
+};
+
+// Op tags the reference reads.
+enum OpTag : uint8_t {
+  kTagPointwise = 1 << 0,
+  kTagNondeterministicSeeded = 1 << 1,
+};
+
+// Facts about one distinct call_function target.
+struct OpInfo {
+  StrId name = 0;         // qualified: "aten.mm.default", "operator.getitem"
+  StrId ns = 0;           // "aten", "_c10d_functional", "higher_order", "operator"
+  StrId packet = 0;       // overload packet ("aten.mm"); the name itself otherwise
+  OpKind kind = OpKind::kOverload;
+  bool is_mutable = false;  // schema.is_mutable
+  bool is_view = false;     // schema aliases its first input without writing
+  int16_t num_returns = -1; // len(schema.returns); -1 when unknown
+  uint8_t tags = 0;         // OpTag bits of this overload
+  uint8_t packet_tags = 0;  // OpTag bits carried by any overload of the packet
+  // Schema argument names the op writes to (auto_functionalized reads them).
+  uint32_t mutable_args_begin = 0;
+  uint32_t mutable_args_count = 0;
+};
+
+// One dimension of a shape or stride: a constant, or a symbol with its hint.
+struct Dim {
+  int64_t value = 0;      // the constant, or the size hint of a symbolic dim
+  StrId expr = 0;         // symbolic expression ("s0*s1"); 0 for a constant
+  bool has_hint = true;   // false for an unbacked symbol without a hint
+};
+
+struct TensorMeta {
+  StrId dtype = 0;        // "float32", "bfloat16", ...
+  uint16_t itemsize = 0;  // bytes per element
+  StrId device = 0;       // "cpu", "cuda:0", "meta"
+  uint32_t shape_begin = 0;   // into the dim pool
+  uint32_t rank = 0;
+  uint32_t stride_begin = 0;  // rank entries, when has_stride
+  bool has_stride = false;
+  int64_t numel_hint = 0;     // hint of numel(); 4096 when it has none (as torch)
+  int64_t storage = -1;       // storage identity; equal ids alias; -1: none
+  int32_t index = 0;          // position inside a sequence/dict value
+};
+
+enum class ArgKind : uint8_t {
+  kNone,
+  kBool,          // i
+  kInt,           // i
+  kFloat,         // f
+  kStr,           // str
+  kNode,          // node
+  kList,          // children
+  kTuple,         // children
+  kDict,          // children: key (kStr), value, key, value, ...
+  kSlice,         // children: start, stop, step
+  kDtype,         // str: "float32"
+  kDevice,        // str: "cpu", "cuda:0"
+  kLayout,        // str: "strided"
+  kMemoryFormat,  // str: "contiguous_format"
+  kTarget,        // str: an op name used as a value (auto_functionalized's op)
+  kOpaque,        // str: repr; i: handle of the host's object (or -1)
+};
+
+// One item of an argument tree, stored in pre-order. A container's children
+// follow it; `span` is the size of its whole subtree (1 for a leaf).
+struct Arg {
+  ArgKind kind = ArgKind::kNone;
+  uint32_t span = 1;
+  int64_t i = 0;
+  double f = 0;
+  uint32_t id = 0;  // StrId for string-like kinds, NodeId for kNode
+};
+
+enum NodeFlag : uint16_t {
+  kFlagTensorMeta = 1 << 0,      // "tensor_meta" in node.meta
+  kFlagBackwardHook = 1 << 1,    // meta["has_backward_hook"]
+  kFlagNoVcCheck = 1 << 2,       // meta["saved_tensor_with_no_vc_check"]
+  kFlagImpure = 1 << 3,          // node.is_impure(impure_random=False)
+  kFlagAcGraphId = 1 << 4,       // "ac_graph_id" in node.meta
+  kFlagMemoryBudget = 1 << 5,    // meta["memory_budget"] is a float
+  kFlagWithEffects = 1 << 6,     // target is higher_order.with_effects
+};
+
+struct Node {
+  StrId name = 0;
+  NodeKind kind = NodeKind::kCallFunction;
+  ValueKind value = ValueKind::kMissing;
+  RecomputePolicy recompute = RecomputePolicy::kNone;
+  PartitionerTag tag = PartitionerTag::kNone;
+  uint16_t flags = 0;
+  StrId tag_name = 0;     // the partitioner_tag string, kept for kOther
+  StrId target = 0;       // call_function: the op name; otherwise FX's target
+  OpId op = kNoOp;        // call_function only
+  ArgId args = kNoArg;    // a kTuple root (output: the returned structure)
+  ArgId kwargs = kNoArg;  // a kDict root
+  uint32_t inputs_begin = 0, inputs_count = 0;    // FX all_input_nodes
+  uint32_t tensors_begin = 0, tensors_count = 0;  // tensor parts of the value
+  uint32_t symbols_begin = 0, symbols_count = 0;  // free symbols, sorted by name
+  StrId sym_expr = 0;     // SymInt/SymFloat/SymBool: the expression
+  int64_t sym_hint = 0;   // and its hint, when has_sym_hint
+  bool has_sym_hint = false;
+  StrId binds_symbol = 0; // the symbol this node binds (is_symbol_binding_fx_node)
+  StrId repr = 0;         // kConstant/kOpaque values: a printable form
+  int64_t ac_graph_id = 0;
+  double memory_budget = 0;
+  NodeId origin = kNoNode;  // in a derived graph: the joint node it comes from
+
+  bool has(NodeFlag f) const { return (flags & f) != 0; }
+};
+
+class GraphBuilder;
+
+class Graph {
+ public:
+  Graph() = default;
+
+  size_t size() const { return nodes_.size(); }
+  std::span<const Node> nodes() const { return nodes_; }
+  const Node& node(NodeId id) const { return nodes_[id]; }
+  std::string_view str(StrId id) const { return strings_[id]; }
+  std::string_view name(NodeId id) const { return strings_[nodes_[id].name]; }
+
+  std::span<const NodeId> inputs(NodeId id) const {
+    const Node& n = nodes_[id];
+    return {input_pool_.data() + n.inputs_begin, n.inputs_count};
+  }
+  std::span<const NodeId> users(NodeId id) const {
+    return {user_pool_.data() + user_offsets_[id],
+            user_offsets_[id + 1] - user_offsets_[id]};
+  }
+  std::span<const TensorMeta> tensors(NodeId id) const {
+    const Node& n = nodes_[id];
+    return {tensors_.data() + n.tensors_begin, n.tensors_count};
+  }
+  std::span<const Dim> shape(const TensorMeta& t) const {
+    return {dims_.data() + t.shape_begin, t.rank};
+  }
+  std::span<const Dim> stride(const TensorMeta& t) const {
+    return {dims_.data() + t.stride_begin, t.has_stride ? t.rank : 0u};
+  }
+  std::span<const StrId> free_symbols(NodeId id) const {
+    const Node& n = nodes_[id];
+    return {symbol_pool_.data() + n.symbols_begin, n.symbols_count};
+  }
+
+  // Arguments, as pre-order trees. children() lists direct children.
+  const Arg& arg(ArgId id) const { return args_[id]; }
+  std::vector<ArgId> children(ArgId id) const;
+
+  // Ops.
+  std::span<const OpInfo> ops() const { return ops_; }
+  const OpInfo* op(NodeId id) const {
+    OpId o = nodes_[id].op;
+    return o == kNoOp ? nullptr : &ops_[o];
+  }
+  OpId find_op(std::string_view name) const;  // kNoOp if absent
+  std::span<const StrId> mutable_args(const OpInfo& op) const {
+    return {symbol_pool_.data() + op.mutable_args_begin, op.mutable_args_count};
+  }
+
+  // Lookups. find() returns kNoNode when absent.
+  NodeId find(std::string_view name) const;
+  StrId find_str(std::string_view s) const;  // 0 when not interned
+  NodeId output() const { return output_; }
+
+  // The only mutation after building: prepare passes force saves.
+  void set_recompute(NodeId id, RecomputePolicy p) { nodes_[id].recompute = p; }
+
+  // Pools, for writers and builders that copy a graph wholesale.
+  const std::vector<std::string>& strings() const { return strings_; }
+  const std::vector<Arg>& arg_pool() const { return args_; }
+  const std::vector<Dim>& dim_pool() const { return dims_; }
+  const std::vector<TensorMeta>& tensor_pool() const { return tensors_; }
+  const std::vector<StrId>& symbol_pool() const { return symbol_pool_; }
+
+ private:
+  friend class GraphBuilder;
+
+  std::vector<Node> nodes_;
+  std::vector<std::string> strings_;
+  std::vector<OpInfo> ops_;
+  std::vector<Arg> args_;
+  std::vector<Dim> dims_;
+  std::vector<TensorMeta> tensors_;
+  std::vector<StrId> symbol_pool_;  // free symbols and mutable-arg names
+  std::vector<NodeId> input_pool_;
+  std::vector<uint32_t> user_offsets_{0};
+  std::vector<NodeId> user_pool_;
+  NodeId output_ = kNoNode;
+  // name -> id, and string -> StrId; built by GraphBuilder::finish.
+  struct Index;
+  std::shared_ptr<const Index> index_;
+};
+
+// Builds a Graph node by node and validates it in finish().
+//
+// Node references may point forward while building (a JSON reader knows all
+// names first); finish() rejects dangling references, duplicate names,
+// cycles, graphs that are not in topological order and a missing or
+// misplaced output node, each with an Error that names the node and field.
+class GraphBuilder {
+ public:
+  GraphBuilder();
+
+  StrId intern(std::string_view s);
+
+  // Registers an op; a second call with the same name returns the first id.
+  // Ops not registered explicitly get facts guessed from their name by
+  // add_op_by_name (see ops.h: default_op_info).
+  OpId add_op(const OpInfo& info, std::span<const std::string> mutable_args = {});
+  OpId add_op_by_name(std::string_view name);
+  const OpInfo& op_info(OpId id) const { return g_.ops_[id]; }
+
+  // Argument trees: leaves, and containers opened with begin() and closed
+  // with end(). Returns the id of the item.
+  ArgId leaf(const Arg& a);
+  ArgId begin(ArgKind container);  // kList, kTuple, kDict or kSlice
+  void end(ArgId container);
+
+  // Value metadata for the node about to be added.
+  uint32_t add_dim(const Dim& d);
+  uint32_t add_tensor(const TensorMeta& t);  // returns its index in the pool
+  uint32_t add_symbol(StrId s);
+
+  // Adds a node. `n.inputs_*` are ignored: inputs are derived from the args.
+  // `n.tensors_*` and `n.symbols_*` must be ranges returned by add_tensor /
+  // add_symbol. Returns the new id.
+  NodeId add_node(const Node& n);
+
+  // The id the next add_node will return.
+  NodeId next_id() const { return static_cast<NodeId>(g_.nodes_.size()); }
+  size_t tensor_count() const { return g_.tensors_.size(); }
+  size_t symbol_count() const { return g_.symbol_pool_.size(); }
+  size_t dim_count() const { return g_.dims_.size(); }
+
+  // Validates and returns the graph. The builder is empty afterwards.
+  Graph finish();
+
+ private:
+  Graph g_;
+  struct Interner;
+  std::unique_ptr<Interner> interner_;
+  std::vector<ArgId> open_;
+};
+
+const char* node_kind_name(NodeKind k);        // "placeholder", ...
+const char* value_kind_name(ValueKind k);      // "tensor", "symint", ...
+const char* recompute_policy_name(RecomputePolicy p);  // "MUST_SAVE", ...
+const char* partitioner_tag_name(PartitionerTag t);    // "is_backward", ...
+const char* arg_kind_name(ArgKind k);
+
+}  // namespace remat

@@ -1,0 +1,75 @@
+// remat/ops.h — the op registry: which ops the partitioner may recompute,
+// which are views, random, compute-intensive or fusible.
+//
+// Contract: categories are keyed by what torch's `get_aten_target` returns:
+// the overload packet of an OpOverload ("aten.mm"), or the target itself for
+// anything else ("operator.getitem", "higher_order.auto_functionalized").
+// OpRegistry::defaults() holds torch 2.13's `get_default_op_list()`; a packet
+// whose op facts carry the pointwise tag is recomputable and fusible, as there.
+// Users may add ops or override categories; an override replaces the
+// packet's categories entirely.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "remat/graph.h"
+
+namespace remat {
+
+enum OpCategory : uint8_t {
+  kCatRecomputable = 1 << 0,
+  kCatView = 1 << 1,
+  kCatRandom = 1 << 2,
+  kCatComputeIntensive = 1 << 3,
+  kCatFusible = 1 << 4,
+};
+
+// Parses "recomputable", "view", ... into a bit; 0 when unknown.
+uint8_t op_category_from_name(std::string_view name);
+std::string op_category_names(uint8_t categories);  // "recomputable|fusible"
+
+class OpRegistry {
+ public:
+  // torch 2.13's default op lists (partitioners.get_default_op_list).
+  static const OpRegistry& defaults();
+
+  // Replaces the categories of a packet (or function) name.
+  void set(std::string_view key, uint8_t categories);
+  // Adds categories to what the packet already has.
+  void add(std::string_view key, uint8_t categories);
+
+  // Categories of one op of a graph. Pointwise-tagged packets count as
+  // recomputable and fusible unless overridden.
+  uint8_t categories(const Graph& g, const OpInfo& op) const;
+  // Categories of every op of g, indexed by OpId.
+  std::vector<uint8_t> classify(const Graph& g) const;
+
+  // Categories registered for a key, without the pointwise rule.
+  uint8_t lookup(std::string_view key) const;
+  bool has_override(std::string_view key) const;
+
+ private:
+  std::unordered_map<std::string, uint8_t> by_key_;
+  std::unordered_map<std::string, uint8_t> overrides_;
+};
+
+// Op facts for a name with no recorded schema (a graph written by another
+// compiler, or a JSON file without an "ops" table): kind, namespace and packet
+// from the name's shape; pointwise and seeded tags from torch 2.13's op
+// library; in-place ops (name ends in "_") are mutable.
+struct OpFacts {
+  OpKind kind;
+  std::string ns;
+  std::string packet;
+  bool is_mutable;
+  bool is_view;
+  uint8_t tags;
+  uint8_t packet_tags;
+};
+OpFacts default_op_facts(std::string_view name);
+
+}  // namespace remat

@@ -1,0 +1,65 @@
+// remat/options.h — every knob of the partitioner.
+//
+// Contract: one field per flag the reference reads from
+// torch._functorch.config (same name, same default as torch 2.13), plus the
+// few facts torch takes from its runtime (whether the DCE treats random ops
+// as impure, whether torch.distributed is available), plus remat's own
+// choices, which default to torch's behavior. The Python front door fills
+// these from torch's config at call time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "remat/ops.h"
+
+namespace remat {
+
+// Which minimum cut to return when several have the same cost.
+enum class CutSide : uint8_t {
+  // The cut nearest the sink: the sink side is exactly the nodes that can
+  // still reach the sink in the residual graph. networkx's minimum_cut,
+  // which torch 2.13 calls, returns this one.
+  kSinkMinimal,
+  // The cut nearest the source: the source side is the nodes reachable
+  // from the source in the residual graph.
+  kSourceMinimal,
+};
+
+struct PartitionOptions {
+  // --- torch._functorch.config -------------------------------------------
+  bool cse = true;
+  bool unsafe_allow_optimization_of_collectives = false;
+  bool recompute_views = false;
+  int max_dist_from_bw = 1000;
+  bool ban_recompute_used_far_apart = true;
+  bool ban_recompute_long_fusible_chains = true;
+  bool ban_recompute_materialized_backward = true;
+  bool ban_recompute_not_in_allowlist = true;
+  bool ban_recompute_reductions = true;
+  bool aggressive_recomputation = false;
+  bool treat_parameters_as_free_to_save = true;
+  bool is_non_builtin_to_include = false;
+  bool unsafe_treat_script_objects_as_zero_size = false;
+  bool graphsafe_rng_functionalization = true;
+  double activation_memory_budget = 1.0;
+  std::string activation_memory_budget_solver = "dp";
+  std::string activation_memory_budget_runtime_estimator = "flops";
+
+  // --- facts torch reads from its runtime --------------------------------
+  // Graph.eliminate_dead_code treats random ops as impure unless a tracing
+  // context exists, in which case inductor's fallback_random decides.
+  bool dce_impure_random = true;
+  // torch.distributed.is_available(): enables the wait_tensor rules.
+  bool distributed_available = true;
+
+  // --- remat's own -------------------------------------------------------
+  CutSide cut_side = CutSide::kSinkMinimal;
+  // Op categories; defaults to torch 2.13's lists.
+  OpRegistry ops = OpRegistry::defaults();
+
+  // Throws Error(kInvalidOption) naming the field when out of range.
+  void validate() const;
+};
+
+}  // namespace remat

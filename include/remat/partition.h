@@ -1,0 +1,71 @@
+// remat/partition.h — the partitioners: joint graph in, forward and backward
+// graphs out.
+//
+// Contract: for the same joint graph and options, the saved values (names and
+// order) and the forward/backward graphs equal what torch 2.13's
+// `min_cut_rematerialization_partition` / `default_partition` return.
+// Neither function modifies its input. Errors are remat::Error; a graph with no
+// finite cut raises NoFiniteCutError with the conflicting path explained.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "remat/graph.h"
+#include "remat/options.h"
+
+namespace remat {
+
+// A joint graph with the arguments torch passes along with it.
+struct JointGraph {
+  Graph graph;
+  int num_fwd_outputs = 0;
+  std::vector<int> static_lifetime_input_indices;
+};
+
+// Why a joint node ended where it did; for reports and `--explain`.
+struct NodeDecision {
+  enum class Where : uint8_t {
+    kRemoved,      // dead code, or merged into an equal node by CSE
+    kForwardOnly,  // computed in the forward, not needed by the backward
+    kSaved,        // computed in the forward and saved for the backward
+    kRecomputed,   // computed in the forward and again in the backward
+    kBackwardOnly, // computed in the backward only
+    kUnused,       // in neither graph
+  };
+  Where where = Where::kUnused;
+  std::string ban_reason;   // why recomputation was banned ("" if it was not)
+  NodeId merged_into = kNoNode;  // CSE: the equal node that replaced this one
+};
+
+struct PartitionResult {
+  // The two graphs. Each node's `origin` is its node in the input joint graph
+  // (kNoNode for nodes the partitioner created, such as RNG state plumbing).
+  Graph forward;
+  Graph backward;
+  // Ids in the input joint graph, in the order the forward returns them:
+  // saved_values are tensors with version-counter checks, then those without;
+  // then opaque values; then sym nodes, symbol bindings first.
+  std::vector<NodeId> saved_values;
+  std::vector<NodeId> saved_opaque_nodes;
+  std::vector<NodeId> saved_sym_nodes;
+  int num_fwd_outputs = 0;
+  int num_rng_states = 0;  // RNG states inserted before the sym nodes
+  // Joint nodes whose recompute policy prepare forced to MUST_SAVE (torch
+  // writes these into the joint graph's meta; the adapter mirrors that).
+  std::vector<NodeId> forced_must_save;
+  // One entry per input joint node.
+  std::vector<NodeDecision> decisions;
+  std::string partitioner;  // "min_cut" or "default"
+  double seconds = 0;       // engine time
+};
+
+PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
+                                                    const PartitionOptions& options);
+PartitionResult default_partition(const JointGraph& joint,
+                                  const PartitionOptions& options);
+
+const char* where_name(NodeDecision::Where w);  // "saved", "recomputed", ...
+
+}  // namespace remat

@@ -1,0 +1,10 @@
+// remat/remat.h — the whole public API in one include.
+#pragma once
+
+#include "remat/error.h"
+#include "remat/graph.h"
+#include "remat/io.h"
+#include "remat/ops.h"
+#include "remat/options.h"
+#include "remat/partition.h"
+#include "remat/version.h"

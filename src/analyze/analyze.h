@@ -1,0 +1,59 @@
+// analyze/analyze.h — stage 2: facts about each node that the decision reads.
+//
+// Contract: classify_nodes is torch's classify_nodes; dist_from_bw is the
+// `node.dist_from_bw` loop of min_cut_rematerialization_partition; size_of is
+// `_size_of` (bytes; numel hints with torch's 4096 fallback). The node
+// predicates mirror the reference's helpers of the same names.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "remat/graph.h"
+#include "remat/options.h"
+
+namespace remat {
+
+struct NodeInfo {
+  std::vector<NodeId> inputs;            // primals then fwd seed offsets, graph order
+  std::vector<uint8_t> required_fw;      // per node
+  std::vector<uint8_t> required_bw;
+  std::vector<uint8_t> tangents_closure;
+  std::vector<uint8_t> unclaimed;
+  std::vector<uint8_t> static_lifetime;  // primal inputs that are parameters
+  std::vector<int32_t> fw_order;         // position among required_fw; -1 otherwise
+  std::vector<NodeId> required_fw_nodes; // in fw order
+  size_t num_required_bw = 0;
+
+  bool is_required_fw(NodeId n) const { return required_fw[n] != 0; }
+  bool is_required_bw(NodeId n) const { return required_bw[n] != 0; }
+};
+
+NodeInfo classify_nodes(const Graph& g, const std::vector<int>& static_lifetime_input_indices,
+                        int num_fwd_outputs, const PartitionOptions& options);
+
+// 1e9 for nodes that cannot reach the backward, as torch.
+inline constexpr int64_t kFarFromBackward = 1000000000;
+std::vector<int64_t> dist_from_bw(const Graph& g, const NodeInfo& info);
+
+// `_size_of`: throws Error naming the node when torch would raise.
+int64_t size_of(const Graph& g, NodeId n, const PartitionOptions& options);
+
+// Placeholder roles, by FX target as in aot_autograd.utils.
+bool is_primal(const Graph& g, NodeId n);
+bool is_tangent(const Graph& g, NodeId n);
+bool is_fwd_seed_offset(const Graph& g, NodeId n);
+bool is_bwd_seed_offset(const Graph& g, NodeId n);
+bool is_backward_state(const Graph& g, NodeId n);
+bool is_sym_node(const Graph& g, NodeId n);          // val is SymInt/SymFloat/SymBool
+bool is_opaque_node(const Graph& g, NodeId n);       // script object or opaque value
+bool is_assert_only_symbool(const Graph& g, NodeId n);
+bool must_be_in_forward(const Graph& g, NodeId n);
+bool must_be_in_backward(const Graph& g, NodeId n);
+
+// The forward and backward outputs of the joint output node (flattened
+// leaves; kNoNode for a None leaf).
+void split_outputs(const Graph& g, int num_fwd_outputs, std::vector<NodeId>& fwd,
+                   std::vector<NodeId>& bwd);
+
+}  // namespace remat

@@ -1,0 +1,72 @@
+// decide/decide.h — stage 3: which values the forward saves.
+//
+// Contract:
+//  * solve_min_cut is torch 2.13's solve_min_cut: the same ban rules, the
+//    same capacity graph (split nodes X_in -> X_out weighted by what saving X
+//    costs, infinite edges for data dependencies and constraints), an exact
+//    max-flow, and the cut torch's networkx call returns (options.cut_side).
+//    Saved values come back in graph order. When no finite cut exists it
+//    throws NoFiniteCutError explaining the infinite path node by node.
+//  * choose_saved_values_set is the budget-aware driver; budgets strictly
+//    between 0 and 1 need the knapsack solvers (see budget/).
+//  * default_saved_values is the saved-value selection of default_partition.
+// All ids are ids of the prepared graph.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analyze/analyze.h"
+#include "remat/graph.h"
+#include "remat/options.h"
+
+namespace remat {
+
+struct MinCutOptions {
+  bool ban_if_used_far_apart = true;
+  bool ban_if_long_fusible_chains = true;
+  bool ban_if_materialized_backward = true;
+  bool ban_if_not_in_allowlist = true;
+  bool ban_if_reduction = true;
+};
+MinCutOptions min_cut_options_from(const PartitionOptions& options);
+
+// Everything solve_min_cut reads, computed once per graph.
+struct DecideContext {
+  const Graph& graph;
+  const NodeInfo& info;
+  const std::vector<int64_t>& dist_from_bw;
+  const std::vector<uint8_t>& op_categories;  // by OpId (OpRegistry::classify)
+  const PartitionOptions& options;
+};
+
+struct MinCutResult {
+  std::vector<NodeId> saved_values;  // graph order
+  std::vector<NodeId> banned_nodes;  // in the order they were banned
+  // Per node: why recomputation was banned, "" when it was not.
+  std::vector<std::string> ban_reason;
+};
+
+// `dont_ban` (per node, may be empty) lists nodes the memory budget allows
+// to be recomputed; collectives stay banned unless the unsafe option is set.
+MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
+                           const std::vector<uint8_t>& dont_ban = {});
+
+// torch's choose_saved_values_set for budgets 0 and 1 (and the early exits
+// that need no knapsack). Returns the saved values; `last` receives the
+// min-cut details of the cut that produced them (when one ran).
+std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double memory_budget,
+                                            MinCutResult* last);
+
+struct SavedSets {
+  std::vector<NodeId> saved_values;
+  std::vector<NodeId> saved_sym_nodes;
+  std::vector<NodeId> saved_opaque_nodes;
+};
+
+// default_partition's selection (the loop over forward nodes). Throws
+// Error naming the node where torch asserts.
+SavedSets default_saved_values(const Graph& g, const NodeInfo& info,
+                               const PartitionOptions& options);
+
+}  // namespace remat

@@ -1,0 +1,153 @@
+// graph/copy.cc — see copy.h.
+#include "graph/copy.h"
+
+#include "remat/error.h"
+
+namespace remat {
+
+NodeCopier::NodeCopier(const Graph& src, GraphBuilder& dst)
+    : src_(src), dst_(dst), str_map_(src.strings().size(), 0), op_map_(src.ops().size(), kNoOp) {}
+
+StrId NodeCopier::str(StrId s) {
+  if (s == 0) return 0;
+  if (str_map_[s] == 0) str_map_[s] = dst_.intern(src_.str(s));
+  return str_map_[s];
+}
+
+OpId NodeCopier::op(OpId o) {
+  if (o == kNoOp) return kNoOp;
+  if (op_map_[o] == kNoOp) {
+    const OpInfo& in = src_.ops()[o];
+    OpInfo info = in;
+    info.name = str(in.name);
+    info.ns = str(in.ns);
+    info.packet = str(in.packet);
+    std::vector<std::string> mutable_args;
+    for (StrId a : src_.mutable_args(in)) mutable_args.emplace_back(src_.str(a));
+    op_map_[o] = dst_.add_op(info, mutable_args);
+  }
+  return op_map_[o];
+}
+
+ArgId NodeCopier::copy_args(ArgId root, std::span<const NodeId> remap) {
+  if (root == kNoArg) return kNoArg;
+  // Pre-order with spans: reopen containers as we meet them and close each
+  // when its subtree ends.
+  std::vector<std::pair<ArgId, ArgId>> open;  // (dst container, src end)
+  ArgId new_root = kNoArg;
+  const ArgId stop = root + src_.arg(root).span;
+  for (ArgId a = root; a < stop; ++a) {
+    while (!open.empty() && a >= open.back().second) {
+      dst_.end(open.back().first);
+      open.pop_back();
+    }
+    const Arg& in = src_.arg(a);
+    ArgId made;
+    switch (in.kind) {
+      case ArgKind::kList:
+      case ArgKind::kTuple:
+      case ArgKind::kDict:
+      case ArgKind::kSlice:
+        made = dst_.begin(in.kind);
+        open.emplace_back(made, a + in.span);
+        break;
+      case ArgKind::kNode: {
+        Arg out = in;
+        if (in.id >= remap.size() || remap[in.id] == kNoNode) {
+          throw Error(ErrorCode::kInternal,
+                      "NodeCopier: node '" + std::string(src_.name(in.id)) +
+                          "' is used but has no copy");
+        }
+        out.id = remap[in.id];
+        made = dst_.leaf(out);
+        break;
+      }
+      case ArgKind::kStr:
+      case ArgKind::kDtype:
+      case ArgKind::kDevice:
+      case ArgKind::kLayout:
+      case ArgKind::kMemoryFormat:
+      case ArgKind::kTarget:
+      case ArgKind::kOpaque: {
+        Arg out = in;
+        out.id = str(in.id);
+        made = dst_.leaf(out);
+        break;
+      }
+      default:
+        made = dst_.leaf(in);
+        break;
+    }
+    if (a == root) new_root = made;
+  }
+  while (!open.empty()) {
+    dst_.end(open.back().first);
+    open.pop_back();
+  }
+  return new_root;
+}
+
+void NodeCopier::copy_value(NodeId id, Node& out) {
+  const Node& in = src_.node(id);
+  out.name = str(in.name);
+  out.kind = in.kind;
+  out.value = in.value;
+  out.recompute = in.recompute;
+  out.tag = in.tag;
+  out.tag_name = str(in.tag_name);
+  out.flags = in.flags;
+  out.target = str(in.target);
+  out.op = op(in.op);
+  out.sym_expr = str(in.sym_expr);
+  out.sym_hint = in.sym_hint;
+  out.has_sym_hint = in.has_sym_hint;
+  out.binds_symbol = str(in.binds_symbol);
+  out.repr = str(in.repr);
+  out.ac_graph_id = in.ac_graph_id;
+  out.memory_budget = in.memory_budget;
+
+  out.tensors_begin = static_cast<uint32_t>(dst_.tensor_count());
+  out.tensors_count = in.tensors_count;
+  for (const TensorMeta& t : src_.tensors(id)) {
+    TensorMeta c = t;
+    c.dtype = str(t.dtype);
+    c.device = str(t.device);
+    c.shape_begin = static_cast<uint32_t>(dst_.dim_count());
+    for (Dim d : src_.shape(t)) {
+      d.expr = str(d.expr);
+      dst_.add_dim(d);
+    }
+    c.stride_begin = static_cast<uint32_t>(dst_.dim_count());
+    for (Dim d : src_.stride(t)) {
+      d.expr = str(d.expr);
+      dst_.add_dim(d);
+    }
+    dst_.add_tensor(c);
+  }
+  out.symbols_begin = static_cast<uint32_t>(dst_.symbol_count());
+  out.symbols_count = in.symbols_count;
+  for (StrId s : src_.free_symbols(id)) dst_.add_symbol(str(s));
+}
+
+NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin) {
+  Node out;
+  copy_value(id, out);
+  const Node& in = src_.node(id);
+  out.args = copy_args(in.args, remap);
+  out.kwargs = copy_args(in.kwargs, remap);
+  out.origin = origin != kNoNode ? origin : (in.origin != kNoNode ? in.origin : id);
+  return dst_.add_node(out);
+}
+
+NodeId NodeCopier::copy_as_placeholder(NodeId id, NodeId origin) {
+  Node out;
+  copy_value(id, out);
+  out.kind = NodeKind::kPlaceholder;
+  out.target = out.name;
+  out.op = kNoOp;
+  const Node& in = src_.node(id);
+  out.origin = origin != kNoNode ? origin : (in.origin != kNoNode ? in.origin : id);
+  return dst_.add_node(out);
+}
+
+}  // namespace remat

@@ -1,0 +1,47 @@
+// graph/copy.h — copying nodes from one Graph into a GraphBuilder.
+//
+// Every pass that produces a new graph (DCE, CSE, forward/backward
+// extraction, reordering) copies nodes with their arguments and value
+// metadata; this is the one implementation. Strings and ops are re-interned
+// in the destination, node references are remapped by the caller's table.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "remat/graph.h"
+
+namespace remat {
+
+class NodeCopier {
+ public:
+  NodeCopier(const Graph& src, GraphBuilder& dst);
+
+  // Copies the argument tree rooted at `root`, mapping node references
+  // through `remap` (src id -> dst id). Returns the new root.
+  ArgId copy_args(ArgId root, std::span<const NodeId> remap);
+
+  // Copies node `id`: args remapped through `remap`, value metadata, meta and
+  // op. The copy's origin is `origin` (default: the source node's origin if
+  // it has one, else the source id). Returns the new id.
+  NodeId copy(NodeId id, std::span<const NodeId> remap, NodeId origin = kNoNode);
+
+  // Copies node `id` as a placeholder with the same name and value metadata
+  // (torch turns saved values into backward placeholders this way).
+  NodeId copy_as_placeholder(NodeId id, NodeId origin = kNoNode);
+
+  // Re-interns a string / op of the source graph in the destination.
+  StrId str(StrId s);
+  OpId op(OpId o);
+
+ private:
+  // Copies value metadata and meta fields of `id` into `out`.
+  void copy_value(NodeId id, Node& out);
+
+  const Graph& src_;
+  GraphBuilder& dst_;
+  std::vector<StrId> str_map_;  // src StrId -> dst StrId (0 = not yet mapped, except "")
+  std::vector<OpId> op_map_;
+};
+
+}  // namespace remat

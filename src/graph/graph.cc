@@ -1,0 +1,382 @@
+// graph/graph.cc — GraphBuilder and the IR invariants it checks.
+//
+// finish() is the single place where a graph becomes valid: it derives FX's
+// all_input_nodes from the argument trees, builds users in CSR form and
+// rejects every malformed shape of graph with an Error naming the node.
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "remat/error.h"
+#include "remat/graph.h"
+#include "remat/ops.h"
+
+namespace remat {
+
+struct GraphBuilder::Interner {
+  std::unordered_map<std::string, StrId> ids;
+  std::unordered_map<StrId, OpId> op_by_name;
+};
+
+// Owns its keys, so copies of a Graph may share it safely.
+struct Graph::Index {
+  std::unordered_map<std::string, StrId> strings;
+  std::vector<NodeId> node_by_name;  // indexed by StrId
+  std::unordered_map<StrId, OpId> op_by_name;
+};
+
+GraphBuilder::GraphBuilder() : interner_(std::make_unique<Interner>()) { intern(""); }
+
+StrId GraphBuilder::intern(std::string_view s) {
+  auto [it, inserted] =
+      interner_->ids.try_emplace(std::string(s), static_cast<StrId>(g_.strings_.size()));
+  if (inserted) g_.strings_.emplace_back(s);
+  return it->second;
+}
+
+OpId GraphBuilder::add_op(const OpInfo& info, std::span<const std::string> mutable_args) {
+  if (auto it = interner_->op_by_name.find(info.name); it != interner_->op_by_name.end()) {
+    return it->second;
+  }
+  OpInfo op = info;
+  op.mutable_args_begin = static_cast<uint32_t>(g_.symbol_pool_.size());
+  op.mutable_args_count = static_cast<uint32_t>(mutable_args.size());
+  for (const std::string& a : mutable_args) g_.symbol_pool_.push_back(intern(a));
+  g_.ops_.push_back(op);
+  const OpId id = static_cast<OpId>(g_.ops_.size() - 1);
+  interner_->op_by_name.emplace(info.name, id);
+  return id;
+}
+
+OpId GraphBuilder::add_op_by_name(std::string_view name) {
+  StrId id = intern(name);
+  if (auto it = interner_->op_by_name.find(id); it != interner_->op_by_name.end()) {
+    return it->second;
+  }
+  OpFacts f = default_op_facts(name);
+  OpInfo op;
+  op.name = id;
+  op.ns = intern(f.ns);
+  op.packet = intern(f.packet);
+  op.kind = f.kind;
+  op.is_mutable = f.is_mutable;
+  op.is_view = f.is_view;
+  op.tags = f.tags;
+  op.packet_tags = f.packet_tags;
+  return add_op(op);
+}
+
+ArgId GraphBuilder::leaf(const Arg& a) {
+  g_.args_.push_back(a);
+  g_.args_.back().span = 1;
+  return static_cast<ArgId>(g_.args_.size() - 1);
+}
+
+ArgId GraphBuilder::begin(ArgKind container) {
+  Arg a;
+  a.kind = container;
+  g_.args_.push_back(a);
+  ArgId id = static_cast<ArgId>(g_.args_.size() - 1);
+  open_.push_back(id);
+  return id;
+}
+
+void GraphBuilder::end(ArgId container) {
+  if (open_.empty() || open_.back() != container) {
+    throw Error(ErrorCode::kInternal, "GraphBuilder::end: containers closed out of order");
+  }
+  open_.pop_back();
+  g_.args_[container].span = static_cast<uint32_t>(g_.args_.size() - container);
+}
+
+uint32_t GraphBuilder::add_dim(const Dim& d) {
+  g_.dims_.push_back(d);
+  return static_cast<uint32_t>(g_.dims_.size() - 1);
+}
+
+uint32_t GraphBuilder::add_tensor(const TensorMeta& t) {
+  g_.tensors_.push_back(t);
+  return static_cast<uint32_t>(g_.tensors_.size() - 1);
+}
+
+uint32_t GraphBuilder::add_symbol(StrId s) {
+  g_.symbol_pool_.push_back(s);
+  return static_cast<uint32_t>(g_.symbol_pool_.size() - 1);
+}
+
+NodeId GraphBuilder::add_node(const Node& n) {
+  g_.nodes_.push_back(n);
+  return static_cast<NodeId>(g_.nodes_.size() - 1);
+}
+
+namespace {
+
+// Explains why `from` cannot precede `to`: either a cycle through both, or
+// plain misordering. Iterative DFS so that long chains cannot overflow.
+std::string describe_order_violation(const Graph& g,
+                                     const std::vector<std::vector<NodeId>>& inputs,
+                                     NodeId user, NodeId used) {
+  // Search a path used -> ... -> user along input edges (user depends on used;
+  // a cycle exists if used also depends on user).
+  const size_t n = inputs.size();
+  std::vector<NodeId> parent(n, kNoNode);
+  std::vector<uint8_t> seen(n, 0);
+  std::vector<NodeId> stack{used};
+  seen[used] = 1;
+  bool found = false;
+  while (!stack.empty() && !found) {
+    NodeId cur = stack.back();
+    stack.pop_back();
+    for (NodeId in : inputs[cur]) {
+      if (in >= n || seen[in]) continue;
+      seen[in] = 1;
+      parent[in] = cur;
+      if (in == user) {
+        found = true;
+        break;
+      }
+      stack.push_back(in);
+    }
+  }
+  if (!found) {
+    return fmt::format(
+        "node '{}' uses '{}', which comes later: nodes must be in topological order",
+        g.str(g.node(user).name), g.str(g.node(used).name));
+  }
+  // Path: user -> used (the offending edge), then used ... -> user.
+  std::vector<NodeId> path{user};
+  for (NodeId cur = user; cur != used; cur = parent[cur]) path.push_back(parent[cur]);
+  std::string text;
+  for (NodeId id : path) text += fmt::format("'{}' -> ", g.str(g.node(id).name));
+  text += fmt::format("'{}'", g.str(g.node(user).name));
+  return fmt::format("cycle in graph: {} (each node uses the next)", text);
+}
+
+}  // namespace
+
+Graph GraphBuilder::finish() {
+  if (!open_.empty()) {
+    throw Error(ErrorCode::kInternal, "GraphBuilder::finish: an argument container is open");
+  }
+  Graph& g = g_;
+  const size_t n = g.nodes_.size();
+  auto node_name = [&](NodeId id) -> std::string_view { return g.strings_[g.nodes_[id].name]; };
+
+  // Names: present and unique.
+  auto index = std::make_shared<Graph::Index>();
+  index->node_by_name.assign(g.strings_.size(), kNoNode);
+  for (NodeId id = 0; id < n; ++id) {
+    const StrId name = g.nodes_[id].name;
+    if (name == 0 || name >= g.strings_.size()) {
+      throw Error(ErrorCode::kInvalidGraph, fmt::format("node #{}: field 'name' is empty", id));
+    }
+    if (index->node_by_name[name] != kNoNode) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("node '{}' (#{}): duplicate name (also node #{})", node_name(id),
+                              id, index->node_by_name[name]));
+    }
+    index->node_by_name[name] = id;
+  }
+
+  // Output: exactly one, and last.
+  g.output_ = kNoNode;
+  for (NodeId id = 0; id < n; ++id) {
+    if (g.nodes_[id].kind != NodeKind::kOutput) continue;
+    if (g.output_ != kNoNode) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("node '{}': a second output node (the first is '{}')",
+                              node_name(id), node_name(g.output_)));
+    }
+    g.output_ = id;
+  }
+  if (g.output_ == kNoNode) {
+    throw Error(ErrorCode::kInvalidGraph, "graph has no output node");
+  }
+  if (g.output_ != n - 1) {
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("output node '{}' is not the last node", node_name(g.output_)));
+  }
+
+  // Inputs from argument trees: node references in pre-order, first
+  // occurrence only (FX all_input_nodes).
+  std::vector<std::vector<NodeId>> inputs(n);
+  std::vector<NodeId> last_seen(n, kNoNode);
+  for (NodeId id = 0; id < n; ++id) {
+    const Node& node = g.nodes_[id];
+    for (ArgId root : {node.args, node.kwargs}) {
+      if (root == kNoArg) continue;
+      if (root >= g.args_.size()) {
+        throw Error(ErrorCode::kInvalidGraph,
+                    fmt::format("node '{}': argument tree out of range", node_name(id)));
+      }
+      const ArgId stop = root + g.args_[root].span;
+      for (ArgId a = root; a < stop; ++a) {
+        const Arg& arg = g.args_[a];
+        if (arg.kind != ArgKind::kNode) continue;
+        if (arg.id >= n) {
+          throw Error(ErrorCode::kInvalidGraph,
+                      fmt::format("node '{}': field 'args' refers to node #{}, which does not exist",
+                                  node_name(id), arg.id));
+        }
+        if (arg.id == id) {
+          throw Error(ErrorCode::kInvalidGraph,
+                      fmt::format("cycle in graph: node '{}' uses itself", node_name(id)));
+        }
+        if (last_seen[arg.id] != id) {
+          last_seen[arg.id] = id;
+          inputs[id].push_back(arg.id);
+        }
+      }
+    }
+  }
+  for (NodeId id = 0; id < n; ++id) {
+    for (NodeId in : inputs[id]) {
+      if (in > id) {
+        throw Error(ErrorCode::kInvalidGraph, describe_order_violation(g, inputs, id, in));
+      }
+    }
+  }
+
+  // Pools: inputs, then users in CSR form (graph order).
+  g.input_pool_.clear();
+  std::vector<uint32_t> user_count(n + 1, 0);
+  for (NodeId id = 0; id < n; ++id) {
+    Node& node = g.nodes_[id];
+    node.inputs_begin = static_cast<uint32_t>(g.input_pool_.size());
+    node.inputs_count = static_cast<uint32_t>(inputs[id].size());
+    for (NodeId in : inputs[id]) {
+      g.input_pool_.push_back(in);
+      ++user_count[in + 1];
+    }
+  }
+  g.user_offsets_.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) g.user_offsets_[i + 1] = g.user_offsets_[i] + user_count[i + 1];
+  g.user_pool_.assign(g.input_pool_.size(), kNoNode);
+  std::vector<uint32_t> fill(g.user_offsets_.begin(), g.user_offsets_.end() - 1);
+  for (NodeId id = 0; id < n; ++id) {
+    for (NodeId in : inputs[id]) g.user_pool_[fill[in]++] = id;
+  }
+
+  index->strings = std::move(interner_->ids);
+  index->op_by_name = std::move(interner_->op_by_name);
+  g.index_ = std::move(index);
+  Graph out = std::move(g_);
+  g_ = Graph();
+  interner_ = std::make_unique<Interner>();
+  intern("");
+  return out;
+}
+
+std::vector<ArgId> Graph::children(ArgId id) const {
+  std::vector<ArgId> out;
+  const ArgId stop = id + args_[id].span;
+  for (ArgId c = id + 1; c < stop; c += args_[c].span) out.push_back(c);
+  return out;
+}
+
+OpId Graph::find_op(std::string_view name) const {
+  StrId s = find_str(name);
+  if (s == 0) return kNoOp;
+  auto it = index_->op_by_name.find(s);
+  return it == index_->op_by_name.end() ? kNoOp : it->second;
+}
+
+NodeId Graph::find(std::string_view name) const {
+  StrId s = find_str(name);
+  return s == 0 ? kNoNode : index_->node_by_name[s];
+}
+
+StrId Graph::find_str(std::string_view s) const {
+  if (!index_) return 0;
+  auto it = index_->strings.find(std::string(s));
+  return it == index_->strings.end() ? 0 : it->second;
+}
+
+const char* node_kind_name(NodeKind k) {
+  switch (k) {
+    case NodeKind::kPlaceholder: return "placeholder";
+    case NodeKind::kCallFunction: return "call_function";
+    case NodeKind::kGetAttr: return "get_attr";
+    case NodeKind::kOutput: return "output";
+  }
+  return "?";
+}
+
+const char* value_kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::kMissing: return "missing";
+    case ValueKind::kNone: return "none";
+    case ValueKind::kTensor: return "tensor";
+    case ValueKind::kSymInt: return "symint";
+    case ValueKind::kSymFloat: return "symfloat";
+    case ValueKind::kSymBool: return "symbool";
+    case ValueKind::kSequence: return "sequence";
+    case ValueKind::kDict: return "dict";
+    case ValueKind::kScriptObject: return "script_object";
+    case ValueKind::kOpaque: return "opaque";
+    case ValueKind::kBackwardState: return "backward_state";
+    case ValueKind::kConstant: return "constant";
+  }
+  return "?";
+}
+
+const char* recompute_policy_name(RecomputePolicy p) {
+  switch (p) {
+    case RecomputePolicy::kNone: return "NONE";
+    case RecomputePolicy::kMustSave: return "MUST_SAVE";
+    case RecomputePolicy::kPreferSave: return "PREFER_SAVE";
+    case RecomputePolicy::kMustRecompute: return "MUST_RECOMPUTE";
+    case RecomputePolicy::kPreferRecompute: return "PREFER_RECOMPUTE";
+  }
+  return "?";
+}
+
+const char* partitioner_tag_name(PartitionerTag t) {
+  switch (t) {
+    case PartitionerTag::kNone: return "";
+    case PartitionerTag::kIsForward: return "is_forward";
+    case PartitionerTag::kIsBackward: return "is_backward";
+    case PartitionerTag::kMustBeInForward: return "must_be_in_forward";
+    case PartitionerTag::kMustBeInBackward: return "must_be_in_backward";
+    case PartitionerTag::kOther: return "other";
+  }
+  return "?";
+}
+
+const char* arg_kind_name(ArgKind k) {
+  switch (k) {
+    case ArgKind::kNone: return "none";
+    case ArgKind::kBool: return "bool";
+    case ArgKind::kInt: return "int";
+    case ArgKind::kFloat: return "float";
+    case ArgKind::kStr: return "str";
+    case ArgKind::kNode: return "node";
+    case ArgKind::kList: return "list";
+    case ArgKind::kTuple: return "tuple";
+    case ArgKind::kDict: return "dict";
+    case ArgKind::kSlice: return "slice";
+    case ArgKind::kDtype: return "dtype";
+    case ArgKind::kDevice: return "device";
+    case ArgKind::kLayout: return "layout";
+    case ArgKind::kMemoryFormat: return "memory_format";
+    case ArgKind::kTarget: return "target";
+    case ArgKind::kOpaque: return "opaque";
+  }
+  return "?";
+}
+
+const char* error_code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidGraph: return "invalid_graph";
+    case ErrorCode::kParse: return "parse";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kInvalidOption: return "invalid_option";
+    case ErrorCode::kNoFiniteCut: return "no_finite_cut";
+    case ErrorCode::kIo: return "io";
+    case ErrorCode::kInternal: return "internal";
+  }
+  return "?";
+}
+
+}  // namespace remat

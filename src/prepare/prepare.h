@@ -1,0 +1,58 @@
+// prepare/prepare.h — stage 1: the graph transformations torch applies to a
+// joint graph before it decides anything.
+//
+// Contract: each pass reproduces the torch 2.13 pass it names, node for node:
+//  * eliminate_dead_code: fx.Graph.eliminate_dead_code (reverse walk; a node
+//    dies when it has no users and is not impure). Placeholders and output
+//    always stay. Impure: kFlagImpure, plus random (nondeterministic_seeded)
+//    ops when `impure_random`.
+//  * common_subexpression_elimination: compile_utils.fx_graph_cse. Random ops
+//    (compile_utils.rand_ops), aten.empty, and nodes whose storage aliases a
+//    graph output are never merged; the first of equal nodes survives.
+//  * cleanup_recompute_tags, force_save_collectives, force_save_effectful_ops,
+//    force_save_bw_mutation_src: as in partitioners.py; they only change
+//    recompute policies.
+// Passes that remove nodes return a new compacted Graph whose nodes keep
+// `origin` pointing at the input graph's ids.
+#pragma once
+
+#include <vector>
+
+#include "remat/graph.h"
+#include "remat/options.h"
+#include "remat/partition.h"
+
+namespace remat {
+
+// A graph after DCE/CSE, with the bookkeeping needed to map back.
+struct Prepared {
+  Graph graph;  // node.origin = id in the input joint graph
+  // Per input node: the input node that replaced it (CSE), itself, or
+  // kNoNode when DCE removed it.
+  std::vector<NodeId> survivor;
+  // Input-graph ids whose policy a pass forced to MUST_SAVE, in graph order.
+  std::vector<NodeId> forced_must_save;
+};
+
+Graph eliminate_dead_code(const Graph& g, bool impure_random);
+// Returns the merged graph; `replaced[i]` receives the survivor of node i
+// (in g's ids), or i itself.
+Graph common_subexpression_elimination(const Graph& g, std::vector<NodeId>& replaced);
+
+bool must_recompute(const Node& n);  // MUST_RECOMPUTE or PREFER_RECOMPUTE
+bool has_recomputable_ops(const Graph& g);
+bool has_recomputable_rng_ops(const Graph& g);
+
+// The tag passes mutate policies in place and append what they forced.
+void cleanup_recompute_tags(Graph& g, bool is_default_partition, std::vector<NodeId>& forced);
+void force_save_collectives(Graph& g, std::vector<NodeId>& forced);
+void force_save_effectful_ops(Graph& g, std::vector<NodeId>& forced);
+void force_save_bw_mutation_src(Graph& g, std::vector<NodeId>& forced);
+
+// The whole prologue of min_cut_rematerialization_partition: DCE, CSE (when
+// options.cse), and the tag passes.
+Prepared prepare_for_min_cut(const Graph& joint, const PartitionOptions& options);
+// The prologue of default_partition on an already-prepared graph.
+void prepare_for_default(Prepared& p, const PartitionOptions& options);
+
+}  // namespace remat
