@@ -31,6 +31,9 @@ using ArgId = uint32_t;
 inline constexpr NodeId kNoNode = std::numeric_limits<uint32_t>::max();
 inline constexpr OpId kNoOp = std::numeric_limits<uint32_t>::max();
 inline constexpr ArgId kNoArg = std::numeric_limits<uint32_t>::max();
+// Node::origin of a node a rewrite created (it has no joint counterpart).
+// Distinct from kNoNode, which means "not derived: the node is its own origin".
+inline constexpr NodeId kCreatedNode = std::numeric_limits<uint32_t>::max() - 1;
 
 // FX `node.op`. call_module and call_method never reach a partitioner.
 enum class NodeKind : uint8_t { kPlaceholder, kCallFunction, kGetAttr, kOutput };
@@ -180,7 +183,9 @@ struct Node {
   StrId repr = 0;         // kConstant/kOpaque values: a printable form
   int64_t ac_graph_id = 0;
   double memory_budget = 0;
-  NodeId origin = kNoNode;  // in a derived graph: the joint node it comes from
+  // In a derived graph: the joint node this one comes from; kCreatedNode for
+  // nodes a rewrite made; kNoNode in a graph that is not derived.
+  NodeId origin = kNoNode;
 
   bool has(NodeFlag f) const { return (flags & f) != 0; }
 };
@@ -240,8 +245,10 @@ class Graph {
   StrId find_str(std::string_view s) const;  // 0 when not interned
   NodeId output() const { return output_; }
 
-  // The only mutation after building: prepare passes force saves.
+  // The only mutations after building: prepare passes force saves, and the
+  // pipeline stamps where each node of a derived graph comes from.
   void set_recompute(NodeId id, RecomputePolicy p) { nodes_[id].recompute = p; }
+  void set_origin(NodeId id, NodeId origin) { nodes_[id].origin = origin; }
 
   // Pools, for writers and builders that copy a graph wholesale.
   const std::vector<std::string>& strings() const { return strings_; }

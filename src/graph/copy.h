@@ -22,8 +22,9 @@ class NodeCopier {
   ArgId copy_args(ArgId root, std::span<const NodeId> remap);
 
   // Copies node `id`: args remapped through `remap`, value metadata, meta and
-  // op. The copy's origin is `origin` (default: the source node's origin if
-  // it has one, else the source id). Returns the new id.
+  // op. The copy's origin is `origin` if given; otherwise the source's origin
+  // when it has one (kCreatedNode included), else the source id. So chained
+  // passes keep pointing at the joint graph. Returns the new id.
   NodeId copy(NodeId id, std::span<const NodeId> remap, NodeId origin = kNoNode);
 
   // Copies node `id` as a placeholder with the same name and value metadata

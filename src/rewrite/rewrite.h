@@ -10,6 +10,8 @@
 //  * reorder_to_mimic_autograd_engine: the backward is rebuilt starting from
 //    the first user of a tangent, pulling in each node's inputs just in time.
 //  * raise_getitems: each getitem moves right after its parent.
+// Nodes a rewrite creates get origin kCreatedNode, so later copies keep them
+// marked as created.
 #pragma once
 
 #include "extract/extract.h"

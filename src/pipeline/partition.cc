@@ -1,0 +1,307 @@
+// pipeline/partition.cc — the two partitioners, as a walk through the stages.
+//
+// Contract (remat/partition.h): the same saved values and forward/backward
+// graphs as torch 2.13's min_cut_rematerialization_partition and
+// default_partition. This file only sequences the stages the way torch does;
+// each stage's rules live in its own folder:
+//   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
+//   -> decide (min-cut or default) -> extract -> rewrite (RNG, reorder, getitems)
+// and then maps every id back to the caller's joint graph.
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "analyze/analyze.h"
+#include "decide/decide.h"
+#include "extract/extract.h"
+#include "prepare/prepare.h"
+#include "remat/error.h"
+#include "remat/partition.h"
+#include "rewrite/rewrite.h"
+
+namespace remat {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the prepare passes did to a graph, kept for the final report.
+struct PrepareLog {
+  std::vector<NodeId> forced_must_save;            // joint ids
+  std::vector<NodeId> merged_into;                 // per joint node, or kNoNode
+  std::vector<std::string> ban_reason;             // per joint node
+  bool had_recomputable_ops = false;
+  bool had_recomputable_rng_ops = false;
+};
+
+// aot_autograd's _is_functional_graph: the only mutations allowed are copy_
+// and set_ into graph inputs.
+bool is_functional_graph(const Graph& g) {
+  std::vector<uint8_t> is_placeholder(g.size(), 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.kind == NodeKind::kPlaceholder) is_placeholder[id] = 1;
+    const OpInfo* op = g.op(id);
+    if (op == nullptr || op->kind != OpKind::kOverload) continue;
+    std::string_view name = g.str(op->name);
+    if (name == "aten.copy_.default" || name == "aten.set_.source_Tensor" ||
+        name == "fsdp.copy_.default") {
+      // The first argument must be an input (a name containing
+      // "set_buffer_donor_" is exempt, as in torch).
+      std::vector<ArgId> args = n.args == kNoArg ? std::vector<ArgId>{} : g.children(n.args);
+      if (args.empty()) continue;
+      const Arg& dst = g.arg(args[0]);
+      if (dst.kind != ArgKind::kNode) return false;
+      if (g.name(dst.id).find("set_buffer_donor_") != std::string_view::npos) continue;
+      if (!is_placeholder[dst.id]) return false;
+    } else if (op->is_mutable) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs the tag passes that both partitioners start with.
+void force_saves(Graph& g, const PartitionOptions& options, bool is_default,
+                 PrepareLog& log) {
+  log.had_recomputable_ops = has_recomputable_ops(g);
+  log.had_recomputable_rng_ops = has_recomputable_rng_ops(g);
+  if (log.had_recomputable_ops) cleanup_recompute_tags(g, is_default, log.forced_must_save);
+  if (!options.unsafe_allow_optimization_of_collectives) {
+    force_save_collectives(g, log.forced_must_save);
+  }
+  force_save_effectful_ops(g, log.forced_must_save);
+  force_save_bw_mutation_src(g, log.forced_must_save);
+}
+
+// A copy of the joint graph whose nodes are their own origin, so every graph
+// derived from it maps back to the caller's ids whatever the passes copy.
+Graph rooted(const JointGraph& joint) {
+  Graph g = joint.graph;
+  for (NodeId id = 0; id < g.size(); ++id) g.set_origin(id, id);
+  return g;
+}
+
+std::vector<NodeId> to_joint(const Graph& g, const std::vector<NodeId>& ids) {
+  std::vector<NodeId> out;
+  out.reserve(ids.size());
+  for (NodeId id : ids) out.push_back(g.node(id).origin);
+  return out;
+}
+
+// Fills the report part of the result: where each joint node ended up.
+void record_decisions(const JointGraph& joint, const Graph& g, const PrepareLog& log,
+                      PartitionResult& r) {
+  const size_t n = joint.graph.size();
+  std::vector<uint8_t> present(n, 0), in_fw(n, 0), in_bw(n, 0), saved(n, 0);
+  for (const Node& node : g.nodes()) present[node.origin] = 1;
+  for (const Node& node : r.forward.nodes()) {
+    if (node.origin < n && node.kind != NodeKind::kOutput) in_fw[node.origin] = 1;
+  }
+  for (const Node& node : r.backward.nodes()) {
+    if (node.origin < n && node.kind != NodeKind::kOutput) in_bw[node.origin] = 1;
+  }
+  for (const auto* list : {&r.saved_values, &r.saved_opaque_nodes, &r.saved_sym_nodes}) {
+    for (NodeId id : *list) saved[id] = 1;
+  }
+  r.decisions.assign(n, NodeDecision{});
+  for (NodeId id = 0; id < n; ++id) {
+    NodeDecision& d = r.decisions[id];
+    using W = NodeDecision::Where;
+    if (!present[id]) {
+      d.where = W::kRemoved;
+      d.merged_into = log.merged_into.empty() ? kNoNode : log.merged_into[id];
+      continue;
+    }
+    if (saved[id]) d.where = W::kSaved;
+    else if (in_fw[id] && in_bw[id]) d.where = W::kRecomputed;
+    else if (in_fw[id]) d.where = W::kForwardOnly;
+    else if (in_bw[id]) d.where = W::kBackwardOnly;
+    else d.where = W::kUnused;
+    if (!log.ban_reason.empty()) d.ban_reason = log.ban_reason[id];
+  }
+}
+
+// Rewrites origins of nodes a rewrite created to kNoNode, as the public
+// result promises.
+void finalize_origins(Graph& g) {
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).origin == kCreatedNode) g.set_origin(id, kNoNode);
+  }
+}
+
+// Extraction and rewrites shared by both partitioners. `reorder` is whether
+// the backward is reordered to mimic the autograd engine.
+PartitionResult emit(const JointGraph& joint, const Graph& g, SavedSets saved,
+                     const PrepareLog& log, const PartitionOptions& options,
+                     bool dce_collectives, bool reorder, const char* partitioner,
+                     Clock::time_point start) {
+  Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
+  if (dce_collectives) {
+    e.forward = eliminate_dead_collectives(e.forward);
+    e.backward = eliminate_dead_collectives(e.backward);
+  }
+  int rng_states = 0;
+  if (log.had_recomputable_ops && log.had_recomputable_rng_ops) {
+    rng_states = functionalize_rng_ops(g, e);
+  }
+  if (reorder) e.backward = reorder_to_mimic_autograd_engine(e.backward);
+
+  PartitionResult r;
+  r.forward = raise_getitems(e.forward);
+  r.backward = raise_getitems(e.backward);
+  finalize_origins(r.forward);
+  finalize_origins(r.backward);
+  r.saved_values = to_joint(g, e.saved_values);
+  r.saved_opaque_nodes = to_joint(g, e.saved_script_objects);
+  for (NodeId id : to_joint(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
+  r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
+  r.num_fwd_outputs = joint.num_fwd_outputs;
+  r.num_rng_states = rng_states;
+  r.forced_must_save = log.forced_must_save;
+  r.partitioner = partitioner;
+  record_decisions(joint, g, log, r);
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
+// default_partition on a graph whose nodes already point at `joint`.
+// `from_min_cut`: the min-cut handed this graph over; it must not come back.
+PartitionResult default_on(const JointGraph& joint, Graph g, PrepareLog log,
+                           const PartitionOptions& options, Clock::time_point start,
+                           bool from_min_cut);
+
+PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
+                           Clock::time_point start) {
+  PrepareLog log;
+  const size_t n = joint.graph.size();
+
+  // prepare: DCE, then CSE (torch's default), then the tag passes.
+  Graph g = eliminate_dead_code(rooted(joint), options.dce_impure_random);
+  if (options.cse) {
+    std::vector<NodeId> replaced;
+    Graph merged = common_subexpression_elimination(g, replaced);
+    log.merged_into.assign(n, kNoNode);
+    for (NodeId id = 0; id < g.size(); ++id) {
+      if (replaced[id] != id) log.merged_into[g.node(id).origin] = g.node(replaced[id]).origin;
+    }
+    g = std::move(merged);
+  }
+  force_saves(g, options, /*is_default=*/false, log);
+
+  // analyze
+  NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
+                                 joint.num_fwd_outputs, options);
+  // With nothing required by the backward there is nothing to cut; torch
+  // hands such graphs to the default partitioner.
+  if (info.num_required_bw == 0) {
+    return default_on(joint, std::move(g), std::move(log), options, start, /*from_min_cut=*/true);
+  }
+  std::vector<int64_t> dist = dist_from_bw(g, info);
+
+  // The budget: the global option, unless a node carries a per-graph one.
+  double budget = options.activation_memory_budget;
+  for (const Node& node : g.nodes()) {
+    if (node.has(kFlagMemoryBudget)) {
+      budget = node.memory_budget;
+      break;
+    }
+  }
+
+  // decide
+  std::vector<uint8_t> categories = options.ops.classify(g);
+  DecideContext ctx{g, info, dist, categories, options};
+  MinCutResult cut;
+  std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
+  log.ban_reason.assign(n, "");
+  for (NodeId id = 0; id < cut.ban_reason.size(); ++id) {
+    log.ban_reason[g.node(id).origin] = cut.ban_reason[id];
+  }
+
+  SavedSets saved;
+  for (NodeId id : chosen) {
+    if (is_sym_node(g, id)) {
+      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
+    } else if (is_opaque_node(g, id)) {
+      saved.saved_opaque_nodes.push_back(id);
+    } else {
+      saved.saved_values.push_back(id);
+    }
+  }
+  return emit(joint, g, std::move(saved), log, options, /*dce_collectives=*/false,
+              /*reorder=*/true, "min_cut", start);
+}
+
+PartitionResult default_on(const JointGraph& joint, Graph g, PrepareLog log,
+                           const PartitionOptions& options, Clock::time_point start,
+                           bool from_min_cut) {
+  const bool recomputable = has_recomputable_ops(g);
+  if (recomputable && !is_functional_graph(g)) {
+    // torch warns and falls back to the min-cut partitioner here. Coming from
+    // the min-cut, torch would bounce between the two until Python's
+    // recursion limit; say so instead.
+    if (from_min_cut) {
+      throw Error(ErrorCode::kUnsupported,
+                  "graph has recompute tags, mutates non-inputs and needs nothing in "
+                  "backward: torch's partitioners recurse forever on it");
+    }
+    return min_cut_on(joint, options, start);
+  }
+  PrepareLog tags;
+  force_saves(g, options, /*is_default=*/true, tags);
+  for (NodeId id : tags.forced_must_save) log.forced_must_save.push_back(id);
+  log.had_recomputable_ops = tags.had_recomputable_ops;
+  log.had_recomputable_rng_ops = tags.had_recomputable_rng_ops;
+
+  NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
+                                 joint.num_fwd_outputs, options);
+  SavedSets saved = default_saved_values(g, info, options);
+  return emit(joint, g, std::move(saved), log, options, /*dce_collectives=*/true,
+              /*reorder=*/log.had_recomputable_ops, "default", start);
+}
+
+// Graphs derived from the joint graph record their origin; the joint graph
+// itself must not carry any, or ids could not be mapped back.
+void check_joint(const JointGraph& joint) {
+  for (NodeId id = 0; id < joint.graph.size(); ++id) {
+    if (joint.graph.node(id).origin != kNoNode) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("node '{}': a joint graph cannot have an 'origin'",
+                              joint.graph.name(id)));
+    }
+  }
+  if (joint.num_fwd_outputs < 0) {
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("field 'num_fwd_outputs' is negative ({})", joint.num_fwd_outputs));
+  }
+}
+
+}  // namespace
+
+PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
+                                                    const PartitionOptions& options) {
+  options.validate();
+  check_joint(joint);
+  return min_cut_on(joint, options, Clock::now());
+}
+
+PartitionResult default_partition(const JointGraph& joint, const PartitionOptions& options) {
+  options.validate();
+  check_joint(joint);
+  // torch's default_partition does no DCE or CSE.
+  return default_on(joint, rooted(joint), PrepareLog{}, options, Clock::now(),
+                    /*from_min_cut=*/false);
+}
+
+const char* where_name(NodeDecision::Where w) {
+  switch (w) {
+    case NodeDecision::Where::kRemoved: return "removed";
+    case NodeDecision::Where::kForwardOnly: return "forward_only";
+    case NodeDecision::Where::kSaved: return "saved";
+    case NodeDecision::Where::kRecomputed: return "recomputed";
+    case NodeDecision::Where::kBackwardOnly: return "backward_only";
+    case NodeDecision::Where::kUnused: return "unused";
+  }
+  return "?";
+}
+
+}  // namespace remat
