@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything remat needs on a fresh Debian machine, then remat itself
+# (the C++ library, the `remat` command and the Python package).
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# C++ dependencies, from Debian.
+pkgs="libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz"
+missing=""
+for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  echo "setup: installing Debian packages:$missing"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+# Python side: torch 2.13 (the CPU wheel on disk), build and test tools.
+python3 -m pip install -q --disable-pip-version-check "torch==2.13.0"
+python3 -m pip install -q --disable-pip-version-check cmake ninja pytest scipy networkx orjson numpy jsonschema
+echo "setup: building and installing remat"
+python3 -m pip install -q --disable-pip-version-check .
+echo "setup: done ($(remat --version))"
