@@ -285,6 +285,7 @@ class Graph {
 class GraphBuilder {
  public:
   GraphBuilder();
+  ~GraphBuilder();  // out of line: Interner is complete only in graph.cc
 
   StrId intern(std::string_view s);
 

@@ -4,6 +4,10 @@
 // Contract: categories are keyed by what torch's `get_aten_target` returns:
 // the overload packet of an OpOverload ("aten.mm"), or the target itself for
 // anything else ("operator.getitem", "higher_order.auto_functionalized").
+// A Python callable is named `fn.__module__ + "." + fn.__qualname__`, with
+// the module "_operator" spelled "operator" ("operator.add", "math.floor",
+// "builtins.round", "torch.sym_float", "torch._sym_sqrt"); a
+// HigherOrderOperator is "higher_order." + its name().
 // OpRegistry::defaults() holds torch 2.13's `get_default_op_list()`; a packet
 // whose op facts carry the pointwise tag is recomputable and fusible, as there.
 // Users may add ops or override categories; an override replaces the

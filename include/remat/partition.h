@@ -8,6 +8,7 @@
 // finite cut raises NoFiniteCutError with the conflicting path explained.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,10 @@ struct JointGraph {
   Graph graph;
   int num_fwd_outputs = 0;
   std::vector<int> static_lifetime_input_indices;
+  // Op-category overrides from the JSON "ops" table ("categories"): registry
+  // key (the op's packet, or its name when it has none) -> OpCategory bits,
+  // in table order. Apply with OpRegistry::set before partitioning.
+  std::vector<std::pair<std::string, uint8_t>> op_overrides;
 };
 
 // Why a joint node ended where it did; for reports and `--explain`.

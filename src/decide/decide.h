@@ -65,8 +65,11 @@ struct SavedSets {
 };
 
 // default_partition's selection (the loop over forward nodes). Throws
-// Error naming the node where torch asserts.
+// Error naming the node where torch asserts. `graph_has_recomputable_ops`
+// is torch's has_recomputable_ops(joint_module), taken before tag cleanup:
+// 1 or 0, or -1 to compute it from `g`.
 SavedSets default_saved_values(const Graph& g, const NodeInfo& info,
-                               const PartitionOptions& options);
+                               const PartitionOptions& options,
+                               int graph_has_recomputable_ops = -1);
 
 }  // namespace remat

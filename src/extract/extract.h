@@ -7,8 +7,9 @@
 // symbols referenced by backward inputs are bound (bindings first, sorted by
 // symbol name), saved tensors are ordered version-counter-checked first,
 // opaque script objects after them; then the final forward and backward are
-// extracted with select_subgraph. The graphs' node `origin` is the id in the
-// graph passed in (callers compose it with their own mapping).
+// extracted with select_subgraph. The graphs' node `origin` follows
+// NodeCopier: the source node's own origin when it has one, else its id in
+// the graph passed in.
 #pragma once
 
 #include <vector>

@@ -129,9 +129,11 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
   for (StrId s : src_.free_symbols(id)) dst_.add_symbol(str(s));
 }
 
-NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin) {
+NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin,
+                        std::string_view name) {
   Node out;
   copy_value(id, out);
+  if (!name.empty()) out.name = dst_.intern(name);
   const Node& in = src_.node(id);
   out.args = copy_args(in.args, remap);
   out.kwargs = copy_args(in.kwargs, remap);
@@ -139,11 +141,12 @@ NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin)
   return dst_.add_node(out);
 }
 
-NodeId NodeCopier::copy_as_placeholder(NodeId id, NodeId origin) {
+NodeId NodeCopier::copy_as_placeholder(NodeId id, NodeId origin, std::string_view name) {
   Node out;
   copy_value(id, out);
   out.kind = NodeKind::kPlaceholder;
   out.target = out.name;
+  if (!name.empty()) out.name = dst_.intern(name);
   out.op = kNoOp;
   const Node& in = src_.node(id);
   out.origin = origin != kNoNode ? origin : (in.origin != kNoNode ? in.origin : id);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "remat/graph.h"
@@ -25,19 +26,27 @@ class NodeCopier {
   // op. The copy's origin is `origin` if given; otherwise the source's origin
   // when it has one (kCreatedNode included), else the source id. So chained
   // passes keep pointing at the joint graph. Returns the new id.
-  NodeId copy(NodeId id, std::span<const NodeId> remap, NodeId origin = kNoNode);
+  // `name`, when not empty, replaces the source name (FX renames a copy whose
+  // name is already taken in the destination).
+  NodeId copy(NodeId id, std::span<const NodeId> remap, NodeId origin = kNoNode,
+              std::string_view name = {});
 
   // Copies node `id` as a placeholder with the same name and value metadata
   // (torch turns saved values into backward placeholders this way).
-  NodeId copy_as_placeholder(NodeId id, NodeId origin = kNoNode);
+  // The FX target stays the source name even when `name` (not empty) renames
+  // the node: fx.Graph.placeholder(n) targets n and names it create_name(n).
+  NodeId copy_as_placeholder(NodeId id, NodeId origin = kNoNode, std::string_view name = {});
 
   // Re-interns a string / op of the source graph in the destination.
   StrId str(StrId s);
   OpId op(OpId o);
 
- private:
-  // Copies value metadata and meta fields of `id` into `out`.
+  // Copies value metadata and meta fields of `id` into `out` (name, kind,
+  // target and op included; a rewrite that gives a new node another node's
+  // meta overwrites those).
   void copy_value(NodeId id, Node& out);
+
+ private:
 
   const Graph& src_;
   GraphBuilder& dst_;

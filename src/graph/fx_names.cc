@@ -66,9 +66,19 @@ void split(std::string_view s, std::string_view& base, long& num, bool& has_num)
 }  // namespace
 
 std::string FxNamespace::create_name(std::string_view candidate_in) {
-  std::string candidate(candidate_in);
-  for (char& c : candidate) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  // Each run of characters illegal in an identifier becomes one '_', as
+  // FX's re.sub("[^0-9a-zA-Z_]+", "_", ...).
+  std::string candidate;
+  candidate.reserve(candidate_in.size());
+  bool in_run = false;
+  for (char c : candidate_in) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      candidate.push_back(c);
+      in_run = false;
+    } else if (!in_run) {
+      candidate.push_back('_');
+      in_run = true;
+    }
   }
   if (candidate.empty()) candidate = "_unnamed";
   if (std::isdigit(static_cast<unsigned char>(candidate[0]))) candidate = "_" + candidate;

@@ -27,6 +27,7 @@ struct Graph::Index {
 };
 
 GraphBuilder::GraphBuilder() : interner_(std::make_unique<Interner>()) { intern(""); }
+GraphBuilder::~GraphBuilder() = default;
 
 StrId GraphBuilder::intern(std::string_view s) {
   auto [it, inserted] =

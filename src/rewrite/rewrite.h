@@ -21,7 +21,12 @@ namespace remat {
 
 // Returns the number of RNG states threaded from forward to backward.
 // `joint` is the graph the extraction ran on (for the recompute policies).
-int functionalize_rng_ops(const Graph& joint, Extracted& e);
+// Call it only when the graph has recomputable random ops, as torch does: it
+// throws, as torch, when the backward has no tangent placeholder.
+// `use_graphsafe` is torch's use_rng_graphsafe_rng_functionalization before
+// the device check (config.graphsafe_rng_functionalization, and inductor's
+// fallback_random off); with it, a CUDA random op throws Error(kUnsupported).
+int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe = true);
 
 Graph reorder_to_mimic_autograd_engine(const Graph& bw);
 Graph raise_getitems(const Graph& g);

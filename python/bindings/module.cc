@@ -1,0 +1,248 @@
+// remat._remat — the extension module. It converts between Python and the
+// engine and does nothing else.
+//
+// Contract:
+//  * Documents cross as one bytes buffer each way (format v1, docs/format.md);
+//    nothing is converted per node here.
+//  * The engine runs with the GIL released.
+//  * remat::Error becomes the remat.errors class of its code (NoFiniteCutError
+//    with .explanation and .dot); other exceptions use nanobind's defaults.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <simdjson.h>
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "remat/remat.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+// remat.errors.BY_CODE, fetched once at import; kept alive for the process
+// (module objects are never torn down before interpreter exit).
+PyObject* g_errors_by_code = nullptr;
+PyObject* g_base_error = nullptr;
+
+std::string_view view_of(const nb::bytes& b) {
+  return {static_cast<const char*>(b.data()), b.size()};
+}
+
+nb::bytes to_bytes(const std::string& s) { return nb::bytes(s.data(), s.size()); }
+
+[[noreturn]] void bad_option(std::string_view key, std::string_view why) {
+  throw remat::Error(remat::ErrorCode::kInvalidOption,
+                     "option '" + std::string(key) + "': " + std::string(why));
+}
+
+// Fills PartitionOptions from a JSON object whose keys are the field names.
+// Unknown keys and wrong types are errors: a typo must not silently fall back
+// to torch's default.
+remat::PartitionOptions parse_options(std::string_view json) {
+  remat::PartitionOptions o;
+  if (json.empty()) return o;
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto err = parser.parse(json.data(), json.size()).get(root)) {
+    throw remat::Error(remat::ErrorCode::kParse,
+                       std::string("options: ") + simdjson::error_message(err));
+  }
+  simdjson::dom::object obj;
+  if (root.get(obj)) bad_option("<root>", "expected a JSON object");
+
+  auto as_bool = [](std::string_view k, simdjson::dom::element v) {
+    bool b;
+    if (v.get(b)) bad_option(k, "expected a bool");
+    return b;
+  };
+  auto as_int = [](std::string_view k, simdjson::dom::element v) {
+    int64_t i;
+    if (v.get(i)) bad_option(k, "expected an integer");
+    return i;
+  };
+  auto as_double = [](std::string_view k, simdjson::dom::element v) {
+    double d;
+    if (v.get(d)) bad_option(k, "expected a number");
+    return d;
+  };
+  auto as_string = [](std::string_view k, simdjson::dom::element v) {
+    std::string_view s;
+    if (v.get(s)) bad_option(k, "expected a string");
+    return std::string(s);
+  };
+
+  using Setter = std::function<void(std::string_view, simdjson::dom::element)>;
+  const std::unordered_map<std::string_view, Setter> setters = {
+#define REMAT_BOOL(f) {#f, [&](auto k, auto v) { o.f = as_bool(k, v); }}
+      REMAT_BOOL(cse),
+      REMAT_BOOL(unsafe_allow_optimization_of_collectives),
+      REMAT_BOOL(recompute_views),
+      REMAT_BOOL(ban_recompute_used_far_apart),
+      REMAT_BOOL(ban_recompute_long_fusible_chains),
+      REMAT_BOOL(ban_recompute_materialized_backward),
+      REMAT_BOOL(ban_recompute_not_in_allowlist),
+      REMAT_BOOL(ban_recompute_reductions),
+      REMAT_BOOL(aggressive_recomputation),
+      REMAT_BOOL(treat_parameters_as_free_to_save),
+      REMAT_BOOL(is_non_builtin_to_include),
+      REMAT_BOOL(unsafe_treat_script_objects_as_zero_size),
+      REMAT_BOOL(graphsafe_rng_functionalization),
+      REMAT_BOOL(dce_impure_random),
+      REMAT_BOOL(distributed_available),
+#undef REMAT_BOOL
+      {"max_dist_from_bw",
+       [&](auto k, auto v) { o.max_dist_from_bw = static_cast<int>(as_int(k, v)); }},
+      {"activation_memory_budget",
+       [&](auto k, auto v) { o.activation_memory_budget = as_double(k, v); }},
+      {"activation_memory_budget_solver",
+       [&](auto k, auto v) { o.activation_memory_budget_solver = as_string(k, v); }},
+      {"activation_memory_budget_runtime_estimator",
+       [&](auto k, auto v) {
+         o.activation_memory_budget_runtime_estimator = as_string(k, v);
+       }},
+      {"cut_side",
+       [&](auto k, auto v) {
+         std::string s = as_string(k, v);
+         if (s == "sink_minimal") o.cut_side = remat::CutSide::kSinkMinimal;
+         else if (s == "source_minimal") o.cut_side = remat::CutSide::kSourceMinimal;
+         else bad_option(k, "expected \"sink_minimal\" or \"source_minimal\"");
+       }},
+      // {"aten.foo": ["recomputable", "fusible"], ...}: replaces those keys'
+      // categories in the op registry.
+      {"ops",
+       [&](auto k, auto v) {
+         simdjson::dom::object ops;
+         if (v.get(ops)) bad_option(k, "expected an object of category lists");
+         for (auto [name, cats] : ops) {
+           simdjson::dom::array list;
+           if (cats.get(list)) bad_option(k, "expected a list of category names");
+           uint8_t bits = 0;
+           for (auto c : list) {
+             std::string_view cs;
+             if (c.get(cs)) bad_option(k, "expected category names");
+             uint8_t bit = remat::op_category_from_name(cs);
+             if (bit == 0) bad_option(k, "unknown category '" + std::string(cs) + "'");
+             bits |= bit;
+           }
+           o.ops.set(name, bits);
+         }
+       }},
+  };
+
+  for (auto [key, value] : obj) {
+    auto it = setters.find(key);
+    if (it == setters.end()) bad_option(key, "unknown option");
+    it->second(key, value);
+  }
+  o.validate();
+  return o;
+}
+
+void raise_error(const remat::Error& e, const char* explanation, const char* dot) {
+  PyObject* cls = g_errors_by_code
+      ? PyDict_GetItemString(g_errors_by_code, remat::error_code_name(e.code()))
+      : nullptr;
+  if (!cls) cls = g_base_error ? g_base_error : PyExc_RuntimeError;
+  PyObject* inst = explanation
+      ? PyObject_CallFunction(cls, "sss", e.what(), explanation, dot)
+      : PyObject_CallFunction(cls, "s", e.what());
+  if (!inst) return;  // constructing the exception failed; that error stands
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(inst)), inst);
+  Py_DECREF(inst);
+}
+
+}  // namespace
+
+NB_MODULE(_remat, m) {
+  m.doc() = "remat engine bindings: format-v1 JSON bytes in, bytes out.";
+
+  nb::module_ errors = nb::module_::import_("remat.errors");
+  g_errors_by_code = errors.attr("BY_CODE").ptr();
+  Py_INCREF(g_errors_by_code);
+  g_base_error = errors.attr("RematError").ptr();
+  Py_INCREF(g_base_error);
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const remat::NoFiniteCutError& e) {
+      raise_error(e, e.explanation().c_str(), e.dot().c_str());
+    } catch (const remat::Error& e) {
+      raise_error(e, nullptr, nullptr);
+    }
+  });
+
+  m.def("version", [] { return std::string(remat::kVersion); });
+
+  m.def(
+      "partition",
+      [](nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner) {
+        std::string out;
+        {
+          // bytes objects are immutable and held by the caller: their buffers
+          // stay valid while the GIL is released.
+          nb::gil_scoped_release release;
+          remat::PartitionOptions options = parse_options(view_of(options_json));
+          remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+          remat::PartitionResult result;
+          if (partitioner == "min_cut") {
+            result = remat::min_cut_rematerialization_partition(joint, options);
+          } else if (partitioner == "default") {
+            result = remat::default_partition(joint, options);
+          } else {
+            throw remat::Error(remat::ErrorCode::kInvalidOption,
+                               "partitioner '" + partitioner +
+                                   "': expected \"min_cut\" or \"default\"");
+          }
+          out = remat::write_result(joint, result);
+        }
+        return to_bytes(out);
+      },
+      nb::arg("joint_json"), nb::arg("options_json"), nb::arg("partitioner") = "min_cut",
+      "Partitions a joint graph; returns the partition-result document.");
+
+  m.def(
+      "roundtrip",
+      [](nb::bytes joint_json) {
+        std::string out;
+        {
+          nb::gil_scoped_release release;
+          out = remat::write_joint_graph(remat::read_joint_graph(view_of(joint_json)));
+        }
+        return to_bytes(out);
+      },
+      nb::arg("joint_json"), "Reads a joint graph and writes it back.");
+
+  m.def(
+      "info",
+      [](nb::bytes joint_json) {
+        remat::JointGraph joint;
+        {
+          nb::gil_scoped_release release;
+          joint = remat::read_joint_graph(view_of(joint_json));
+        }
+        const remat::Graph& g = joint.graph;
+        size_t counts[4] = {0, 0, 0, 0};
+        size_t tensors = 0;
+        for (const remat::Node& n : g.nodes()) {
+          ++counts[static_cast<int>(n.kind)];
+          tensors += n.tensors_count;
+        }
+        nb::dict d;
+        d["nodes"] = g.size();
+        d["placeholder"] = counts[static_cast<int>(remat::NodeKind::kPlaceholder)];
+        d["call_function"] = counts[static_cast<int>(remat::NodeKind::kCallFunction)];
+        d["get_attr"] = counts[static_cast<int>(remat::NodeKind::kGetAttr)];
+        d["output"] = counts[static_cast<int>(remat::NodeKind::kOutput)];
+        d["ops"] = g.ops().size();
+        d["tensors"] = tensors;
+        d["num_fwd_outputs"] = joint.num_fwd_outputs;
+        d["static_lifetime_inputs"] = joint.static_lifetime_input_indices.size();
+        return d;
+      },
+      nb::arg("joint_json"), "Node counts of a joint graph.");
+}

@@ -1,0 +1,97 @@
+"""remat: AOTAutograd's activation-rematerialization partitioner as a C++ engine.
+
+Contract: `import remat` imports neither torch nor anything heavy. The engine
+functions take and return format-v1 JSON (docs/format.md) as bytes, str or an
+already-parsed dict; `remat.torch` converts FX graphs to and from that format.
+Engine failures raise `RematError` subclasses (see remat.errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Union
+
+from .errors import (
+    InternalError,
+    InvalidGraphError,
+    InvalidOptionError,
+    NoFiniteCutError,
+    ParseError,
+    RematError,
+    RematIOError,
+    UnsupportedError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RematError",
+    "InvalidGraphError",
+    "ParseError",
+    "UnsupportedError",
+    "InvalidOptionError",
+    "RematIOError",
+    "InternalError",
+    "NoFiniteCutError",
+    "partition",
+    "roundtrip",
+    "info",
+    "version",
+]
+
+JsonLike = Union[bytes, bytearray, memoryview, str, Mapping[str, Any]]
+
+
+def _ext():
+    # Imported on first use so the pure-Python parts (remat.torch export and
+    # import) work in a tree where the extension is not built yet.
+    from . import _remat
+
+    return _remat
+
+
+def _to_bytes(doc: JsonLike) -> bytes:
+    if isinstance(doc, bytes):
+        return doc
+    if isinstance(doc, (bytearray, memoryview)):
+        return bytes(doc)
+    if isinstance(doc, str):
+        return doc.encode()
+    import orjson
+
+    return orjson.dumps(doc)
+
+
+def version() -> str:
+    """The engine's version string."""
+    return _ext().version()
+
+
+def partition(
+    joint: JsonLike,
+    options: JsonLike | None = None,
+    partitioner: str = "min_cut",
+    *,
+    as_json: bool = True,
+) -> bytes | dict:
+    """Partitions a format-v1 joint graph; returns the partition-result document.
+
+    `options` is an object of PartitionOptions fields ({"activation_memory_budget": 0.5}).
+    `partitioner` is "min_cut" or "default". Returns bytes, or a dict when
+    `as_json` is False.
+    """
+    out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner)
+    if as_json:
+        return out
+    import orjson
+
+    return orjson.loads(out)
+
+
+def roundtrip(joint: JsonLike) -> bytes:
+    """Reads a joint graph into the engine's IR and writes it back out."""
+    return _ext().roundtrip(_to_bytes(joint))
+
+
+def info(joint: JsonLike) -> dict:
+    """Node counts of a joint graph, as the engine sees it."""
+    return _ext().info(_to_bytes(joint))

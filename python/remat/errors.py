@@ -1,0 +1,64 @@
+"""The exceptions remat raises; the extension module translates remat::Error into these.
+
+Contract: every error of the engine is a `RematError`; the subclass follows the
+C++ ErrorCode. `NoFiniteCutError` carries `.explanation` (the infinite path, node
+by node) and `.dot` (the capacity graph in Graphviz syntax).
+"""
+
+from __future__ import annotations
+
+
+class RematError(RuntimeError):
+    """Base class: any failure reported by the remat engine."""
+
+    code = "internal"
+
+
+class InvalidGraphError(RematError):
+    code = "invalid_graph"
+
+
+class ParseError(RematError):
+    code = "parse"
+
+
+class UnsupportedError(RematError):
+    code = "unsupported"
+
+
+class InvalidOptionError(RematError, ValueError):
+    code = "invalid_option"
+
+
+class RematIOError(RematError, OSError):
+    code = "io"
+
+
+class InternalError(RematError):
+    code = "internal"
+
+
+class NoFiniteCutError(RematError):
+    """No finite cut: a value the backward needs can be neither saved nor recomputed."""
+
+    code = "no_finite_cut"
+
+    def __init__(self, message: str = "", explanation: str = "", dot: str = "") -> None:
+        super().__init__(message)
+        self.explanation = explanation
+        self.dot = dot
+
+
+# Keyed by the C++ error_code_name() spelling; the bindings look classes up here.
+BY_CODE = {
+    cls.code: cls
+    for cls in (
+        InvalidGraphError,
+        ParseError,
+        UnsupportedError,
+        InvalidOptionError,
+        RematIOError,
+        InternalError,
+        NoFiniteCutError,
+    )
+}

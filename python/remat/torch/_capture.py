@@ -1,0 +1,190 @@
+"""Recording the joint graphs torch hands its partitioner.
+
+Contract: inside `with capture() as session:`, every call torch makes to a
+partition function (torch.compile with an aot_autograd backend, aot_function,
+aot_module, inductor) is recorded as a `CapturedJoint` — a deep copy of the
+joint module taken *before* the partitioner runs (it mutates its input), the
+joint inputs, num_fwd_outputs, static_lifetime_input_indices and the other
+keyword arguments — and then forwarded to the original function, so compilation
+proceeds unchanged. Leaving the block restores every patched name.
+
+Two hooks cover all paths: the partition functions themselves (module
+attributes looked up at call time), and AOTAutograd's
+`_partition_joint_graph_into_fw_bw`, which receives whatever partition_fn a
+backend bound at import time. A thread-local guard records each call once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import functools
+import os
+import threading
+from typing import Any, Callable, Iterator, Optional
+
+import torch.fx as fx
+
+_guard = threading.local()
+
+
+@dataclasses.dataclass
+class CapturedJoint:
+    joint_module: fx.GraphModule
+    joint_inputs: Any
+    num_fwd_outputs: int
+    static_lifetime_input_indices: Optional[list]
+    kwargs: dict
+    partitioner: str  # "min_cut", "default", or the partition function's name
+
+    def export(self, *, as_json: bool = False, handles: Optional[list] = None) -> dict | bytes:
+        from ._export import export_joint_graph
+
+        return export_joint_graph(
+            self.joint_module,
+            self.num_fwd_outputs,
+            self.static_lifetime_input_indices,
+            as_json=as_json,
+            handles=handles,
+        )
+
+
+def _partitioner_name(fn: Callable) -> str:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    fn = getattr(fn, "__wrapped__", fn)
+    name = getattr(fn, "__name__", repr(fn))
+    return {
+        "min_cut_rematerialization_partition": "min_cut",
+        "default_partition": "default",
+    }.get(name, name)
+
+
+class CaptureSession:
+    """Records partitioner calls while active; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.captured: list[CapturedJoint] = []
+        self._patches: list[tuple[Any, str, Any]] = []
+
+    # --- recording -------------------------------------------------------
+    def _record(self, fn: Callable, joint_module, joint_inputs, kwargs: dict) -> None:
+        kwargs = dict(kwargs)
+        num_fwd_outputs = kwargs.pop("num_fwd_outputs")
+        static = kwargs.pop("static_lifetime_input_indices", None)
+        self.captured.append(
+            CapturedJoint(
+                joint_module=copy.deepcopy(joint_module),
+                joint_inputs=joint_inputs,
+                num_fwd_outputs=num_fwd_outputs,
+                static_lifetime_input_indices=list(static) if static is not None else None,
+                kwargs=kwargs,
+                partitioner=_partitioner_name(fn),
+            )
+        )
+
+    def wrap(self, fn: Callable) -> Callable:
+        """A partition function that records its calls, then calls `fn`."""
+        session = self
+
+        @functools.wraps(fn)
+        def recording_partition(joint_module, joint_inputs, *args, **kwargs):
+            if getattr(_guard, "active", False):
+                return fn(joint_module, joint_inputs, *args, **kwargs)
+            if args:  # num_fwd_outputs is keyword-only in torch; accept it positionally too
+                kwargs = {"num_fwd_outputs": args[0], **kwargs}
+                args = ()
+            session._record(fn, joint_module, joint_inputs, kwargs)
+            _guard.active = True
+            try:
+                return fn(joint_module, joint_inputs, **kwargs)
+            finally:
+                _guard.active = False
+
+        recording_partition.__remat_capture__ = True  # type: ignore[attr-defined]
+        return recording_partition
+
+    # --- patching --------------------------------------------------------
+    def _patch(self, obj: Any, attr: str, new: Any) -> None:
+        self._patches.append((obj, attr, getattr(obj, attr)))
+        setattr(obj, attr, new)
+
+    def __enter__(self) -> "CaptureSession":
+        import torch._functorch._aot_autograd.graph_compile as graph_compile
+        import torch._functorch.aot_autograd as aot_autograd
+        import torch._functorch.partitioners as partitioners
+
+        for name in ("min_cut_rematerialization_partition", "default_partition"):
+            original = getattr(partitioners, name)
+            wrapped = self.wrap(original)
+            for mod in (partitioners, aot_autograd, _maybe_import("torch._inductor.compile_fx"),
+                        _maybe_import("functorch.compile")):
+                if mod is not None and getattr(mod, name, None) is original:
+                    self._patch(mod, name, wrapped)
+
+        original_split = graph_compile._partition_joint_graph_into_fw_bw
+
+        @functools.wraps(original_split)
+        def split(fx_g, joint_inputs, inner_meta, fw_metadata, aot_config, partition_fn):
+            if not getattr(partition_fn, "__remat_capture__", False):
+                partition_fn = self.wrap(partition_fn)
+            return original_split(fx_g, joint_inputs, inner_meta, fw_metadata, aot_config, partition_fn)
+
+        self._patch(graph_compile, "_partition_joint_graph_into_fw_bw", split)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        while self._patches:
+            obj, attr, old = self._patches.pop()
+            setattr(obj, attr, old)
+
+    # --- saving ----------------------------------------------------------
+    def save(self, path: str, index: Optional[int] = None) -> list[str]:
+        """Writes captured joint graphs as format-v1 JSON.
+
+        With `index`, writes that capture to `path`. Otherwise writes every
+        capture: to `path` itself when there is one, else to
+        `path` with `_<i>` before the extension. Returns the paths written.
+        """
+        if index is not None:
+            items = [(path, self.captured[index])]
+        elif len(self.captured) == 1:
+            items = [(path, self.captured[0])]
+        else:
+            root, ext = os.path.splitext(path)
+            items = [(f"{root}_{i}{ext or '.json'}", c) for i, c in enumerate(self.captured)]
+        written = []
+        for p, c in items:
+            _write_atomic(p, c.export(as_json=True))
+            written.append(p)
+        return written
+
+
+def _maybe_import(name: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except Exception:  # an optional front end (inductor) that fails to import is not ours to fix
+        return None
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.write(b"\n")
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[CaptureSession]:
+    """Context manager: records every joint graph partitioned inside the block."""
+    with CaptureSession() as session:
+        yield session
+
+
+def save_capture(path: str, session: CaptureSession, index: Optional[int] = None) -> list[str]:
+    """Writes a session's captures as format-v1 JSON files (see CaptureSession.save)."""
+    return session.save(path, index)

@@ -1,0 +1,294 @@
+"""Format-v1 documents -> FX graphs.
+
+Contract:
+  * `import_graph` builds an FX GraphModule whose nodes have the document's
+    names, ops, targets (resolved back to callables), args and kwargs.
+  * With `joint_gm`, node meta comes from the joint graph the way torch's own
+    extraction does it: a placeholder gets the joint node's meta dict itself,
+    any other node a shallow copy (`copy.copy`). The joint node is the one named
+    by the document node's "origin", or, for a joint-graph document, the one of
+    the same name. Nodes with no joint counterpart get their meta rebuilt from
+    the document: the partitioner keys, "val" for static-shaped tensors (fake
+    tensors), and the raw VALUE under meta["remat_val"].
+  * `import_result` builds the forward and backward modules of a partition
+    result as `_extract_fwd_bwd_modules` does: modules made with
+    `_make_graph_module(joint_gm, graph)`, output "desc" metadata from the joint
+    output plus SavedForBackwards(NoVcCheck)AOTOutput for saved values, and
+    meta["autograd_backward"] on backward call_function/get_attr nodes.
+  * Opaque arguments resolve through `handles` (the list given to the export);
+    without it they become `OpaqueArg` placeholders carrying the repr.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Optional
+
+import orjson
+import torch
+import torch.fx as fx
+import torch.utils._pytree as pytree
+
+from ._targets import resolve_target
+
+
+class OpaqueArg:
+    """An argument the document only knows by its repr."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        # Valid Python, so FX code generation of the imported graph succeeds.
+        return f"remat_opaque({self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpaqueArg) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def _load(doc: Any) -> dict:
+    if isinstance(doc, (bytes, bytearray, memoryview, str)):
+        return orjson.loads(doc)
+    return doc
+
+
+class _Decoder:
+    def __init__(self, env: dict[str, fx.Node], handles: Optional[list]) -> None:
+        self.env = env
+        self.handles = handles
+
+    def arg(self, a: Any) -> Any:
+        if isinstance(a, list):
+            return [self.arg(x) for x in a]
+        if not isinstance(a, dict):
+            return a  # None, bool, int, float, str
+        if len(a) == 1 or "opaque" in a:
+            if "node" in a:
+                name = a["node"]
+                if name not in self.env:
+                    raise ValueError(f"remat: argument refers to unknown node {name!r}")
+                return self.env[name]
+            if "tuple" in a:
+                return tuple(self.arg(x) for x in a["tuple"])
+            if "dict" in a:
+                return {k: self.arg(v) for k, v in a["dict"].items()}
+            if "slice" in a:
+                return slice(*(self.arg(x) for x in a["slice"]))
+            if "float" in a:
+                return float(a["float"])  # "inf", "-inf", "nan"
+            if "dtype" in a:
+                return getattr(torch, a["dtype"])
+            if "device" in a:
+                return torch.device(a["device"])
+            if "layout" in a:
+                return getattr(torch, a["layout"])
+            if "memory_format" in a:
+                return getattr(torch, a["memory_format"])
+            if "target" in a:
+                return resolve_target(a["target"])
+            if "opaque" in a:
+                h = a.get("handle", -1)
+                if self.handles is not None and h is not None and 0 <= h < len(self.handles):
+                    return self.handles[h]
+                return OpaqueArg(a["opaque"])
+        raise ValueError(f"remat: not a format-v1 argument: {a!r}")
+
+
+_fake_mode = None
+
+
+def _fake_tensor(v: dict) -> Any:
+    """A fake tensor for a static-shaped tensor VALUE; None when shapes are symbolic."""
+    global _fake_mode
+    shape = v.get("shape", [])
+    stride = v.get("stride")
+    if not all(isinstance(d, int) for d in shape) or (
+        stride is not None and not all(isinstance(d, int) for d in stride)
+    ):
+        return None
+    dtype = getattr(torch, v["dtype"], None)
+    if not isinstance(dtype, torch.dtype):
+        return None
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    if _fake_mode is None:
+        _fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with _fake_mode:
+        if stride is None:
+            return torch.empty(shape, dtype=dtype, device=v.get("device", "cpu"))
+        return torch.empty_strided(shape, stride, dtype=dtype, device=v.get("device", "cpu"))
+
+
+def _value(v: dict) -> Any:
+    kind = v.get("kind")
+    if kind == "tensor":
+        return _fake_tensor(v)
+    if kind == "sequence":
+        items = [_value(x) for x in v["items"]]
+        # All or nothing: a partial list would misstate the value's size.
+        if any(x is None and it.get("kind") != "none" for x, it in zip(items, v["items"])):
+            return None
+        return items
+    if kind == "none":
+        return None
+    if kind == "constant":
+        try:
+            import ast
+
+            return ast.literal_eval(v.get("repr", ""))
+        except (ValueError, SyntaxError):
+            return None
+    if kind == "backward_state":
+        from torch.fx.experimental._backward_state import BackwardState
+
+        return BackwardState()
+    return None
+
+
+def _meta_from_doc(nd: dict) -> dict:
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    meta: dict[str, Any] = {}
+    m = nd.get("meta") or {}
+    if "recompute" in m:
+        meta["recompute"] = CheckpointPolicy[m["recompute"]]
+    for key in ("ac_graph_id", "partitioner_tag", "has_backward_hook",
+                "saved_tensor_with_no_vc_check", "memory_budget"):
+        if key in m:
+            meta[key] = m[key]
+    if "val" in nd:
+        meta["remat_val"] = nd["val"]
+        val = _value(nd["val"])
+        if val is not None or nd["val"].get("kind") == "none":
+            meta["val"] = val
+    if nd.get("tensor_meta"):
+        from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+        val = meta.get("val")
+        meta["tensor_meta"] = _extract_tensor_metadata(val) if isinstance(val, torch.Tensor) else None
+    return meta
+
+
+def _build_graph(
+    nodes: list[dict],
+    joint_gm: Optional[fx.GraphModule],
+    handles: Optional[list],
+    match_by_name: bool,
+) -> fx.Graph:
+    joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
+    graph = fx.Graph()
+    env: dict[str, fx.Node] = {}
+    dec = _Decoder(env, handles)
+    for nd in nodes:
+        op, name = nd["op"], nd["name"]
+        args = tuple(dec.arg(a) for a in nd.get("args", []))
+        kwargs = {k: dec.arg(v) for k, v in (nd.get("kwargs") or {}).items()}
+        if op == "output":
+            node = graph.output(args[0] if args else None)
+        elif op == "call_function":
+            node = graph.create_node(op, resolve_target(nd["target"]), args, kwargs, name=name)
+        elif op in ("placeholder", "get_attr"):
+            node = graph.create_node(op, nd["target"], args, kwargs, name=name)
+        else:
+            raise ValueError(f"remat: node {name!r}: unsupported op {op!r}")
+        if op != "output" and node.name != name:
+            raise ValueError(f"remat: FX renamed node {name!r} to {node.name!r}")
+        env[name] = node
+
+        src_name = nd.get("origin") or (name if match_by_name else None)
+        src = joint_nodes.get(src_name) if src_name is not None else None
+        if src is not None and src.op == op == "output":
+            node.meta = copy.copy(src.meta)
+        elif src is not None and op == "placeholder":
+            node.meta = src.meta  # torch's extraction shares the placeholder's dict
+        elif src is not None and op != "output":
+            node.meta = copy.copy(src.meta)
+        elif op != "output":
+            node.meta = _meta_from_doc(nd)
+    return graph
+
+
+def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.GraphModule:
+    from torch.fx._lazy_graph_module import _make_graph_module
+
+    return _make_graph_module(joint_gm if joint_gm is not None else torch.nn.Module(), graph)
+
+
+def import_graph(
+    doc: Any,
+    joint_gm: Optional[fx.GraphModule] = None,
+    handles: Optional[list] = None,
+) -> fx.GraphModule:
+    """Builds an FX GraphModule from a format-v1 graph ({"nodes": [...]}).
+
+    `doc` is a joint-graph document, a result's "forward"/"backward" object, or
+    their JSON text.
+    """
+    d = _load(doc)
+    is_joint = d.get("format") == "remat.joint_graph"
+    graph = _build_graph(d["nodes"], joint_gm, handles, match_by_name=is_joint)
+    return _make_module(joint_gm, graph)
+
+
+def _joint_output_descs(joint_gm: fx.GraphModule) -> list:
+    out = next(iter(joint_gm.graph.find_nodes(op="output")))
+    outputs = pytree.arg_tree_leaves(*out.args)
+    return pytree.arg_tree_leaves(out.meta.get("desc", [None] * len(outputs)))
+
+
+def _set_output_meta(graph: fx.Graph, descs: list) -> None:
+    out = next(iter(graph.find_nodes(op="output")))
+    out.meta["desc"] = descs
+    values = out.args[0] if out.args else ()
+    out.meta["output_stack_traces"] = [
+        v.meta.get("stack_trace") if isinstance(v, fx.Node) else None for v in values
+    ]
+
+
+def import_result(
+    result: Any,
+    joint_gm: fx.GraphModule,
+    handles: Optional[list] = None,
+) -> tuple[fx.GraphModule, fx.GraphModule]:
+    """The (forward, backward) GraphModules of a format-v1 partition result."""
+    from torch._functorch._aot_autograd.descriptors import (
+        SavedForBackwardsAOTOutput,
+        SavedForBackwardsNoVcCheckAOTOutput,
+    )
+    from torch._library.fake_class_registry import FakeScriptObject
+
+    r = _load(result)
+    num_fwd = int(r["num_fwd_outputs"])
+    fw_graph = _build_graph(r["forward"]["nodes"], joint_gm, handles, match_by_name=False)
+    bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False)
+
+    joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
+    descs = _joint_output_descs(joint_gm)
+    # Saved tensors (script objects are saved after them), the last of which
+    # skip version-counter checks.
+    saved = [joint_nodes[s] for s in r.get("saved_values", [])]
+    saved = [n for n in saved if not isinstance(n.meta.get("val"), FakeScriptObject)]
+    no_vc_start = sum(1 for n in saved if not n.meta.get("saved_tensor_with_no_vc_check", False))
+    fw_out = next(iter(fw_graph.find_nodes(op="output")))
+    num_saved = len(pytree.arg_tree_leaves(*fw_out.args)) - num_fwd
+    _set_output_meta(
+        fw_graph,
+        descs[:num_fwd]
+        + [
+            SavedForBackwardsNoVcCheckAOTOutput(i)
+            if no_vc_start <= i < len(saved)
+            else SavedForBackwardsAOTOutput(i)
+            for i in range(num_saved)
+        ],
+    )
+    _set_output_meta(bw_graph, descs[num_fwd:])
+    for node in bw_graph.nodes:
+        if node.op in ("call_function", "get_attr"):
+            node.meta["autograd_backward"] = True
+    return _make_module(joint_gm, fw_graph), _make_module(joint_gm, bw_graph)
+
+
+__all__ = ["import_graph", "import_result", "OpaqueArg"]

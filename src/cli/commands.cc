@@ -1,0 +1,405 @@
+// cli/commands.cc — `remat info` and `remat partition`.
+//
+// Contract: read the graph (io), call the library (analyze, the partition
+// entry points), and print a human summary. The numbers printed come from the
+// library's own results (NodeInfo, PartitionResult.decisions, size_of), so
+// the CLI never re-derives a decision. Output is deterministic apart from the
+// timing lines.
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analyze/analyze.h"
+#include "cli/commands.h"
+#include "remat/error.h"
+#include "remat/io.h"
+#include "remat/ops.h"
+#include "remat/options.h"
+#include "remat/partition.h"
+
+extern char** environ;
+
+namespace remat::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Graphs at least this big get timing lines even without --verbose, so a
+// long run is never silent.
+constexpr size_t kBigGraph = 200000;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string human_bytes(int64_t b) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+bool is_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string exe_dir(const std::string& argv0) {
+  std::array<char, 4096> buf{};
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  std::string exe = n > 0 ? std::string(buf.data(), static_cast<size_t>(n)) : argv0;
+  const size_t slash = exe.rfind('/');
+  return slash == std::string::npos ? "." : exe.substr(0, slash);
+}
+
+JointGraph load(const CommonSettings& common, std::string& path) {
+  path = resolve_graph_path(common);
+  const auto t0 = Clock::now();
+  JointGraph joint = read_joint_graph_file(path);
+  if (common.verbose || joint.graph.size() >= kBigGraph) {
+    std::fprintf(stderr, "remat: loaded %s (%zu nodes) in %.1f ms\n", path.c_str(),
+                 joint.graph.size(), ms_since(t0));
+  }
+  return joint;
+}
+
+// The default registry with the graph's own "categories" overrides applied.
+OpRegistry registry_for(const JointGraph& joint) {
+  OpRegistry reg = OpRegistry::defaults();
+  for (const auto& [key, cats] : joint.op_overrides) reg.set(key, cats);
+  return reg;
+}
+
+std::string describe_value(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  if (n.value != ValueKind::kTensor || g.tensors(id).empty()) return value_kind_name(n.value);
+  const TensorMeta& t = g.tensors(id)[0];
+  std::string s = fmt::format("{}[", g.str(t.dtype));
+  bool first = true;
+  for (const Dim& d : g.shape(t)) {
+    if (!first) s += ", ";
+    first = false;
+    s += d.expr != 0 ? std::string(g.str(d.expr)) : std::to_string(d.value);
+  }
+  return s + "]";
+}
+
+// Bytes of a node, or -1 when size_of refuses it (no "val", unknown kind).
+int64_t bytes_of(const Graph& g, NodeId id, const PartitionOptions& options) {
+  try {
+    return size_of(g, id, options);
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
+const char* where_text(NodeDecision::Where w) {
+  switch (w) {
+    case NodeDecision::Where::kRemoved:
+      return "removed before partitioning (dead code, or merged into an equal node by CSE)";
+    case NodeDecision::Where::kForwardOnly:
+      return "computed in the forward only; the backward does not need it";
+    case NodeDecision::Where::kSaved:
+      return "computed in the forward and saved for the backward";
+    case NodeDecision::Where::kRecomputed:
+      return "computed in the forward and recomputed in the backward";
+    case NodeDecision::Where::kBackwardOnly:
+      return "computed in the backward only";
+    case NodeDecision::Where::kUnused:
+      return "in neither graph";
+  }
+  return "?";
+}
+
+bool on_path(const char* program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  std::string p(path);
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    std::string dir = p.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Renders DOT to SVG with graphviz; returns the SVG path or "" if it failed.
+std::string render_svg(const std::string& dot_path) {
+  if (!on_path("dot")) return "";
+  std::string svg = dot_path;
+  if (svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".dot") == 0) svg.resize(svg.size() - 4);
+  svg += ".svg";
+  std::vector<std::string> args{"dot", "-Tsvg", dot_path, "-o", svg};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (::posix_spawnp(&pid, "dot", nullptr, nullptr, argv.data(), environ) != 0) return "";
+  int status = 0;
+  if (::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  return svg;
+}
+
+int explain(const JointGraph& joint, const PartitionResult& r, const std::string& name,
+            const PartitionOptions& options) {
+  const Graph& g = joint.graph;
+  const NodeId id = g.find(name);
+  if (id == kNoNode) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("--explain: node '{}' is not in the joint graph", name));
+  }
+  const Node& n = g.node(id);
+  std::printf("\nnode '%s' (%s %s, %s)\n", name.c_str(), node_kind_name(n.kind),
+              std::string(g.str(n.target)).c_str(), describe_value(g, id).c_str());
+  if (id >= r.decisions.size()) {
+    std::printf("  no decision recorded for it\n");
+    return 0;
+  }
+  const NodeDecision& d = r.decisions[id];
+  std::printf("  %s: %s\n", where_name(d.where), where_text(d.where));
+  if (d.merged_into != kNoNode && d.merged_into < g.size()) {
+    std::printf("  merged into the equal node '%s'\n", std::string(g.name(d.merged_into)).c_str());
+  }
+  if (!d.ban_reason.empty()) {
+    std::printf("  recomputation banned: %s\n", d.ban_reason.c_str());
+  }
+  if (n.recompute != RecomputePolicy::kNone) {
+    std::printf("  checkpoint policy: %s\n", recompute_policy_name(n.recompute));
+  }
+  const int64_t b = bytes_of(g, id, options);
+  if (b >= 0) std::printf("  size: %s\n", human_bytes(b).c_str());
+  return 0;
+}
+
+}  // namespace
+
+std::string resolve_graph_path(const CommonSettings& common) {
+  if (!common.graph.empty()) return common.graph;
+  static constexpr const char* kExample = "mlp.json";
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("REMAT_EXAMPLES"); env != nullptr && *env != '\0') {
+    dirs.emplace_back(env);
+  }
+  dirs.push_back(exe_dir(common.argv0) + "/../share/remat/examples");
+#ifdef REMAT_EXAMPLES_DIR
+  dirs.emplace_back(REMAT_EXAMPLES_DIR);
+#endif
+  std::string looked;
+  for (const std::string& d : dirs) {
+    const std::string p = d + "/" + kExample;
+    if (is_file(p)) return p;
+    looked += "\n  " + p;
+  }
+  throw Error(ErrorCode::kIo,
+              fmt::format("no GRAPH given and the example '{}' was not found; looked in:{}",
+                          kExample, looked));
+}
+
+int run_info(const CommonSettings& common) {
+  std::string path;
+  const JointGraph joint = load(common, path);
+  const Graph& g = joint.graph;
+  PartitionOptions options;
+  options.ops = registry_for(joint);
+
+  std::array<size_t, 4> by_kind{};
+  for (const Node& n : g.nodes()) ++by_kind[static_cast<size_t>(n.kind)];
+  std::printf("graph: %s\n", path.c_str());
+  std::printf("nodes: %zu (placeholder %zu, call_function %zu, get_attr %zu, output %zu)\n",
+              g.size(), by_kind[0], by_kind[1], by_kind[2], by_kind[3]);
+  std::printf("forward outputs: %d\n", joint.num_fwd_outputs);
+
+  // Op categories, counted over call_function nodes.
+  const std::vector<uint8_t> cats = options.ops.classify(g);
+  static constexpr std::pair<uint8_t, const char*> kCats[] = {
+      {kCatRecomputable, "recomputable"}, {kCatView, "view"}, {kCatRandom, "random"},
+      {kCatComputeIntensive, "compute_intensive"}, {kCatFusible, "fusible"}};
+  std::array<size_t, 5> by_cat{};
+  size_t uncategorized = 0;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const OpId op = g.node(id).op;
+    if (op == kNoOp || op >= cats.size()) continue;
+    if (cats[op] == 0) ++uncategorized;
+    for (size_t i = 0; i < 5; ++i) by_cat[i] += (cats[op] & kCats[i].first) ? 1 : 0;
+  }
+  std::printf("ops: %zu distinct;", g.ops().size());
+  for (size_t i = 0; i < 5; ++i) std::printf(" %s %zu,", kCats[i].second, by_cat[i]);
+  std::printf(" none %zu\n", uncategorized);
+  if (!joint.op_overrides.empty()) {
+    std::printf("op category overrides: %zu\n", joint.op_overrides.size());
+  }
+
+  try {
+    const NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
+                                         joint.num_fwd_outputs, options);
+    size_t fw = 0, bw = 0, unclaimed = 0;
+    for (NodeId id = 0; id < g.size(); ++id) {
+      fw += info.required_fw.size() > id && info.required_fw[id];
+      bw += info.required_bw.size() > id && info.required_bw[id];
+      unclaimed += info.unclaimed.size() > id && info.unclaimed[id];
+    }
+    std::printf("forward: %zu nodes, backward: %zu nodes, unclaimed: %zu\n", fw, bw, unclaimed);
+  } catch (const Error& e) {
+    std::printf("forward/backward: unavailable (%s)\n", e.what());
+  }
+
+  int64_t total = 0;
+  size_t counted = 0, unsized = 0;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).kind != NodeKind::kCallFunction) continue;
+    const int64_t b = bytes_of(g, id, options);
+    if (b < 0) {
+      ++unsized;
+      continue;
+    }
+    if (__builtin_add_overflow(total, b, &total)) total = INT64_MAX;
+    ++counted;
+  }
+  std::printf("activations: %s", human_bytes(total).c_str());
+  if (total >= 1024) std::printf(" (%lld bytes)", static_cast<long long>(total));
+  std::printf(" over %zu call_function nodes", counted);
+  if (unsized != 0) std::printf("; %zu without a size", unsized);
+  std::printf("\n");
+  return 0;
+}
+
+int run_partition(const CommonSettings& common, const PartitionSettings& s) {
+  std::string path;
+  const JointGraph joint = load(common, path);
+  const Graph& g = joint.graph;
+
+  PartitionOptions options;
+  options.ops = registry_for(joint);
+  options.cse = !s.no_cse;
+  options.cut_side = s.cut_side == "source" ? CutSide::kSourceMinimal : CutSide::kSinkMinimal;
+  if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
+  options.validate();
+  if (!s.explain.empty() && g.find(s.explain) == kNoNode) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("--explain: node '{}' is not in the joint graph", s.explain));
+  }
+
+  const bool timing = common.verbose || g.size() >= kBigGraph;
+  if (timing) std::fprintf(stderr, "remat: partitioning with %s...\n", s.partitioner.c_str());
+  const auto t0 = Clock::now();
+  PartitionResult r;
+  try {
+    r = s.partitioner == "default" ? default_partition(joint, options)
+                                   : min_cut_rematerialization_partition(joint, options);
+  } catch (const NoFiniteCutError& e) {
+    std::fprintf(stderr, "remat: error: %s\n", e.what());
+    if (!e.explanation().empty()) std::fprintf(stderr, "%s\n", e.explanation().c_str());
+    if (!s.dot.empty()) {
+      write_file_atomic(s.dot, e.dot());
+      std::fprintf(stderr, "remat: wrote the capacity graph to %s\n", s.dot.c_str());
+      if (const std::string svg = render_svg(s.dot); !svg.empty()) {
+        std::fprintf(stderr, "remat: rendered %s\n", svg.c_str());
+      }
+    } else {
+      std::fprintf(stderr, "remat: rerun with --dot PATH to draw the capacity graph\n");
+    }
+    return 1;
+  }
+  const double elapsed = ms_since(t0);
+  if (timing) std::fprintf(stderr, "remat: partitioned in %.1f ms\n", elapsed);
+
+  std::printf("graph: %s (%zu nodes)\n", path.c_str(), g.size());
+  std::printf("partitioner: %s\n", r.partitioner.c_str());
+
+  int64_t saved_bytes = 0;
+  std::vector<int64_t> sizes;
+  for (NodeId id : r.saved_values) {
+    const int64_t b = id < g.size() ? bytes_of(g, id, options) : -1;
+    sizes.push_back(b);
+    if (b > 0) saved_bytes += b;
+  }
+  std::printf("saved: %zu values, %s", r.saved_values.size(), human_bytes(saved_bytes).c_str());
+  if (!r.saved_sym_nodes.empty()) std::printf(", %zu sym nodes", r.saved_sym_nodes.size());
+  if (!r.saved_opaque_nodes.empty()) std::printf(", %zu opaque values", r.saved_opaque_nodes.size());
+  if (r.num_rng_states != 0) std::printf(", %d RNG states", r.num_rng_states);
+  std::printf("\n");
+  const size_t limit = common.verbose ? r.saved_values.size() : std::min<size_t>(r.saved_values.size(), 40);
+  for (size_t i = 0; i < limit; ++i) {
+    const NodeId id = r.saved_values[i];
+    if (id >= g.size()) continue;
+    std::printf("  %-24s %-24s %s\n", std::string(g.name(id)).c_str(), describe_value(g, id).c_str(),
+                sizes[i] >= 0 ? human_bytes(sizes[i]).c_str() : "?");
+  }
+  if (limit < r.saved_values.size()) {
+    std::printf("  ... and %zu more (--verbose lists all)\n", r.saved_values.size() - limit);
+  }
+
+  std::vector<NodeId> recomputed;
+  std::vector<NodeId> banned;
+  for (NodeId id = 0; id < r.decisions.size() && id < g.size(); ++id) {
+    if (r.decisions[id].where == NodeDecision::Where::kRecomputed) recomputed.push_back(id);
+    if (!r.decisions[id].ban_reason.empty()) banned.push_back(id);
+  }
+  std::printf("recomputed in the backward: %zu ops\n", recomputed.size());
+  if (!recomputed.empty()) {
+    std::string line = " ";
+    size_t shown = 0;
+    for (NodeId id : recomputed) {
+      if (!common.verbose && shown == 40) break;
+      line += " ";
+      line += g.name(id);
+      ++shown;
+    }
+    if (shown < recomputed.size()) line += fmt::format(" ... and {} more", recomputed.size() - shown);
+    std::printf("%s\n", line.c_str());
+  }
+  // Reasons in order of first appearance, with counts.
+  std::vector<std::pair<std::string, size_t>> reasons;
+  std::unordered_map<std::string, size_t> reason_index;
+  for (NodeId id : banned) {
+    const std::string& why = r.decisions[id].ban_reason;
+    auto [it, inserted] = reason_index.try_emplace(why, reasons.size());
+    if (inserted) reasons.emplace_back(why, 0);
+    ++reasons[it->second].second;
+  }
+  std::printf("banned from recomputation: %zu nodes", banned.size());
+  for (size_t i = 0; i < reasons.size(); ++i) {
+    std::printf("%s%zu %s", i == 0 ? " (" : ", ", reasons[i].second, reasons[i].first.c_str());
+  }
+  std::printf("%s\n", reasons.empty() ? "" : ")");
+  const size_t ban_limit = common.verbose ? banned.size() : std::min<size_t>(banned.size(), 40);
+  for (size_t i = 0; i < ban_limit; ++i) {
+    std::printf("  %-24s %s\n", std::string(g.name(banned[i])).c_str(),
+                r.decisions[banned[i]].ban_reason.c_str());
+  }
+  if (ban_limit < banned.size()) {
+    std::printf("  ... and %zu more (--verbose lists all)\n", banned.size() - ban_limit);
+  }
+  std::printf("forward: %zu nodes, backward: %zu nodes\n", r.forward.size(), r.backward.size());
+  std::printf("time: %.3f ms (engine %.3f ms)\n", elapsed, r.seconds * 1e3);
+
+  if (!s.output.empty()) {
+    write_file_atomic(s.output, write_result(joint, r));
+    std::printf("wrote %s\n", s.output.c_str());
+  }
+  if (!s.explain.empty()) return explain(joint, r, s.explain, options);
+  return 0;
+}
+
+}  // namespace remat::cli

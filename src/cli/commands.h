@@ -1,0 +1,38 @@
+// cli/commands.h — the subcommands of the `remat` command.
+//
+// Contract: each command takes its parsed settings, writes its report to
+// stdout and diagnostics to stderr, and returns the process exit status
+// (0 success, 1 failure). Errors of the library (remat::Error) propagate to
+// main, which prints them; nothing here aborts.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace remat::cli {
+
+struct CommonSettings {
+  std::string graph;   // path of the joint graph; empty: the shipped example
+  bool verbose = false;
+  std::string argv0;   // to find the examples next to the installed binary
+};
+
+struct PartitionSettings {
+  std::string output;           // -o: result JSON path ("" = none)
+  std::string partitioner = "min_cut";
+  std::string explain;          // --explain NODE
+  std::string cut_side = "sink";
+  std::optional<double> memory_budget;
+  bool no_cse = false;
+  std::string dot;              // --dot PATH: DOT of a failed min-cut
+};
+
+int run_info(const CommonSettings& common);
+int run_partition(const CommonSettings& common, const PartitionSettings& settings);
+
+// The graph path a command should read: `common.graph`, or the shipped
+// example mlp.json searched in $REMAT_EXAMPLES, <exe_dir>/../share/remat/examples
+// and the source tree's examples/. Throws Error(kIo) listing where it looked.
+std::string resolve_graph_path(const CommonSettings& common);
+
+}  // namespace remat::cli

@@ -1,0 +1,82 @@
+// cli/main.cc — the `remat` command: argument parsing and error reporting.
+//
+// Contract: `remat --help`, `remat --version`, `remat info [GRAPH]`,
+// `remat partition [GRAPH] [options]`. Every failure is one "remat: error:
+// ..." message on stderr and a non-zero exit status (1 for errors, CLI11's
+// codes for bad usage); no exception escapes main, so the process never
+// aborts with a stack trace.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "remat/error.h"
+#include "remat/version.h"
+
+int main(int argc, char** argv) {
+  using namespace remat;
+  CLI::App app{
+      "remat: decides which activations a joint forward+backward graph saves for the\n"
+      "backward and which it recomputes, as PyTorch's AOTAutograd partitioner does.\n"
+      "Graphs are JSON files (format: docs/format.md); without a GRAPH argument the\n"
+      "shipped example mlp.json is used.",
+      "remat"};
+  app.set_version_flag("--version", fmt::format("remat {}", kVersion));
+  app.require_subcommand(1);
+
+  cli::CommonSettings common;
+  common.argv0 = argc > 0 ? argv[0] : "remat";
+
+  CLI::App* info = app.add_subcommand("info", "Summarize a joint graph: node counts, op "
+                                              "categories, forward/backward split, activation bytes");
+  info->add_option("graph", common.graph, "joint graph JSON file");
+  info->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+
+  cli::PartitionSettings ps;
+  CLI::App* part = app.add_subcommand(
+      "partition", "Partition a joint graph and summarize what is saved, recomputed and banned");
+  part->add_option("graph", common.graph, "joint graph JSON file");
+  part->add_option("-o,--output", ps.output, "write the partition result JSON here");
+  part->add_option("--partitioner", ps.partitioner, "min_cut (default) or default")
+      ->check(CLI::IsMember({"min_cut", "default"}));
+  part->add_option("--explain", ps.explain, "explain why NODE was saved, recomputed, banned or removed");
+  part->add_option("--cut-side", ps.cut_side,
+                   "which minimum cut to return when several tie: sink (torch's, default) or source")
+      ->check(CLI::IsMember({"sink", "source"}));
+  part->add_option("--memory-budget", ps.memory_budget,
+                   "activation memory budget, a fraction in [0, 1] (torch's "
+                   "activation_memory_budget; default 1.0)");
+  part->add_flag("--no-cse", ps.no_cse, "do not deduplicate equal nodes first (torch's config.cse = False)");
+  part->add_option("--dot", ps.dot,
+                   "when no finite cut exists, write the capacity graph here as DOT (and an SVG "
+                   "next to it when graphviz's dot is on PATH)");
+  part->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (info->parsed()) return cli::run_info(common);
+    if (part->parsed()) return cli::run_partition(common, ps);
+    std::fputs(app.help().c_str(), stdout);
+    return 1;
+  } catch (const NoFiniteCutError& e) {
+    // run_partition reports these itself; this is a fallback.
+    std::fprintf(stderr, "remat: error: %s\n%s\n", e.what(), e.explanation().c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "remat: error: %s\n", e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "remat: error: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "remat: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "remat: internal error: unknown exception\n");
+  }
+  return 1;
+}

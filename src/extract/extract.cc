@@ -1,0 +1,329 @@
+// extract/extract.cc — stage 4: the forward and backward graphs, as torch
+// 2.13's `_extract_fwd_bwd_modules` builds them (omit_aot_autograd_runtime
+// False, no fp8 quantization).
+//
+// Contract (extract.h), in torch's order:
+//  1. A first backward selection over saved_sym_nodes + saved_opaque_nodes +
+//     saved_values + tangents + bwd seed offsets. Its placeholders decide the
+//     pruning, each matched back *by name* as torch's `_remove_by_name` does:
+//     unused ones leave all three saved lists; with distributed available, so
+//     do ones whose only users are wait_tensor nodes nobody uses; a
+//     BackwardState leaves saved_values (the backward takes it directly).
+//  2. Symbol bindings: saved sym nodes that bind a symbol go first; then the
+//     free symbols of the derived sym nodes, saved values and tangents, in
+//     that order, each node's new symbols sorted by name and mapped to the
+//     first node of the graph that binds them.
+//  3. Saved tensors: version-counter-checked first, then no-vc-check ones;
+//     script objects move to their own list, after the tensors.
+//  4. The final forward and backward selections, built into Graphs whose
+//     names follow FX's namespace rules (every created name reserved, DCE'd
+//     ones included; placeholders named from their target as
+//     fx.Graph.placeholder does).
+// Nodes keep `origin` through NodeCopier's rule: the source's origin when it
+// has one, else the source id.
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "analyze/analyze.h"
+#include "extract/extract.h"
+#include "graph/copy.h"
+#include "graph/subgraph.h"
+#include "remat/error.h"
+
+namespace remat {
+namespace {
+
+constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
+
+// fx.Graph._target_to_str for a string target: "__x__" loses its dunders,
+// then camelCase becomes snake_case. fx.Graph.placeholder(name) names the
+// node from this, not from `name` itself.
+std::string placeholder_candidate(std::string_view target) {
+  if (target.size() >= 2 && target.substr(0, 2) == "__" &&
+      target.substr(target.size() - 2) == "__") {
+    target = target.size() >= 4 ? target.substr(2, target.size() - 4) : std::string_view{};
+  }
+  std::string out;
+  out.reserve(target.size() + 4);
+  for (size_t i = 0; i < target.size(); ++i) {
+    const char c = target[i];
+    if (c >= 'A' && c <= 'Z') {
+      if (i > 0 && target[i - 1] >= 'a' && target[i - 1] <= 'z') out.push_back('_');
+      out.push_back(static_cast<char>(c - 'A' + 'a'));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// A selection turned into a Graph, with FX's name state after building it.
+struct Built {
+  Graph graph;
+  FxNamespace names;
+};
+
+Built build(const Graph& g, const SubgraphSelection& sel) {
+  const size_t n = g.size();
+  Built out;
+  // Names first, in creation order: placeholders, every copy (even those
+  // DCE removed afterwards), then the output node.
+  std::vector<std::string> input_names;
+  input_names.reserve(sel.inputs.size());
+  for (NodeId id : sel.inputs) {
+    input_names.push_back(out.names.create_name(placeholder_candidate(g.name(id))));
+  }
+  std::vector<uint32_t> copy_index(n, kNone32);
+  std::vector<std::string> copy_names;
+  copy_names.reserve(sel.created.size() - sel.inputs.size());
+  for (size_t k = sel.inputs.size(); k < sel.created.size(); ++k) {
+    copy_index[sel.created[k]] = static_cast<uint32_t>(copy_names.size());
+    copy_names.push_back(out.names.create_name(g.name(sel.created[k])));
+  }
+  const std::string output_name = out.names.create_name("output");
+
+  GraphBuilder b;
+  NodeCopier copier(g, b);
+  std::vector<NodeId> remap(n, kNoNode);
+  // A node listed twice as input: the later placeholder takes the uses.
+  for (size_t i = 0; i < sel.inputs.size(); ++i) {
+    remap[sel.inputs[i]] = copier.copy_as_placeholder(sel.inputs[i], kNoNode, input_names[i]);
+  }
+  for (NodeId id : sel.body) {
+    remap[id] = copier.copy(id, remap, kNoNode, copy_names[copy_index[id]]);
+  }
+
+  // graph.output(tuple(values)): args is (values,), as FX stores it.
+  Node output;
+  output.args = b.begin(ArgKind::kTuple);
+  const ArgId values = b.begin(ArgKind::kTuple);
+  for (NodeId x : sel.outputs) {
+    Arg a;
+    if (x != kNoNode) {
+      a.kind = ArgKind::kNode;
+      a.id = remap[x];
+    }
+    b.leaf(a);
+  }
+  b.end(values);
+  b.end(output.args);
+  output.kwargs = b.begin(ArgKind::kDict);
+  b.end(output.kwargs);
+  output.kind = NodeKind::kOutput;
+  output.name = b.intern(output_name);
+  output.target = b.intern("output");
+  if (g.output() != kNoNode) {
+    const NodeId o = g.output();
+    output.origin = g.node(o).origin != kNoNode ? g.node(o).origin : o;
+  }
+  b.add_node(output);
+  out.graph = b.finish();
+  return out;
+}
+
+std::vector<NodeId> concat(std::initializer_list<const std::vector<NodeId>*> parts) {
+  size_t total = 0;
+  for (const auto* p : parts) total += p->size();
+  std::vector<NodeId> out;
+  out.reserve(total);
+  for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+// Removes, from `list`, the first `pending[x]` occurrences of each x: what
+// repeated `_remove_by_name` calls (first match each time) leave.
+void remove_first_occurrences(std::vector<NodeId>& list, std::vector<uint32_t>& pending) {
+  size_t w = 0;
+  for (NodeId x : list) {
+    if (pending[x] > 0) {
+      --pending[x];
+      continue;
+    }
+    list[w++] = x;
+  }
+  list.resize(w);
+}
+
+bool is_wait_tensor(const Graph& g, NodeId id) {
+  const OpInfo* op = g.op(id);
+  return op != nullptr && g.str(op->name) == "_c10d_functional.wait_tensor.default";
+}
+
+// Step 1: prunes the saved lists with a first backward selection.
+void prune_saved(const Graph& g, SavedSets& saved, const std::vector<NodeId>& tangents,
+                 const std::vector<NodeId>& bwd_seeds, const std::vector<NodeId>& bwd_outputs,
+                 const std::vector<NodeId>& backward_state_inputs,
+                 const PartitionOptions& options) {
+  const size_t n = g.size();
+  const std::vector<NodeId> inputs =
+      concat({&saved.saved_sym_nodes, &saved.saved_opaque_nodes, &saved.saved_values, &tangents,
+              &bwd_seeds});
+  const SubgraphSelection sel = select_subgraph(g, inputs, bwd_outputs, Subgraph::kBackward,
+                                                options.dce_impure_random);
+
+  // Uses inside the selected backward: by live copies, or by the output.
+  std::vector<uint8_t> in_body(n, 0), in_output(n, 0);
+  for (NodeId id : sel.body) in_body[id] = 1;
+  for (NodeId x : sel.outputs) {
+    if (x != kNoNode) in_output[x] = 1;
+  }
+  auto has_users = [&](NodeId x) {
+    if (in_output[x]) return true;
+    for (NodeId u : g.users(x)) {
+      if (in_body[u]) return true;
+    }
+    return false;
+  };
+  // The placeholder that takes the uses of an input listed twice is the last.
+  std::vector<uint32_t> last(n, kNone32);
+  for (size_t i = 0; i < inputs.size(); ++i) last[inputs[i]] = static_cast<uint32_t>(i);
+
+  FxNamespace names;  // the placeholders' names in that backward
+  std::vector<uint32_t> drop_values(n, 0), drop_syms(n, 0), drop_opaque(n, 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const NodeId x = inputs[i];
+    const std::string name = names.create_name(placeholder_candidate(g.name(x)));
+    const NodeId named = g.find(name);  // what `_remove_by_name` matches
+    const bool used = last[x] == i && has_users(x);
+    bool drop_all = !used;
+    if (used && options.distributed_available && !in_output[x]) {
+      // A dead collective's activation: every use is a wait_tensor that
+      // nothing uses.
+      drop_all = true;
+      for (NodeId u : g.users(x)) {
+        if (in_body[u] && (!is_wait_tensor(g, u) || has_users(u))) {
+          drop_all = false;
+          break;
+        }
+      }
+    }
+    if (drop_all) {
+      if (named != kNoNode) {
+        ++drop_values[named];
+        ++drop_syms[named];
+        ++drop_opaque[named];
+      }
+    } else if (g.node(x).value == ValueKind::kBackwardState) {
+      if (named != kNoNode) ++drop_values[named];
+      if (backward_state_inputs.empty()) {
+        throw Error(ErrorCode::kInvalidGraph,
+                    fmt::format("node '{}': a saved BackwardState, but the joint graph has "
+                                "no BackwardState placeholder",
+                                g.name(x)));
+      }
+    }
+  }
+  remove_first_occurrences(saved.saved_values, drop_values);
+  remove_first_occurrences(saved.saved_sym_nodes, drop_syms);
+  remove_first_occurrences(saved.saved_opaque_nodes, drop_opaque);
+}
+
+// Step 2: puts the nodes binding every symbol the backward inputs mention
+// first in saved_sym_nodes.
+void bind_symbols(const Graph& g, std::vector<NodeId>& saved_sym_nodes,
+                  const std::vector<NodeId>& saved_values, const std::vector<NodeId>& tangents) {
+  const size_t num_strings = g.strings().size();
+  std::vector<uint8_t> saved_symbol(num_strings, 0);
+  std::vector<NodeId> binding, derived;
+  for (NodeId x : saved_sym_nodes) {
+    const StrId s = g.node(x).binds_symbol;
+    if (s != 0) {
+      saved_symbol[s] = 1;
+      binding.push_back(x);
+    } else {
+      derived.push_back(x);
+    }
+  }
+  // find_symbol_binding_fx_nodes: the first binder of each symbol.
+  std::vector<NodeId> binder(num_strings, kNoNode);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const StrId s = g.node(id).binds_symbol;
+    if (s != 0 && binder[s] == kNoNode) binder[s] = id;
+  }
+  std::vector<StrId> fresh;
+  for (const std::vector<NodeId>* list :
+       std::initializer_list<const std::vector<NodeId>*>{&derived, &saved_values, &tangents}) {
+    for (NodeId x : *list) {
+      if (g.node(x).value == ValueKind::kMissing) continue;
+      fresh.clear();
+      for (StrId s : g.free_symbols(x)) {
+        if (!saved_symbol[s]) fresh.push_back(s);
+      }
+      std::sort(fresh.begin(), fresh.end(),
+                [&](StrId a, StrId b) { return g.str(a) < g.str(b); });
+      fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
+      for (StrId s : fresh) {
+        if (binder[s] != kNoNode) binding.push_back(binder[s]);
+      }
+      for (StrId s : fresh) saved_symbol[s] = 1;
+    }
+  }
+  saved_sym_nodes = std::move(binding);
+  saved_sym_nodes.insert(saved_sym_nodes.end(), derived.begin(), derived.end());
+}
+
+}  // namespace
+
+Extracted extract_fwd_bwd(const Graph& g, SavedSets saved, int num_fwd_outputs,
+                          const PartitionOptions& options) {
+  std::vector<NodeId> fwd_outputs, bwd_outputs;
+  split_outputs(g, num_fwd_outputs, fwd_outputs, bwd_outputs);
+
+  std::vector<NodeId> primals, tangents, fwd_seeds, bwd_seeds, backward_states;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).kind != NodeKind::kPlaceholder) continue;
+    if (is_primal(g, id)) primals.push_back(id);
+    if (is_tangent(g, id)) tangents.push_back(id);
+    if (is_fwd_seed_offset(g, id)) fwd_seeds.push_back(id);
+    if (is_bwd_seed_offset(g, id)) bwd_seeds.push_back(id);
+    if (is_backward_state(g, id)) backward_states.push_back(id);
+  }
+
+  prune_saved(g, saved, tangents, bwd_seeds, bwd_outputs, backward_states, options);
+  bind_symbols(g, saved.saved_sym_nodes, saved.saved_values, tangents);
+
+  Extracted e;
+  // Step 3: vc-checked tensors, then no-vc-check ones (stable); script
+  // objects apart.
+  std::vector<NodeId> no_vc_check;
+  for (NodeId x : saved.saved_values) {
+    const Node& node = g.node(x);
+    if (node.value == ValueKind::kScriptObject) {
+      e.saved_script_objects.push_back(x);
+    } else if (node.has(kFlagNoVcCheck)) {
+      no_vc_check.push_back(x);
+    } else {
+      e.saved_values.push_back(x);
+    }
+  }
+  e.saved_values.insert(e.saved_values.end(), no_vc_check.begin(), no_vc_check.end());
+  e.saved_opaque_nodes = std::move(saved.saved_opaque_nodes);
+  e.saved_sym_nodes = std::move(saved.saved_sym_nodes);
+
+  // Step 4: the graphs. Saved values leave the forward as
+  // (tensors, script objects, opaque nodes, sym nodes); the backward takes
+  // the sym nodes first.
+  const std::vector<NodeId> fw_inputs = concat({&primals, &fwd_seeds});
+  const std::vector<NodeId> fw_outputs =
+      concat({&fwd_outputs, &e.saved_values, &e.saved_script_objects, &e.saved_opaque_nodes,
+              &e.saved_sym_nodes});
+  Built fw = build(g, select_subgraph(g, fw_inputs, fw_outputs, Subgraph::kForward,
+                                      options.dce_impure_random));
+  const std::vector<NodeId> bw_inputs =
+      concat({&e.saved_sym_nodes, &e.saved_values, &e.saved_script_objects,
+              &e.saved_opaque_nodes, &tangents, &bwd_seeds, &backward_states});
+  Built bw = build(g, select_subgraph(g, bw_inputs, bwd_outputs, Subgraph::kBackward,
+                                      options.dce_impure_random));
+  e.forward = std::move(fw.graph);
+  e.forward_names = std::move(fw.names);
+  e.backward = std::move(bw.graph);
+  e.backward_names = std::move(bw.names);
+  return e;
+}
+
+}  // namespace remat

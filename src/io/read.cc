@@ -1,0 +1,873 @@
+// io/read.cc — reads a joint graph from JSON format v1 (docs/format.md).
+//
+// Contract: read_joint_graph parses with simdjson's DOM parser (one pass over
+// the text builds a compact tape; our two passes then walk the tape, not the
+// text) and builds the Graph through GraphBuilder. Pass 1 maps every node name
+// to its id, so a reference can be resolved wherever it points and a dangling
+// one is reported by name; pass 2 builds ops and nodes. GraphBuilder::finish
+// then checks order, cycles and the output node. Every rejection is a
+// remat::Error whose message starts with the node (by name, or by index when
+// it has none) or op at fault and names the field: kParse for text that is not
+// JSON or a field of the wrong type or an unknown enum value, kInvalidGraph
+// for a well-typed document that breaks a graph invariant, kUnsupported for a
+// format version other than 1. Nesting is bounded by simdjson's depth limit,
+// so no input can exhaust the stack.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "io/dtypes.h"
+#include "remat/error.h"
+#include "remat/io.h"
+#include "remat/ops.h"
+
+namespace remat {
+
+namespace {
+
+namespace dom = simdjson::dom;
+using simdjson::dom::element_type;
+
+constexpr int64_t kUnhintedNumel = 4096;  // torch's size_hint fallback
+
+const char* json_type_name(element_type t) {
+  switch (t) {
+    case element_type::ARRAY: return "an array";
+    case element_type::OBJECT: return "an object";
+    case element_type::INT64: return "an integer";
+    case element_type::UINT64: return "an integer";
+    case element_type::DOUBLE: return "a float";
+    case element_type::STRING: return "a string";
+    case element_type::BOOL: return "a bool";
+    case element_type::NULL_VALUE: return "null";
+  }
+  return "a value";
+}
+
+class Reader {
+ public:
+  JointGraph read(dom::element root);
+
+ private:
+  // --- error reporting: "<where>: field '<field>': <what>" -------------------
+  std::string where() const {
+    if (node_ != kNoNode) {
+      return node_name_.empty() ? fmt::format("node #{}", node_)
+                                : fmt::format("node '{}'", node_name_);
+    }
+    if (op_ != kNoOp) {
+      return op_name_.empty() ? fmt::format("op #{}", op_) : fmt::format("op '{}'", op_name_);
+    }
+    return "joint graph";
+  }
+  [[noreturn]] void fail(ErrorCode code, std::string_view field, std::string_view what) const {
+    throw Error(code, fmt::format("{}: field '{}': {}", where(), field, what));
+  }
+  [[noreturn]] void type_error(std::string_view field, dom::element e, const char* expected) const {
+    fail(ErrorCode::kParse, field,
+         fmt::format("expected {}, got {}", expected, json_type_name(e.type())));
+  }
+
+  // --- typed access ---------------------------------------------------------
+  // These return by value: a range-for directly over
+  // `e.get_array().value_unsafe()` would iterate a reference into a destroyed
+  // temporary.
+  std::string_view as_string(dom::element e, std::string_view field) const {
+    if (e.type() != element_type::STRING) type_error(field, e, "a string");
+    return e.get_string().value_unsafe();
+  }
+  bool as_bool(dom::element e, std::string_view field) const {
+    if (e.type() != element_type::BOOL) type_error(field, e, "a bool");
+    return e.get_bool().value_unsafe();
+  }
+  int64_t as_int(dom::element e, std::string_view field) const {
+    if (e.type() == element_type::UINT64) {
+      fail(ErrorCode::kInvalidGraph, field,
+           fmt::format("integer {} does not fit in a signed 64-bit integer",
+                       e.get_uint64().value_unsafe()));
+    }
+    if (e.type() != element_type::INT64) type_error(field, e, "an integer");
+    return e.get_int64().value_unsafe();
+  }
+  double as_number(dom::element e, std::string_view field) const {
+    switch (e.type()) {
+      case element_type::INT64: return static_cast<double>(e.get_int64().value_unsafe());
+      case element_type::UINT64: return static_cast<double>(e.get_uint64().value_unsafe());
+      case element_type::DOUBLE: return e.get_double().value_unsafe();
+      default: type_error(field, e, "a number");
+    }
+  }
+  dom::array as_array(dom::element e, std::string_view field) const {
+    if (e.type() != element_type::ARRAY) type_error(field, e, "an array");
+    return e.get_array().value_unsafe();
+  }
+  dom::object as_object(dom::element e, std::string_view field) const {
+    if (e.type() != element_type::OBJECT) type_error(field, e, "an object");
+    return e.get_object().value_unsafe();
+  }
+  int as_small_int(dom::element e, std::string_view field, int lo) const {
+    const int64_t v = as_int(e, field);
+    if (v < lo || v > std::numeric_limits<int>::max()) {
+      fail(ErrorCode::kInvalidGraph, field, fmt::format("{} is out of range", v));
+    }
+    return static_cast<int>(v);
+  }
+
+  // --- parts ------------------------------------------------------------------
+  void read_ops(dom::array ops);
+  void collect_names(dom::array nodes);
+  void read_node(dom::element e);
+  void read_args(dom::element e, bool kwargs);
+  void read_arg(dom::element e, std::string_view field);
+  void read_tagged_arg(dom::object o, std::string_view field);
+  void read_value(dom::element e, Node& n);
+  void check_nested_value(dom::element e, std::string_view field);
+  void read_tensor(dom::object o, std::string_view field, int32_t index, bool record);
+  Dim read_dim(dom::element e, std::string_view field, bool size);
+  void read_meta(dom::element e, Node& n);
+  NodeId resolve(std::string_view name, std::string_view field) const;
+
+  GraphBuilder b_;
+  std::unordered_map<std::string_view, NodeId> ids_;  // views into the parser's tape
+  std::unordered_map<std::string_view, OpId> ops_;    // the "ops" table
+  std::vector<std::pair<std::string, uint8_t>> overrides_;
+  std::unordered_map<std::string, uint8_t> override_by_key_;
+  NodeId node_ = kNoNode;
+  std::string_view node_name_;
+  OpId op_ = kNoOp;
+  std::string_view op_name_;
+  std::vector<Dim> shape_, stride_;  // scratch, reused across tensors
+};
+
+// --- the document -------------------------------------------------------------
+
+JointGraph Reader::read(dom::element root) {
+  dom::object top = as_object(root, "(document)");
+  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes;
+  for (dom::key_value_pair kv : top) {
+    if (kv.key == "format") format = kv.value;
+    else if (kv.key == "version") version = kv.value;
+    else if (kv.key == "num_fwd_outputs") num_fwd = kv.value;
+    else if (kv.key == "static_lifetime_input_indices") statics = kv.value;
+    else if (kv.key == "ops") ops = kv.value;
+    else if (kv.key == "nodes") nodes = kv.value;
+  }
+  if (!format) fail(ErrorCode::kParse, "format", "missing (expected \"remat.joint_graph\")");
+  const std::string_view fmt_name = as_string(*format, "format");
+  if (fmt_name != "remat.joint_graph") {
+    fail(ErrorCode::kParse, "format",
+         fmt::format("expected \"remat.joint_graph\", got \"{}\"", fmt_name));
+  }
+  if (!version) fail(ErrorCode::kParse, "version", "missing");
+  if (version->type() != element_type::INT64 || version->get_int64().value_unsafe() != kFormatVersion) {
+    const std::string got = version->type() == element_type::INT64
+                                ? std::to_string(version->get_int64().value_unsafe())
+                                : std::string(json_type_name(version->type()));
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("joint graph: field 'version': unsupported format version {} "
+                            "(this remat reads version {})",
+                            got, kFormatVersion));
+  }
+
+  JointGraph out;
+  if (!num_fwd) fail(ErrorCode::kParse, "num_fwd_outputs", "missing");
+  out.num_fwd_outputs = as_small_int(*num_fwd, "num_fwd_outputs", 0);
+  if (statics) {
+    for (dom::element e : as_array(*statics, "static_lifetime_input_indices")) {
+      out.static_lifetime_input_indices.push_back(
+          as_small_int(e, "static_lifetime_input_indices", 0));
+    }
+  }
+  if (!nodes) fail(ErrorCode::kParse, "nodes", "missing");
+  dom::array node_list = as_array(*nodes, "nodes");
+  if (node_list.size() >= kNoNode) fail(ErrorCode::kUnsupported, "nodes", "too many nodes");
+
+  if (ops) read_ops(as_array(*ops, "ops"));
+  collect_names(node_list);
+  NodeId id = 0;
+  for (dom::element e : node_list) {
+    node_ = id++;
+    node_name_ = {};
+    read_node(e);
+  }
+  node_ = kNoNode;
+  out.graph = b_.finish();
+  out.op_overrides = std::move(overrides_);
+  return out;
+}
+
+void Reader::read_ops(dom::array ops) {
+  OpId index = 0;
+  for (dom::element e : ops) {
+    op_ = index++;
+    op_name_ = {};
+    dom::object o = as_object(e, "ops");
+    std::optional<dom::element> name, kind, ns, packet, is_mut, view, returns, tags, packet_tags,
+        mutable_args, categories;
+    for (dom::key_value_pair kv : o) {
+      const std::string_view k = kv.key;
+      if (k == "name") name = kv.value;
+      else if (k == "kind") kind = kv.value;
+      else if (k == "namespace") ns = kv.value;
+      else if (k == "packet") packet = kv.value;
+      else if (k == "mutable") is_mut = kv.value;
+      else if (k == "view") view = kv.value;
+      else if (k == "returns") returns = kv.value;
+      else if (k == "tags") tags = kv.value;
+      else if (k == "packet_tags") packet_tags = kv.value;
+      else if (k == "mutable_args") mutable_args = kv.value;
+      else if (k == "categories") categories = kv.value;
+    }
+    if (!name) fail(ErrorCode::kParse, "name", "missing");
+    op_name_ = as_string(*name, "name");
+    if (op_name_.empty()) fail(ErrorCode::kParse, "name", "empty");
+    if (ops_.count(op_name_)) {
+      fail(ErrorCode::kInvalidGraph, "name", "the op is listed twice in 'ops'");
+    }
+    // Fields left out take the facts remat derives from the name.
+    const OpFacts facts = default_op_facts(op_name_);
+    OpInfo info;
+    info.name = b_.intern(op_name_);
+    info.kind = facts.kind;
+    if (kind) {
+      const std::string_view k = as_string(*kind, "kind");
+      if (k == "overload") info.kind = OpKind::kOverload;
+      else if (k == "higher_order") info.kind = OpKind::kHigherOrder;
+      else if (k == "function") info.kind = OpKind::kFunction;
+      else {
+        fail(ErrorCode::kParse, "kind",
+             fmt::format("unknown op kind '{}' (expected overload, higher_order or function)", k));
+      }
+    }
+    info.ns = b_.intern(ns ? as_string(*ns, "namespace") : std::string_view(facts.ns));
+    info.packet = b_.intern(packet ? as_string(*packet, "packet") : std::string_view(facts.packet));
+    info.is_mutable = is_mut ? as_bool(*is_mut, "mutable") : facts.is_mutable;
+    info.is_view = view ? as_bool(*view, "view") : facts.is_view;
+    if (returns && returns->type() != element_type::NULL_VALUE) {
+      const int64_t r = as_int(*returns, "returns");
+      if (r < -1 || r > std::numeric_limits<int16_t>::max()) {
+        fail(ErrorCode::kInvalidGraph, "returns", fmt::format("{} is out of range", r));
+      }
+      info.num_returns = static_cast<int16_t>(r);
+    }
+    auto read_tags = [&](dom::element t, std::string_view field) {
+      uint8_t bits = 0;
+      for (dom::element x : as_array(t, field)) {
+        const std::string_view s = as_string(x, field);
+        // Other torch tags ("core", "pt2_compliant_tag", ...) are not read by
+        // the partitioner and are ignored.
+        if (s == "pointwise") bits |= kTagPointwise;
+        else if (s == "nondeterministic_seeded") bits |= kTagNondeterministicSeeded;
+      }
+      return bits;
+    };
+    info.tags = tags ? read_tags(*tags, "tags") : facts.tags;
+    info.packet_tags = packet_tags ? read_tags(*packet_tags, "packet_tags") : facts.packet_tags;
+    std::vector<std::string> margs;
+    if (mutable_args) {
+      for (dom::element x : as_array(*mutable_args, "mutable_args")) {
+        margs.emplace_back(as_string(x, "mutable_args"));
+      }
+    }
+    if (categories) {
+      uint8_t bits = 0;
+      for (dom::element x : as_array(*categories, "categories")) {
+        const std::string_view s = as_string(x, "categories");
+        const uint8_t c = op_category_from_name(s);
+        if (c == 0) {
+          fail(ErrorCode::kParse, "categories",
+               fmt::format("unknown op category '{}' (expected recomputable, view, random, "
+                           "compute_intensive or fusible)",
+                           s));
+        }
+        bits |= c;
+      }
+      // The registry is keyed by packet (torch's get_aten_target).
+      std::string key = packet ? std::string(as_string(*packet, "packet")) : facts.packet;
+      if (key.empty()) key = std::string(op_name_);
+      auto [it, inserted] = override_by_key_.try_emplace(key, bits);
+      if (!inserted && it->second != bits) {
+        fail(ErrorCode::kInvalidGraph, "categories",
+             fmt::format("conflicts with the categories another op gives its packet '{}'", key));
+      }
+      if (inserted) overrides_.emplace_back(key, bits);
+    }
+    ops_.emplace(op_name_, b_.add_op(info, margs));
+  }
+  op_ = kNoOp;
+  op_name_ = {};
+}
+
+void Reader::collect_names(dom::array nodes) {
+  ids_.reserve(nodes.size());
+  NodeId id = 0;
+  for (dom::element e : nodes) {
+    node_ = id;
+    node_name_ = {};
+    dom::object o = as_object(e, "nodes");
+    dom::element name;
+    if (o.at_key("name").get(name) != simdjson::SUCCESS) fail(ErrorCode::kParse, "name", "missing");
+    const std::string_view s = as_string(name, "name");
+    if (s.empty()) fail(ErrorCode::kInvalidGraph, "name", "empty");
+    auto [it, inserted] = ids_.emplace(s, id);
+    if (!inserted) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("node '{}' (#{}): field 'name': duplicate name (also node #{})", s,
+                              id, it->second));
+    }
+    ++id;
+  }
+  node_ = kNoNode;
+}
+
+NodeId Reader::resolve(std::string_view name, std::string_view field) const {
+  auto it = ids_.find(name);
+  if (it == ids_.end()) {
+    fail(ErrorCode::kInvalidGraph, field,
+         fmt::format("refers to '{}', which does not exist", name));
+  }
+  return it->second;
+}
+
+// --- nodes ----------------------------------------------------------------------
+
+void Reader::read_node(dom::element e) {
+  dom::object o = e.get_object().value_unsafe();  // checked by collect_names
+  std::optional<dom::element> name, op, target, args, kwargs, val, tensor_meta, free_symbols,
+      binds_symbol, impure, meta;
+  for (dom::key_value_pair kv : o) {
+    const std::string_view k = kv.key;
+    if (k == "name") name = kv.value;
+    else if (k == "op") op = kv.value;
+    else if (k == "target") target = kv.value;
+    else if (k == "args") args = kv.value;
+    else if (k == "kwargs") kwargs = kv.value;
+    else if (k == "val") val = kv.value;
+    else if (k == "tensor_meta") tensor_meta = kv.value;
+    else if (k == "free_symbols") free_symbols = kv.value;
+    else if (k == "binds_symbol") binds_symbol = kv.value;
+    else if (k == "impure") impure = kv.value;
+    else if (k == "meta") meta = kv.value;
+    // "origin" (result graphs) and unknown keys are ignored.
+  }
+  node_name_ = name->get_string().value_unsafe();  // checked by collect_names
+
+  Node n;
+  n.name = b_.intern(node_name_);
+  if (!op) fail(ErrorCode::kParse, "op", "missing");
+  const std::string_view kind = as_string(*op, "op");
+  if (kind == "call_function") n.kind = NodeKind::kCallFunction;
+  else if (kind == "placeholder") n.kind = NodeKind::kPlaceholder;
+  else if (kind == "output") n.kind = NodeKind::kOutput;
+  else if (kind == "get_attr") n.kind = NodeKind::kGetAttr;
+  else {
+    fail(ErrorCode::kParse, "op",
+         fmt::format("unknown node op '{}' (expected placeholder, call_function, get_attr or "
+                     "output)",
+                     kind));
+  }
+  if (!target) fail(ErrorCode::kParse, "target", "missing");
+  const std::string_view tgt = as_string(*target, "target");
+  n.target = b_.intern(tgt);
+  if (n.kind == NodeKind::kCallFunction) {
+    if (tgt.empty()) fail(ErrorCode::kInvalidGraph, "target", "empty op name");
+    auto it = ops_.find(tgt);
+    n.op = it != ops_.end() ? it->second : b_.add_op_by_name(tgt);
+    if (tgt == "higher_order.with_effects") n.flags |= kFlagWithEffects;
+  }
+
+  // FX always has an args tuple and a kwargs dict; so does every read node.
+  n.args = b_.begin(ArgKind::kTuple);
+  if (args) read_args(*args, false);
+  b_.end(n.args);
+  n.kwargs = b_.begin(ArgKind::kDict);
+  if (kwargs) read_args(*kwargs, true);
+  b_.end(n.kwargs);
+
+  if (val) read_value(*val, n);
+  if (tensor_meta && as_bool(*tensor_meta, "tensor_meta")) n.flags |= kFlagTensorMeta;
+  if (impure && as_bool(*impure, "impure")) n.flags |= kFlagImpure;
+  if (free_symbols) {
+    std::vector<StrId> syms;
+    std::vector<std::string_view> names;
+    for (dom::element x : as_array(*free_symbols, "free_symbols")) {
+      names.push_back(as_string(x, "free_symbols"));
+    }
+    // The IR keeps them sorted by name and distinct; tolerate any input order.
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    n.symbols_begin = static_cast<uint32_t>(b_.symbol_count());
+    n.symbols_count = static_cast<uint32_t>(names.size());
+    for (std::string_view s : names) b_.add_symbol(b_.intern(s));
+  } else {
+    n.symbols_begin = static_cast<uint32_t>(b_.symbol_count());
+  }
+  if (binds_symbol && binds_symbol->type() != element_type::NULL_VALUE) {
+    n.binds_symbol = b_.intern(as_string(*binds_symbol, "binds_symbol"));
+  }
+  if (meta) read_meta(*meta, n);
+  b_.add_node(n);
+}
+
+void Reader::read_args(dom::element e, bool kwargs) {
+  if (!kwargs) {
+    for (dom::element x : as_array(e, "args")) read_arg(x, "args");
+    return;
+  }
+  for (dom::key_value_pair kv : as_object(e, "kwargs")) {
+    Arg key;
+    key.kind = ArgKind::kStr;
+    key.id = b_.intern(kv.key);
+    b_.leaf(key);
+    read_arg(kv.value, "kwargs");
+  }
+}
+
+void Reader::read_arg(dom::element e, std::string_view field) {
+  Arg a;
+  switch (e.type()) {
+    case element_type::NULL_VALUE:
+      a.kind = ArgKind::kNone;
+      break;
+    case element_type::BOOL:
+      a.kind = ArgKind::kBool;
+      a.i = e.get_bool().value_unsafe() ? 1 : 0;
+      break;
+    case element_type::INT64:
+    case element_type::UINT64:
+      a.kind = ArgKind::kInt;
+      a.i = as_int(e, field);
+      break;
+    case element_type::DOUBLE:
+      a.kind = ArgKind::kFloat;
+      a.f = e.get_double().value_unsafe();
+      break;
+    case element_type::STRING:
+      a.kind = ArgKind::kStr;
+      a.id = b_.intern(e.get_string().value_unsafe());
+      break;
+    case element_type::ARRAY: {
+      const ArgId list = b_.begin(ArgKind::kList);
+      for (dom::element x : as_array(e, field)) read_arg(x, field);
+      b_.end(list);
+      return;
+    }
+    case element_type::OBJECT:
+      read_tagged_arg(e.get_object().value_unsafe(), field);
+      return;
+  }
+  b_.leaf(a);
+}
+
+void Reader::read_tagged_arg(dom::object o, std::string_view field) {
+  auto it = o.begin();
+  if (it == o.end()) {
+    fail(ErrorCode::kParse, field, "an argument object needs a tag such as \"node\" or \"tuple\"");
+  }
+  const std::string_view tag = it.key();
+  const dom::element v = it.value();
+  const size_t size = o.size();
+  std::optional<dom::element> handle;
+  if (tag == "opaque" || tag == "handle") {
+    dom::element h;
+    if (o.at_key("handle").get(h) == simdjson::SUCCESS) handle = h;
+  }
+  const size_t allowed = handle ? 2 : 1;
+  if (size != allowed) {
+    fail(ErrorCode::kParse, field,
+         fmt::format("argument object with tag '{}' has {} keys; tagged arguments have one", tag,
+                     size));
+  }
+  Arg a;
+  if (tag == "node") {
+    a.kind = ArgKind::kNode;
+    a.id = resolve(as_string(v, field), field);
+  } else if (tag == "tuple") {
+    const ArgId c = b_.begin(ArgKind::kTuple);
+    for (dom::element x : as_array(v, field)) read_arg(x, field);
+    b_.end(c);
+    return;
+  } else if (tag == "dict") {
+    const ArgId c = b_.begin(ArgKind::kDict);
+    for (dom::key_value_pair kv : as_object(v, field)) {
+      Arg key;
+      key.kind = ArgKind::kStr;
+      key.id = b_.intern(kv.key);
+      b_.leaf(key);
+      read_arg(kv.value, field);
+    }
+    b_.end(c);
+    return;
+  } else if (tag == "slice") {
+    dom::array parts = as_array(v, field);
+    if (parts.size() != 3) {
+      fail(ErrorCode::kParse, field,
+           fmt::format("a slice has 3 parts [start, stop, step], got {}", parts.size()));
+    }
+    const ArgId c = b_.begin(ArgKind::kSlice);
+    for (dom::element x : parts) read_arg(x, field);
+    b_.end(c);
+    return;
+  } else if (tag == "float") {
+    a.kind = ArgKind::kFloat;
+    if (v.type() == element_type::STRING) {
+      const std::string_view s = v.get_string().value_unsafe();
+      if (s == "inf") a.f = std::numeric_limits<double>::infinity();
+      else if (s == "-inf") a.f = -std::numeric_limits<double>::infinity();
+      else if (s == "nan") a.f = std::numeric_limits<double>::quiet_NaN();
+      else fail(ErrorCode::kParse, field, fmt::format("unknown float '{}' (expected inf, -inf or nan)", s));
+    } else {
+      a.f = as_number(v, field);
+    }
+  } else if (tag == "dtype" || tag == "device" || tag == "layout" || tag == "memory_format" ||
+             tag == "target") {
+    a.kind = tag == "dtype"    ? ArgKind::kDtype
+             : tag == "device" ? ArgKind::kDevice
+             : tag == "layout" ? ArgKind::kLayout
+             : tag == "target" ? ArgKind::kTarget
+                               : ArgKind::kMemoryFormat;
+    a.id = b_.intern(as_string(v, field));
+  } else if (tag == "opaque" || tag == "handle") {
+    dom::element repr;
+    if (o.at_key("opaque").get(repr) != simdjson::SUCCESS) {
+      fail(ErrorCode::kParse, field, "argument object with 'handle' but no 'opaque'");
+    }
+    a.kind = ArgKind::kOpaque;
+    a.id = b_.intern(as_string(repr, field));
+    a.i = handle ? as_int(*handle, field) : -1;
+  } else {
+    fail(ErrorCode::kParse, field,
+         fmt::format("unknown argument tag '{}' (expected node, tuple, dict, slice, float, dtype, "
+                     "device, layout, memory_format, target or opaque)",
+                     tag));
+  }
+  b_.leaf(a);
+}
+
+// --- values ---------------------------------------------------------------------
+
+ValueKind value_kind_from_name(std::string_view k, bool& ok) {
+  ok = true;
+  if (k == "tensor") return ValueKind::kTensor;
+  if (k == "symint") return ValueKind::kSymInt;
+  if (k == "symfloat") return ValueKind::kSymFloat;
+  if (k == "symbool") return ValueKind::kSymBool;
+  if (k == "sequence") return ValueKind::kSequence;
+  if (k == "dict") return ValueKind::kDict;
+  if (k == "script_object") return ValueKind::kScriptObject;
+  if (k == "opaque") return ValueKind::kOpaque;
+  if (k == "backward_state") return ValueKind::kBackwardState;
+  if (k == "none") return ValueKind::kNone;
+  if (k == "constant") return ValueKind::kConstant;
+  ok = false;
+  return ValueKind::kMissing;
+}
+
+constexpr const char* kValueKinds =
+    "tensor, symint, symfloat, symbool, sequence, dict, script_object, opaque, "
+    "backward_state, none or constant";
+
+void Reader::read_value(dom::element e, Node& n) {
+  dom::object o = as_object(e, "val");
+  dom::element kind_el;
+  if (o.at_key("kind").get(kind_el) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.kind", "missing");
+  const std::string_view kind = as_string(kind_el, "val.kind");
+  bool ok;
+  n.value = value_kind_from_name(kind, ok);
+  if (!ok) fail(ErrorCode::kParse, "val.kind", fmt::format("unknown value kind '{}' (expected {})", kind, kValueKinds));
+  n.tensors_begin = static_cast<uint32_t>(b_.tensor_count());
+  switch (n.value) {
+    case ValueKind::kTensor:
+      read_tensor(o, "val", 0, true);
+      break;
+    case ValueKind::kSequence: {
+      dom::element items;
+      if (o.at_key("items").get(items) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.items", "missing");
+      int32_t i = 0;
+      for (dom::element x : as_array(items, "val.items")) {
+        dom::object xo = as_object(x, "val.items");
+        dom::element k;
+        if (xo.at_key("kind").get(k) == simdjson::SUCCESS && k.type() == element_type::STRING &&
+            k.get_string().value_unsafe() == "tensor") {
+          read_tensor(xo, "val.items", i, true);
+        } else {
+          check_nested_value(x, "val.items");
+        }
+        ++i;
+      }
+      break;
+    }
+    case ValueKind::kDict: {
+      dom::element items;
+      if (o.at_key("items").get(items) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.items", "missing");
+      int32_t i = 0;
+      for (dom::key_value_pair kv : as_object(items, "val.items")) {
+        dom::object xo = as_object(kv.value, "val.items");
+        dom::element k;
+        if (xo.at_key("kind").get(k) == simdjson::SUCCESS && k.type() == element_type::STRING &&
+            k.get_string().value_unsafe() == "tensor") {
+          read_tensor(xo, "val.items", i, true);
+        } else {
+          check_nested_value(kv.value, "val.items");
+        }
+        ++i;
+      }
+      break;
+    }
+    case ValueKind::kSymInt:
+    case ValueKind::kSymFloat:
+    case ValueKind::kSymBool: {
+      dom::element expr;
+      if (o.at_key("expr").get(expr) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.expr", "missing");
+      n.sym_expr = b_.intern(as_string(expr, "val.expr"));
+      dom::element hint;
+      if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() != element_type::NULL_VALUE) {
+        n.has_sym_hint = true;
+        if (n.value == ValueKind::kSymBool && hint.type() == element_type::BOOL) {
+          n.sym_hint = hint.get_bool().value_unsafe() ? 1 : 0;
+        } else if (n.value == ValueKind::kSymFloat) {
+          // Only whether a hint exists matters to the partitioner; it is kept
+          // to integer precision.
+          const double h = as_number(hint, "val.hint");
+          if (!(std::fabs(h) < 9.2e18)) fail(ErrorCode::kInvalidGraph, "val.hint", "out of range");
+          n.sym_hint = static_cast<int64_t>(h);
+        } else {
+          n.sym_hint = as_int(hint, "val.hint");
+        }
+      }
+      break;
+    }
+    case ValueKind::kOpaque:
+    case ValueKind::kConstant: {
+      dom::element repr;
+      if (o.at_key("repr").get(repr) == simdjson::SUCCESS) n.repr = b_.intern(as_string(repr, "val.repr"));
+      break;
+    }
+    default:
+      break;
+  }
+  n.tensors_count = static_cast<uint32_t>(b_.tensor_count() - n.tensors_begin);
+}
+
+// Nested values (inside a sequence or dict) are validated but not stored:
+// torch's _size_of only counts tensors at the top level of a container.
+void Reader::check_nested_value(dom::element e, std::string_view field) {
+  dom::object o = as_object(e, field);
+  dom::element kind_el;
+  if (o.at_key("kind").get(kind_el) != simdjson::SUCCESS) fail(ErrorCode::kParse, field, "value without 'kind'");
+  const std::string_view kind = as_string(kind_el, field);
+  bool ok;
+  const ValueKind vk = value_kind_from_name(kind, ok);
+  if (!ok) fail(ErrorCode::kParse, field, fmt::format("unknown value kind '{}' (expected {})", kind, kValueKinds));
+  if (vk == ValueKind::kTensor) {
+    read_tensor(o, field, 0, false);
+  } else if (vk == ValueKind::kSequence || vk == ValueKind::kDict) {
+    dom::element items;
+    if (o.at_key("items").get(items) != simdjson::SUCCESS) return;
+    if (items.type() == element_type::ARRAY) {
+      for (dom::element x : as_array(items, field)) check_nested_value(x, field);
+    } else if (items.type() == element_type::OBJECT) {
+      for (dom::key_value_pair kv : as_object(items, field)) {
+        check_nested_value(kv.value, field);
+      }
+    } else {
+      type_error(field, items, "an array or an object");
+    }
+  }
+}
+
+Dim Reader::read_dim(dom::element e, std::string_view field, bool size) {
+  Dim d;
+  if (e.type() == element_type::OBJECT) {
+    dom::object o = e.get_object().value_unsafe();
+    dom::element expr;
+    if (o.at_key("expr").get(expr) != simdjson::SUCCESS) {
+      fail(ErrorCode::kParse, field, "a symbolic dim needs 'expr'");
+    }
+    d.expr = b_.intern(as_string(expr, field));
+    dom::element hint;
+    if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() != element_type::NULL_VALUE) {
+      d.value = as_int(hint, field);
+    } else {
+      d.has_hint = false;
+    }
+  } else if (e.type() == element_type::INT64 || e.type() == element_type::UINT64) {
+    d.value = as_int(e, field);
+  } else {
+    type_error(field, e, "an integer or {\"expr\": ..., \"hint\": ...}");
+  }
+  if (size && d.value < 0) {
+    fail(ErrorCode::kInvalidGraph, field, fmt::format("negative size {}", d.value));
+  }
+  return d;
+}
+
+void Reader::read_tensor(dom::object o, std::string_view field, int32_t index, bool record) {
+  std::optional<dom::element> dtype, shape, stride, device, storage, numel, itemsize;
+  for (dom::key_value_pair kv : o) {
+    const std::string_view k = kv.key;
+    if (k == "dtype") dtype = kv.value;
+    else if (k == "shape") shape = kv.value;
+    else if (k == "stride") stride = kv.value;
+    else if (k == "device") device = kv.value;
+    else if (k == "storage") storage = kv.value;
+    else if (k == "numel_hint") numel = kv.value;
+    else if (k == "itemsize") itemsize = kv.value;
+  }
+  const std::string f(field);
+  TensorMeta t;
+  t.index = index;
+  if (!dtype) fail(ErrorCode::kParse, f + ".dtype", "missing");
+  const std::string_view dt = as_string(*dtype, f + ".dtype");
+  t.dtype = b_.intern(dt);
+  t.itemsize = io::dtype_itemsize(dt);
+  if (itemsize) {
+    const int64_t s = as_int(*itemsize, f + ".itemsize");
+    if (s < 1 || s > std::numeric_limits<uint16_t>::max()) {
+      fail(ErrorCode::kInvalidGraph, f + ".itemsize", fmt::format("{} is out of range", s));
+    }
+    t.itemsize = static_cast<uint16_t>(s);
+  }
+  if (t.itemsize == 0) {
+    fail(ErrorCode::kInvalidGraph, f + ".dtype",
+         fmt::format("unknown dtype '{}' without 'itemsize'", dt));
+  }
+  if (device) t.device = b_.intern(as_string(*device, f + ".device"));
+
+  if (!shape) fail(ErrorCode::kParse, f + ".shape", "missing");
+  shape_.clear();
+  for (dom::element x : as_array(*shape, f + ".shape")) shape_.push_back(read_dim(x, f + ".shape", true));
+  stride_.clear();
+  if (stride) {
+    for (dom::element x : as_array(*stride, f + ".stride")) stride_.push_back(read_dim(x, f + ".stride", false));
+    if (stride_.size() != shape_.size()) {
+      fail(ErrorCode::kInvalidGraph, f + ".stride",
+           fmt::format("has {} entries but the shape has {}", stride_.size(), shape_.size()));
+    }
+  }
+
+  // numel: the product of the hints (0 if any size is 0), torch's 4096 when
+  // a size has no hint; it must fit in int64 in bytes too, so that byte
+  // counts downstream cannot overflow.
+  bool all_hinted = true, any_zero = false;
+  for (const Dim& d : shape_) {
+    all_hinted &= d.has_hint;
+    any_zero |= d.has_hint && d.value == 0;
+  }
+  int64_t product = 1;
+  if (!any_zero) {
+    for (const Dim& d : shape_) {
+      if (d.has_hint && __builtin_mul_overflow(product, d.value, &product)) {
+        fail(ErrorCode::kInvalidGraph, f + ".shape", "the number of elements overflows int64");
+      }
+    }
+  }
+  t.numel_hint = any_zero ? 0 : (all_hinted ? product : kUnhintedNumel);
+  if (numel) {
+    t.numel_hint = as_int(*numel, f + ".numel_hint");
+    if (t.numel_hint < 0) {
+      fail(ErrorCode::kInvalidGraph, f + ".numel_hint", fmt::format("negative size {}", t.numel_hint));
+    }
+  }
+  int64_t bytes;
+  if (__builtin_mul_overflow(t.numel_hint, static_cast<int64_t>(t.itemsize), &bytes)) {
+    fail(ErrorCode::kInvalidGraph, f + ".shape", "the size in bytes overflows int64");
+  }
+  if (storage) {
+    t.storage = as_int(*storage, f + ".storage");
+    if (t.storage < -1) {
+      fail(ErrorCode::kInvalidGraph, f + ".storage", fmt::format("{} is not a storage id", t.storage));
+    }
+  }
+  if (!record) return;
+  t.rank = static_cast<uint32_t>(shape_.size());
+  t.shape_begin = static_cast<uint32_t>(b_.dim_count());
+  for (const Dim& d : shape_) b_.add_dim(d);
+  t.stride_begin = static_cast<uint32_t>(b_.dim_count());
+  t.has_stride = stride.has_value();
+  for (const Dim& d : stride_) b_.add_dim(d);
+  b_.add_tensor(t);
+}
+
+void Reader::read_meta(dom::element e, Node& n) {
+  for (dom::key_value_pair kv : as_object(e, "meta")) {
+    const std::string_view k = kv.key;
+    if (k == "recompute") {
+      if (kv.value.type() == element_type::NULL_VALUE) continue;
+      const std::string_view p = as_string(kv.value, "meta.recompute");
+      if (p == "MUST_SAVE") n.recompute = RecomputePolicy::kMustSave;
+      else if (p == "PREFER_SAVE") n.recompute = RecomputePolicy::kPreferSave;
+      else if (p == "MUST_RECOMPUTE") n.recompute = RecomputePolicy::kMustRecompute;
+      else if (p == "PREFER_RECOMPUTE") n.recompute = RecomputePolicy::kPreferRecompute;
+      else {
+        fail(ErrorCode::kParse, "meta.recompute",
+             fmt::format("unknown recompute policy '{}' (expected MUST_SAVE, PREFER_SAVE, "
+                         "MUST_RECOMPUTE or PREFER_RECOMPUTE)",
+                         p));
+      }
+    } else if (k == "ac_graph_id") {
+      n.ac_graph_id = as_int(kv.value, "meta.ac_graph_id");
+      n.flags |= kFlagAcGraphId;
+    } else if (k == "partitioner_tag") {
+      const std::string_view t = as_string(kv.value, "meta.partitioner_tag");
+      n.tag_name = b_.intern(t);
+      if (t == "is_forward") n.tag = PartitionerTag::kIsForward;
+      else if (t == "is_backward") n.tag = PartitionerTag::kIsBackward;
+      else if (t == "must_be_in_forward") n.tag = PartitionerTag::kMustBeInForward;
+      else if (t == "must_be_in_backward") n.tag = PartitionerTag::kMustBeInBackward;
+      else n.tag = PartitionerTag::kOther;
+    } else if (k == "has_backward_hook") {
+      if (as_bool(kv.value, "meta.has_backward_hook")) n.flags |= kFlagBackwardHook;
+    } else if (k == "saved_tensor_with_no_vc_check") {
+      if (as_bool(kv.value, "meta.saved_tensor_with_no_vc_check")) n.flags |= kFlagNoVcCheck;
+    } else if (k == "memory_budget") {
+      if (kv.value.type() == element_type::NULL_VALUE) continue;
+      n.memory_budget = as_number(kv.value, "meta.memory_budget");
+      n.flags |= kFlagMemoryBudget;
+    }
+  }
+}
+
+}  // namespace
+
+JointGraph read_joint_graph(std::string_view json) {
+  simdjson::padded_string text(json.data(), json.size());
+  dom::parser parser;
+  dom::element root;
+  if (auto err = parser.parse(text).get(root); err != simdjson::SUCCESS) {
+    throw Error(ErrorCode::kParse, fmt::format("invalid JSON: {}", simdjson::error_message(err)));
+  }
+  return Reader().read(root);
+}
+
+JointGraph read_joint_graph_file(const std::string& path) {
+  // Load straight into simdjson's padded buffer: one copy of the text, not two.
+  simdjson::padded_string text;
+  if (auto err = simdjson::padded_string::load(path).get(text); err != simdjson::SUCCESS) {
+    // Let read_file produce the system's reason (and the kIo code).
+    std::string data = read_file(path);
+    text = simdjson::padded_string(data);
+  }
+  dom::parser parser;
+  dom::element root;
+  if (auto err = parser.parse(text).get(root); err != simdjson::SUCCESS) {
+    throw Error(ErrorCode::kParse,
+                fmt::format("{}: invalid JSON: {}", path, simdjson::error_message(err)));
+  }
+  try {
+    return Reader().read(root);
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace remat

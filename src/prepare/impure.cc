@@ -1,0 +1,103 @@
+// prepare/impure.cc — see impure.h.
+#include "prepare/impure.h"
+
+#include <string_view>
+
+namespace remat {
+namespace {
+
+bool is_word(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The name Python reports as `target.__name__`: an OpOverload's is
+// "op.overload", a HigherOrderOperator's its name, a function's the last
+// part of its qualname.
+std::string_view python_name(const Graph& g, const OpInfo& op) {
+  std::string_view name = g.str(op.name);
+  switch (op.kind) {
+    case OpKind::kOverload: {
+      const size_t dot = name.find('.');
+      return dot == std::string_view::npos ? name : name.substr(dot + 1);
+    }
+    case OpKind::kHigherOrder:
+    case OpKind::kFunction: {
+      const size_t dot = name.rfind('.');
+      return dot == std::string_view::npos ? name : name.substr(dot + 1);
+    }
+  }
+  return name;
+}
+
+// Whether kwargs has an "out" entry that is not None.
+bool has_out_kwarg(const Graph& g, const Node& n) {
+  if (n.kwargs == kNoArg) return false;
+  std::vector<ArgId> items = g.children(n.kwargs);
+  for (size_t i = 0; i + 1 < items.size(); i += 2) {
+    const Arg& key = g.arg(items[i]);
+    if (key.kind == ArgKind::kStr && g.str(key.id) == "out") {
+      return g.arg(items[i + 1]).kind != ArgKind::kNone;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool mutation_name_match(std::string_view s) {
+  const size_t n = s.size();
+  static constexpr std::string_view kWords[] = {"set", "enter", "exit", "seed"};
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && s[i - 1] == '_') continue;  // (?<!_)
+    if (s[i] == '_') {
+      if (i + 1 == n) return true;                                          // _$
+      if (s[i + 1] == '.' && (i + 2 == n || s[i + 2] != '_')) return true;  // _[.](?!_)
+    }
+    // (\b|_) then a word: either a boundary before s[i] (a letter) or a '_'.
+    for (size_t start : {i, i + 1}) {
+      if (start == i + 1 && s[i] != '_') continue;
+      if (start == i && !(i == 0 || !is_word(s[i - 1]))) continue;  // \b before a letter
+      for (std::string_view w : kWords) {
+        if (s.substr(start, w.size()) != w) continue;
+        const size_t j = start + w.size();
+        // (\b|_)(?!_): end of word at a non-word char or the end; or one '_'
+        // not followed by another.
+        if (j == n || !is_word(s[j])) return true;
+        if (s[j] == '_' && (j + 1 == n || s[j + 1] != '_')) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool is_impure_node(const Graph& g, NodeId id, bool impure_random) {
+  const Node& n = g.node(id);
+  if (n.kind == NodeKind::kPlaceholder || n.kind == NodeKind::kOutput) return true;
+  if (n.kind != NodeKind::kCallFunction) return false;
+  if (n.has(kFlagImpure)) return true;
+  const OpInfo* op = g.op(id);
+  return impure_random && op != nullptr && op->kind == OpKind::kOverload &&
+         (op->tags & kTagNondeterministicSeeded) != 0;
+}
+
+bool is_mutation_op(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  const OpInfo* op = g.op(id);
+  if (op != nullptr) {
+    const std::string_view name = g.str(op->name);
+    // inductor.resize_storage_bytes_ has a schema that hides its mutation;
+    // torch falls through to the name check for it.
+    if (op->kind == OpKind::kOverload && name != "inductor.resize_storage_bytes_.default") {
+      return op->is_mutable;
+    }
+    // Only v1 is an AutoFunctionalized instance; v2 goes through the name
+    // check (which it does not match).
+    if (name == "higher_order.auto_functionalized") return false;
+    if (n.kind == NodeKind::kCallFunction && mutation_name_match(python_name(g, *op))) {
+      return true;
+    }
+  }
+  return has_out_kwarg(g, n);
+}
+
+}  // namespace remat

@@ -1,0 +1,23 @@
+// prepare/impure.h — purity and mutation predicates shared by the prepare
+// passes (internal to the stage).
+#pragma once
+
+#include "remat/graph.h"
+
+namespace remat {
+
+// fx Node.is_impure(impure_random): placeholders and output always;
+// call_function when the adapter recorded it impure (kFlagImpure, which is
+// is_impure(impure_random=False)), or when `impure_random` and the target is
+// an OpOverload tagged nondeterministic_seeded.
+bool is_impure_node(const Graph& g, NodeId id, bool impure_random);
+
+// inductor pattern_matcher.is_mutation_op: the boundary of a CSE mutation
+// region.
+bool is_mutation_op(const Graph& g, NodeId id);
+
+// The regex `(?<!_)(_$|_[.]|(\b|_)(set|enter|exit|seed)(\b|_))(?!_)` that
+// is_mutation_op searches in a callable's __name__, written out by hand.
+bool mutation_name_match(std::string_view name);
+
+}  // namespace remat

@@ -1,0 +1,62 @@
+// prepare/prepare.cc — the prologues of the two partitioners.
+//
+// Contract: prepare_for_min_cut runs what min_cut_rematerialization_partition
+// runs before classify_nodes: DCE (options.dce_impure_random), CSE when
+// options.cse, cleanup_recompute_tags(is_default=false) when the graph has
+// recompute tags, force_save_collectives unless
+// options.unsafe_allow_optimization_of_collectives, then the effectful-op and
+// backward-mutation passes. prepare_for_default runs default_partition's
+// share (cleanup with is_default=true, then the same force-save passes) on a
+// graph that went through prepare_for_min_cut or was built directly.
+#include "prepare/prepare.h"
+
+namespace remat {
+namespace {
+
+void force_saves(Graph& g, const PartitionOptions& options, std::vector<NodeId>& forced) {
+  if (!options.unsafe_allow_optimization_of_collectives) force_save_collectives(g, forced);
+  force_save_effectful_ops(g, forced);
+  force_save_bw_mutation_src(g, forced);
+}
+
+NodeId input_id(const Graph& g, NodeId id) {
+  const NodeId o = g.node(id).origin;
+  return o == kNoNode ? id : o;
+}
+
+}  // namespace
+
+Prepared prepare_for_min_cut(const Graph& joint, const PartitionOptions& options) {
+  Prepared p;
+  const size_t n = joint.size();
+  p.graph = eliminate_dead_code(joint, options.dce_impure_random);
+  // survivor: each input node -> itself when DCE kept it.
+  p.survivor.assign(n, kNoNode);
+  for (NodeId id = 0; id < p.graph.size(); ++id) {
+    const NodeId in = input_id(p.graph, id);
+    if (in < n) p.survivor[in] = in;
+  }
+  if (options.cse) {
+    std::vector<NodeId> replaced;
+    Graph merged = common_subexpression_elimination(p.graph, replaced);
+    for (NodeId id = 0; id < p.graph.size(); ++id) {
+      const NodeId in = input_id(p.graph, id);
+      if (in < n) p.survivor[in] = input_id(p.graph, replaced[id]);
+    }
+    p.graph = std::move(merged);
+  }
+  if (has_recomputable_ops(p.graph)) {
+    cleanup_recompute_tags(p.graph, /*is_default_partition=*/false, p.forced_must_save);
+  }
+  force_saves(p.graph, options, p.forced_must_save);
+  return p;
+}
+
+void prepare_for_default(Prepared& p, const PartitionOptions& options) {
+  if (has_recomputable_ops(p.graph)) {
+    cleanup_recompute_tags(p.graph, /*is_default_partition=*/true, p.forced_must_save);
+  }
+  force_saves(p.graph, options, p.forced_must_save);
+}
+
+}  // namespace remat

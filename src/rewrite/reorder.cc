@@ -1,0 +1,87 @@
+// rewrite/reorder.cc — reorder_to_mimic_autograd_engine: torch 2.13's
+// reordering_to_mimic_autograd_engine.
+//
+// Contract (rewrite.h): the backward is rebuilt as the autograd engine would
+// run it. Placeholders come first, in order. Then, from the first user of a
+// tangent to the end, each node is inserted together with the inputs it
+// still lacks: those are collected by a walk over inputs (an explicit stack)
+// and inserted in their original order. copy_ nodes before that first user
+// are inserted first, the same way, since they may not depend on a tangent.
+// Nodes before the first tangent user that nothing after it needs are
+// dropped, as in torch. A backward where no tangent has a user is returned
+// unchanged. Names are kept (FX's node_copy into a fresh graph), and so are
+// origins.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "analyze/analyze.h"
+#include "graph/copy.h"
+#include "graph/fx_names.h"
+#include "rewrite/rewrite.h"
+
+namespace remat {
+
+Graph reorder_to_mimic_autograd_engine(const Graph& bw) {
+  const size_t n = bw.size();
+  NodeId first_bwd = kNoNode;
+  for (NodeId id = 0; id < n; ++id) {
+    if (!is_tangent(bw, id)) continue;
+    for (NodeId u : bw.users(id)) first_bwd = std::min(first_bwd, u);
+  }
+  if (first_bwd == kNoNode) return bw;
+
+  std::vector<NodeId> order;
+  order.reserve(n);
+  std::vector<uint8_t> inserted(n, 0);
+  for (NodeId id = 0; id < n; ++id) {
+    if (bw.node(id).kind == NodeKind::kPlaceholder) {
+      order.push_back(id);
+      inserted[id] = 1;
+    }
+  }
+
+  // One insertion: the node and its transitive inputs not yet inserted,
+  // in original order. `seen` stamps membership in the current batch.
+  std::vector<uint32_t> seen(n, 0);
+  uint32_t stamp = 0;
+  std::vector<NodeId> stack, batch;
+  auto insert = [&](NodeId start) {
+    ++stamp;
+    batch.clear();
+    stack.assign(1, start);
+    while (!stack.empty()) {
+      const NodeId x = stack.back();
+      stack.pop_back();
+      if (inserted[x] || seen[x] == stamp) continue;
+      seen[x] = stamp;
+      batch.push_back(x);
+      for (NodeId in : bw.inputs(x)) stack.push_back(in);
+    }
+    std::sort(batch.begin(), batch.end());
+    for (NodeId x : batch) {
+      inserted[x] = 1;
+      order.push_back(x);
+    }
+  };
+  for (NodeId id = 0; id < first_bwd; ++id) {
+    const OpInfo* op = bw.op(id);
+    if (bw.node(id).kind == NodeKind::kCallFunction && op != nullptr &&
+        bw.str(op->name) == "aten.copy_.default") {
+      insert(id);
+    }
+  }
+  for (NodeId id = first_bwd; id < n; ++id) insert(id);
+
+  GraphBuilder b;
+  NodeCopier copier(bw, b);
+  FxNamespace names;
+  std::vector<NodeId> remap(n, kNoNode);
+  for (NodeId id : order) {
+    const std::string name = names.create_name(bw.name(id));
+    remap[id] = copier.copy(id, remap, kNoNode, name);
+  }
+  return b.finish();
+}
+
+}  // namespace remat

@@ -1,0 +1,340 @@
+// tests/cpp/graph_fixture.h — a short way to write joint graphs in tests.
+//
+//   TestGraph t;
+//   Ref x = t.placeholder("primals_1", {4, 8});
+//   Ref y = t.call("aten.relu.default", {x}, {4, 8});
+//   t.output({y});
+//   Graph g = t.build();
+//
+// Nodes are recorded as plain descriptions and only turned into a Graph by
+// build(), so a test may adjust any field after creating the node:
+// `t[y].recompute = RecomputePolicy::kMustSave`. Node names default to the
+// op name ("relu", "relu_1", ...) as FX names them. Every tensor gets its own
+// storage unless a test shares one (`t.alias(view, base)`).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "remat/graph.h"
+#include "remat/ops.h"
+
+namespace remat::testing {
+
+// A node reference, as returned by TestGraph.
+struct Ref {
+  NodeId id = kNoNode;
+};
+
+// One argument value: a node, a constant or a container.
+struct A {
+  ArgKind kind = ArgKind::kNone;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  NodeId node = kNoNode;
+  std::vector<A> items;  // containers; dicts alternate key, value
+
+  A() = default;
+  A(std::nullptr_t) {}
+  A(Ref r) : kind(ArgKind::kNode), node(r.id) {}
+  A(bool b) : kind(ArgKind::kBool), i(b) {}
+  A(int v) : kind(ArgKind::kInt), i(v) {}
+  A(int64_t v) : kind(ArgKind::kInt), i(v) {}
+  A(double v) : kind(ArgKind::kFloat), f(v) {}
+  A(const char* v) : kind(ArgKind::kStr), s(v) {}
+
+  static A list(std::vector<A> xs) { return container(ArgKind::kList, std::move(xs)); }
+  static A tuple(std::vector<A> xs) { return container(ArgKind::kTuple, std::move(xs)); }
+  static A str_like(ArgKind k, std::string v) {  // kDtype, kDevice, kTarget, ...
+    A a;
+    a.kind = k;
+    a.s = std::move(v);
+    return a;
+  }
+  static A opaque(std::string repr, int64_t handle) {
+    A a = str_like(ArgKind::kOpaque, std::move(repr));
+    a.i = handle;
+    return a;
+  }
+  static A container(ArgKind k, std::vector<A> xs) {
+    A a;
+    a.kind = k;
+    a.items = std::move(xs);
+    return a;
+  }
+};
+
+struct TensorSpec {
+  std::vector<int64_t> shape;
+  std::string dtype = "float32";
+  uint16_t itemsize = 4;
+  int64_t storage = -1;          // -1: a fresh storage is assigned at creation
+  bool symbolic_numel = false;   // numel has no hint: torch's 4096 fallback
+};
+
+struct NodeSpec {
+  std::string name;
+  NodeKind kind = NodeKind::kCallFunction;
+  std::string target;
+  std::vector<A> args;
+  std::vector<std::pair<std::string, A>> kwargs;
+  ValueKind value = ValueKind::kTensor;
+  std::vector<TensorSpec> tensors;
+  RecomputePolicy recompute = RecomputePolicy::kNone;
+  PartitionerTag tag = PartitionerTag::kNone;
+  uint16_t flags = kFlagTensorMeta;
+  int64_t ac_graph_id = 0;
+  std::string sym_expr;
+  int64_t sym_hint = 0;
+};
+
+// Overrides of the op facts default_op_facts guesses from a name.
+struct OpSpec {
+  std::optional<int16_t> num_returns;
+  std::optional<bool> is_mutable;
+  std::optional<uint8_t> tags;
+  std::optional<uint8_t> packet_tags;
+};
+
+class TestGraph {
+ public:
+  Ref placeholder(const std::string& name, std::vector<int64_t> shape = {4}) {
+    NodeSpec n;
+    n.name = name;
+    n.kind = NodeKind::kPlaceholder;
+    n.target = name;
+    n.tensors.push_back(tensor(std::move(shape)));
+    return add(std::move(n));
+  }
+
+  // A call_function producing one tensor of `shape`.
+  Ref call(const std::string& target, std::vector<A> args, std::vector<int64_t> shape = {4},
+           const std::string& name = "") {
+    NodeSpec n = call_spec(target, std::move(args), name);
+    n.tensors.push_back(tensor(std::move(shape)));
+    return add(std::move(n));
+  }
+
+  // A call_function producing a tuple of tensors (native_dropout, ...).
+  Ref call_multi(const std::string& target, std::vector<A> args,
+                 std::vector<std::vector<int64_t>> shapes, const std::string& name = "") {
+    NodeSpec n = call_spec(target, std::move(args), name);
+    n.value = ValueKind::kSequence;
+    n.flags = 0;  // no "tensor_meta" on multi-output nodes
+    for (auto& s : shapes) n.tensors.push_back(tensor(std::move(s)));
+    return add(std::move(n));
+  }
+
+  // operator.getitem(parent, index), a tensor of `shape`.
+  Ref getitem(Ref parent, int index, std::vector<int64_t> shape = {4}) {
+    return call("operator.getitem", {parent, index}, std::move(shape), "getitem");
+  }
+
+  // A call_function whose value is a SymInt.
+  Ref call_sym(const std::string& target, std::vector<A> args, const std::string& expr,
+               int64_t hint, const std::string& name = "") {
+    NodeSpec n = call_spec(target, std::move(args), name);
+    n.value = ValueKind::kSymInt;
+    n.flags = 0;
+    n.sym_expr = expr;
+    n.sym_hint = hint;
+    return add(std::move(n));
+  }
+
+  Ref get_attr(const std::string& name) {
+    NodeSpec n;
+    n.name = name;
+    n.kind = NodeKind::kGetAttr;
+    n.target = name;
+    n.value = ValueKind::kMissing;
+    n.flags = 0;
+    return add(std::move(n));
+  }
+
+  void output(std::vector<A> values) {
+    NodeSpec n;
+    n.name = "output";
+    n.kind = NodeKind::kOutput;
+    n.target = "output";
+    n.value = ValueKind::kMissing;
+    n.flags = 0;
+    n.args = {A::tuple(std::move(values))};
+    add(std::move(n));
+  }
+
+  NodeSpec& operator[](Ref r) { return nodes_[r.id]; }
+
+  // Activation-checkpoint metadata: meta["recompute"] and, when given,
+  // meta["ac_graph_id"].
+  void checkpoint(Ref r, RecomputePolicy p, std::optional<int64_t> ac_graph_id = std::nullopt) {
+    NodeSpec& n = nodes_[r.id];
+    n.recompute = p;
+    if (ac_graph_id) {
+      n.flags |= kFlagAcGraphId;
+      n.ac_graph_id = *ac_graph_id;
+    }
+  }
+  OpSpec& op(const std::string& name) { return ops_[name]; }
+
+  // Makes `view` share the storage of `base`'s first tensor.
+  void alias(Ref view, Ref base) { nodes_[view.id].tensors.at(0).storage = nodes_[base.id].tensors.at(0).storage; }
+
+  Graph build() const {
+    GraphBuilder b;
+    for (const NodeSpec& s : nodes_) {
+      Node n;
+      n.name = b.intern(s.name);
+      n.kind = s.kind;
+      n.value = s.value;
+      n.recompute = s.recompute;
+      n.tag = s.tag;
+      n.flags = s.flags;
+      if (s.tag != PartitionerTag::kNone) n.tag_name = b.intern(partitioner_tag_name(s.tag));
+      n.target = b.intern(s.target);
+      if (s.kind == NodeKind::kCallFunction) n.op = make_op(b, s.target);
+      n.ac_graph_id = s.ac_graph_id;
+      if (!s.sym_expr.empty()) {
+        n.sym_expr = b.intern(s.sym_expr);
+        n.sym_hint = s.sym_hint;
+        n.has_sym_hint = true;
+      }
+      n.tensors_begin = static_cast<uint32_t>(b.tensor_count());
+      n.tensors_count = static_cast<uint32_t>(s.tensors.size());
+      int32_t index = 0;
+      for (const TensorSpec& ts : s.tensors) {
+        TensorMeta t;
+        t.dtype = b.intern(ts.dtype);
+        t.itemsize = ts.itemsize;
+        t.device = b.intern("cpu");
+        t.shape_begin = static_cast<uint32_t>(b.dim_count());
+        t.rank = static_cast<uint32_t>(ts.shape.size());
+        int64_t numel = 1;
+        for (int64_t d : ts.shape) {
+          Dim dim;
+          dim.value = d;
+          b.add_dim(dim);
+          numel *= d;
+        }
+        t.numel_hint = ts.symbolic_numel ? 4096 : numel;
+        t.storage = ts.storage;
+        t.index = index++;
+        b.add_tensor(t);
+      }
+      if (s.kind != NodeKind::kPlaceholder && s.kind != NodeKind::kGetAttr) {
+        n.args = b.begin(ArgKind::kTuple);
+        for (const A& a : s.args) emit(b, a);  // output: (structure,) as in FX
+        b.end(n.args);
+        if (!s.kwargs.empty()) {
+          n.kwargs = b.begin(ArgKind::kDict);
+          for (const auto& [k, v] : s.kwargs) {
+            emit(b, A(k.c_str()));
+            emit(b, v);
+          }
+          b.end(n.kwargs);
+        }
+      }
+      b.add_node(n);
+    }
+    return b.finish();
+  }
+
+ private:
+  TensorSpec tensor(std::vector<int64_t> shape) {
+    TensorSpec t;
+    t.shape = std::move(shape);
+    t.storage = next_storage_++;
+    return t;
+  }
+
+  NodeSpec call_spec(const std::string& target, std::vector<A> args, const std::string& name) {
+    NodeSpec n;
+    n.target = target;
+    n.args = std::move(args);
+    n.name = unique_name(name.empty() ? default_name(target) : name);
+    return n;
+  }
+
+  // "aten.relu.default" -> "relu", "operator.getitem" -> "getitem".
+  static std::string default_name(const std::string& target) {
+    size_t first = target.find('.');
+    size_t last = target.rfind('.');
+    if (first == std::string::npos) return target;
+    if (first == last) return target.substr(first + 1);
+    return target.substr(first + 1, last - first - 1);
+  }
+
+  std::string unique_name(const std::string& base) {
+    int& count = name_counts_[base];
+    std::string name = count == 0 ? base : base + "_" + std::to_string(count);
+    ++count;
+    return name;
+  }
+
+  Ref add(NodeSpec n) {
+    nodes_.push_back(std::move(n));
+    return Ref{static_cast<NodeId>(nodes_.size() - 1)};
+  }
+
+  OpId make_op(GraphBuilder& b, const std::string& target) const {
+    auto it = ops_.find(target);
+    if (it == ops_.end()) return b.add_op_by_name(target);
+    OpFacts f = default_op_facts(target);
+    OpInfo info;
+    info.name = b.intern(target);
+    info.ns = b.intern(f.ns);
+    info.packet = b.intern(f.packet);
+    info.kind = f.kind;
+    info.is_mutable = it->second.is_mutable.value_or(f.is_mutable);
+    info.is_view = f.is_view;
+    info.num_returns = it->second.num_returns.value_or(-1);
+    info.tags = it->second.tags.value_or(f.tags);
+    info.packet_tags = it->second.packet_tags.value_or(f.packet_tags);
+    return b.add_op(info);
+  }
+
+  static void emit(GraphBuilder& b, const A& a) {
+    Arg arg;
+    arg.kind = a.kind;
+    switch (a.kind) {
+      case ArgKind::kList:
+      case ArgKind::kTuple:
+      case ArgKind::kDict:
+      case ArgKind::kSlice: {
+        ArgId c = b.begin(a.kind);
+        for (const A& x : a.items) emit(b, x);
+        b.end(c);
+        return;
+      }
+      case ArgKind::kNode:
+        arg.id = a.node;
+        break;
+      case ArgKind::kStr:
+      case ArgKind::kDtype:
+      case ArgKind::kDevice:
+      case ArgKind::kLayout:
+      case ArgKind::kMemoryFormat:
+      case ArgKind::kTarget:
+      case ArgKind::kOpaque:
+        arg.id = b.intern(a.s);
+        arg.i = a.i;
+        break;
+      default:
+        arg.i = a.i;
+        arg.f = a.f;
+        break;
+    }
+    b.leaf(arg);
+  }
+
+  std::vector<NodeSpec> nodes_;
+  std::map<std::string, OpSpec> ops_;
+  std::map<std::string, int> name_counts_;
+  int64_t next_storage_ = 0;
+};
+
+}  // namespace remat::testing

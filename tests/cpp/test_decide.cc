@@ -1,0 +1,429 @@
+// tests/cpp/test_decide.cc — decide/: solve_min_cut's rules one at a time,
+// the cut side, the no-finite-cut diagnosis, choose_saved_values_set's
+// budget exits and default_saved_values.
+//
+// Each graph is a minimal joint graph in which the rule under test decides
+// the outcome; where useful the same graph is solved with the rule switched
+// off to show the decision flips.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analyze/analyze.h"
+#include "decide/decide.h"
+#include "graph_fixture.h"
+#include "remat/error.h"
+
+namespace remat {
+namespace {
+
+using testing::A;
+using testing::Ref;
+using testing::TestGraph;
+
+// A built graph with everything solve_min_cut reads.
+struct Solved {
+  Graph g;
+  PartitionOptions opt;
+  NodeInfo info;
+  std::vector<int64_t> dist;
+  std::vector<uint8_t> cats;
+
+  Solved(const TestGraph& t, int num_fwd_outputs, PartitionOptions o = {},
+         std::vector<int> static_inputs = {})
+      : g(t.build()), opt(std::move(o)) {
+    info = classify_nodes(g, static_inputs, num_fwd_outputs, opt);
+    dist = dist_from_bw(g, info);
+    cats = opt.ops.classify(g);
+  }
+  DecideContext ctx() const { return DecideContext{g, info, dist, cats, opt}; }
+  MinCutResult solve(const MinCutOptions& mc) const { return solve_min_cut(ctx(), mc); }
+  MinCutResult solve() const { return solve(min_cut_options_from(opt)); }
+
+  std::vector<std::string> names(const std::vector<NodeId>& ids) const {
+    std::vector<std::string> out;
+    for (NodeId n : ids) out.emplace_back(g.name(n));
+    return out;
+  }
+  std::string reason(const MinCutResult& r, const char* name) const {
+    return r.ban_reason.at(g.find(name));
+  }
+};
+
+using Names = std::vector<std::string>;
+
+// --- should_ban_recomputation -------------------------------------------------
+
+TEST(DecideBan, ReductionIsSavedInsteadOfItsInput) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {1024});
+  Ref tg = t.placeholder("tangents_1", {1});
+  Ref x = t.call("aten.exp.default", {p}, {1024});
+  Ref s = t.call("aten.sum.default", {x}, {1});
+  Ref y = t.call("aten.cos.default", {s}, {1});
+  Ref gx = t.call("aten.mul.Tensor", {tg, s}, {1});
+  t.output({y, gx});
+  Solved sv(t, 1);
+  MinCutResult r = sv.solve();
+  EXPECT_EQ(sv.reason(r, "sum"), "reduction op");
+  EXPECT_EQ(sv.names(r.saved_values), Names({"sum"}));
+  EXPECT_EQ(sv.names(r.banned_nodes), Names({"primals_1", "sum", "cos"}));
+  (void)x;
+}
+
+TEST(DecideBan, ReductionCountsPositionalNodeArgsOnly) {
+  // The input is passed by keyword: torch's `for i in node.args` misses it,
+  // so the node is not a reduction.
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {1024});
+  Ref tg = t.placeholder("tangents_1", {1});
+  Ref s = t.call("aten.sum.default", {}, {1});
+  t[s].kwargs.push_back({"input", A(p)});
+  Ref y = t.call("aten.cos.default", {s}, {1});
+  Ref gx = t.call("aten.mul.Tensor", {tg, s}, {1});
+  t.output({y, gx});
+  Solved sv(t, 1);
+  MinCutResult r = sv.solve();
+  EXPECT_EQ(sv.reason(r, "sum"), "");
+}
+
+TEST(DecideBan, ComputeIntensiveIsBanned) {
+  // mm of two thin inputs: cheaper to save the inputs and recompute, unless
+  // mm is banned as compute intensive.
+  auto build = [](TestGraph& t) {
+    Ref a = t.placeholder("primals_1", {64, 1});
+    Ref b = t.placeholder("primals_2", {1, 64});
+    Ref tg = t.placeholder("tangents_1", {64, 64});
+    Ref m = t.call("aten.mm.default", {a, b}, {64, 64});
+    Ref r = t.call("aten.relu.default", {m}, {64, 64});
+    Ref gm = t.call("aten.mul.Tensor", {tg, m}, {64, 64});
+    t.output({r, gm});
+  };
+  PartitionOptions o;
+  o.ban_recompute_not_in_allowlist = false;
+  {
+    TestGraph t;
+    build(t);
+    Solved sv(t, 1, o);
+    MinCutResult r = sv.solve();
+    EXPECT_EQ(sv.reason(r, "mm"), "compute intensive op");
+    EXPECT_EQ(sv.names(r.saved_values), Names({"mm"}));
+  }
+  {
+    o.ops.set("aten.mm", kCatRecomputable | kCatFusible);
+    TestGraph t;
+    build(t);
+    Solved sv(t, 1, o);
+    MinCutResult r = sv.solve();
+    EXPECT_EQ(sv.reason(r, "mm"), "");
+    EXPECT_EQ(sv.names(r.saved_values), Names({"primals_1", "primals_2"}));
+  }
+}
+
+TEST(DecideBan, NotInAllowlist) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {64});
+  Ref tg = t.placeholder("tangents_1", {64});
+  Ref c = t.call("aten.native_layer_norm_like.default", {p}, {64});
+  Ref g = t.call("aten.mul.Tensor", {tg, c}, {64});
+  t.output({c, g});
+  Solved sv(t, 1);
+  MinCutResult r = sv.solve();
+  EXPECT_EQ(sv.reason(r, "native_layer_norm_like"), "not in recomputable allowlist");
+  EXPECT_EQ(sv.reason(r, "primals_1"), "primal input");
+  EXPECT_EQ(sv.names(r.banned_nodes), Names({"primals_1", "native_layer_norm_like"}));
+}
+
+TEST(DecideBan, MaterializedInBackward) {
+  // relu's backward user (mm) cannot fuse with it: recomputing is not free.
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8, 8});
+  Ref tg = t.placeholder("tangents_1", {8, 8});
+  Ref x = t.call("aten.relu.default", {p}, {8, 8});
+  Ref y = t.call("aten.cos.default", {x}, {8, 8});
+  Ref g = t.call("aten.mm.default", {tg, x}, {8, 8});
+  t.output({y, g});
+  Solved sv(t, 1);
+  EXPECT_EQ(sv.reason(sv.solve(), "relu"), "materialized in backward");
+  MinCutOptions mc = min_cut_options_from(sv.opt);
+  mc.ban_if_materialized_backward = false;
+  EXPECT_EQ(sv.reason(sv.solve(mc), "relu"), "");
+}
+
+TEST(DecideBan, MustSaveTagIsBanned) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref x = t.call("aten.relu.default", {p}, {8});
+  Ref g = t.call("aten.mul.Tensor", {tg, x}, {8});
+  t.checkpoint(x, RecomputePolicy::kMustSave);
+  t.output({x, g});
+  Solved sv(t, 1);
+  MinCutResult r = sv.solve();
+  EXPECT_EQ(sv.reason(r, "relu"), "marked MUST_SAVE");
+  EXPECT_EQ(sv.names(r.saved_values), Names({"relu"}));
+}
+
+// --- tags and weights ---------------------------------------------------------
+
+TEST(DecideRule, MustRecomputeNodeIsRecomputed) {
+  // relu's value is much smaller than its input (banned as a reduction),
+  // so it is saved; tagged MUST_RECOMPUTE, it skips the ban rules, is tied
+  // to the sink, and its input is saved instead.
+  auto build = [](TestGraph& t, bool tag) {
+    Ref p = t.placeholder("primals_1", {64});
+    Ref tg = t.placeholder("tangents_1", {2});
+    Ref x = t.call("aten.relu.default", {p}, {2});
+    Ref y = t.call("aten.cos.default", {x}, {2});
+    Ref g = t.call("aten.mul.Tensor", {tg, x}, {2});
+    if (tag) t.checkpoint(x, RecomputePolicy::kMustRecompute);
+    t.output({y, g});
+  };
+  {
+    TestGraph t;
+    build(t, false);
+    Solved sv(t, 1);
+    EXPECT_EQ(sv.names(sv.solve().saved_values), Names({"relu"}));
+  }
+  {
+    TestGraph t;
+    build(t, true);
+    Solved sv(t, 1);
+    EXPECT_EQ(sv.names(sv.solve().saved_values), Names({"primals_1"}));
+  }
+}
+
+TEST(DecideRule, ParametersAreFreeToSave) {
+  // relu's value is half its input (not a reduction): saved, unless the
+  // parameter it comes from is free.
+  auto build = [](TestGraph& t) {
+    Ref p = t.placeholder("primals_1", {64});
+    Ref tg = t.placeholder("tangents_1", {32});
+    Ref x = t.call("aten.relu.default", {p}, {32});
+    Ref y = t.call("aten.cos.default", {x}, {32});
+    Ref g = t.call("aten.mul.Tensor", {tg, x}, {32});
+    t.output({y, g});
+  };
+  TestGraph t;
+  build(t);
+  {
+    Solved sv(t, 1, {}, {0});  // primals_1 is a parameter
+    EXPECT_EQ(sv.names(sv.solve().saved_values), Names({"primals_1"}));
+  }
+  {
+    PartitionOptions o;
+    o.treat_parameters_as_free_to_save = false;
+    Solved sv(t, 1, o, {0});
+    EXPECT_EQ(sv.names(sv.solve().saved_values), Names({"relu"}));
+  }
+}
+
+TEST(DecideCut, EqualCostCutsFollowCutSide) {
+  // Two symbolic values of weight 1 each: saving the primal or the derived
+  // SymInt costs the same. networkx (kSinkMinimal) saves the one nearest
+  // the backward.
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {});
+  t[p].value = ValueKind::kSymInt;
+  t[p].tensors.clear();
+  t[p].flags = 0;
+  t[p].sym_expr = "s0";
+  t[p].sym_hint = 4;
+  Ref tg = t.placeholder("tangents_1", {4});
+  Ref x = t.placeholder("primals_2", {4});
+  Ref m = t.call_sym("operator.mul", {p, 2}, "2*s0", 8);
+  Ref y = t.call("aten.cos.default", {x}, {4});
+  Ref g = t.call("aten.mul.Tensor", {tg, m}, {4});
+  t.output({y, g});
+  {
+    Solved sv(t, 1);
+    EXPECT_EQ(sv.names(sv.solve().saved_values), Names({"mul"}));
+  }
+  {
+    PartitionOptions o;
+    o.cut_side = CutSide::kSourceMinimal;
+    Solved sv(t, 1, o);
+    EXPECT_EQ(sv.names(sv.solve().saved_values), Names({"primals_1"}));
+  }
+}
+
+// --- the two banning heuristics ---------------------------------------------
+
+TEST(DecideHeuristic, UsedFarApart) {
+  // relu feeds cos (which feeds an unfusible mm) and, later, sin: sin sits
+  // past the first unfusible node reachable from relu's uses.
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8, 8});
+  Ref tg = t.placeholder("tangents_1", {8, 8});
+  Ref x = t.call("aten.relu.default", {p}, {8, 8});
+  Ref a = t.call("aten.cos.default", {x}, {8, 8});
+  Ref m = t.call("aten.mm.default", {a, a}, {8, 8});
+  Ref b = t.call("aten.sin.default", {x}, {8, 8});
+  Ref m2 = t.call("aten.mm.default", {m, b}, {8, 8});
+  Ref g = t.call("aten.mul.Tensor", {tg, b}, {8, 8});
+  t.output({m2, g});
+  Solved sv(t, 1);
+  MinCutResult r = sv.solve();
+  EXPECT_EQ(sv.reason(r, "sin"), "used far apart from an unfusible use");
+  // As torch 2.13 bans them on the same graph.
+  EXPECT_EQ(sv.names(r.banned_nodes), Names({"primals_1", "mm", "mm_1", "sin"}));
+  MinCutOptions mc = min_cut_options_from(sv.opt);
+  mc.ban_if_used_far_apart = false;
+  EXPECT_EQ(sv.reason(sv.solve(mc), "sin"), "");
+}
+
+TEST(DecideHeuristic, LongFusibleChain) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref cur = p;
+  std::vector<Ref> chain;
+  for (int i = 0; i < 110; ++i) {
+    cur = t.call("aten.relu.default", {cur}, {8});
+    chain.push_back(cur);
+  }
+  Ref g = t.call("aten.mul.Tensor", {tg, cur}, {8});
+  t.output({cur, g});
+  Solved sv(t, 1);
+  MinCutOptions mc = min_cut_options_from(sv.opt);
+  mc.ban_if_used_far_apart = false;
+  MinCutResult r = sv.solve(mc);
+  // The forward output is banned first (its use by the output node cannot
+  // fuse). The walk starting at relu (fw order 1) ends at the first node
+  // past order 101 with nothing else queued: relu_101 (order 102).
+  EXPECT_EQ(sv.names(r.banned_nodes), Names({"primals_1", "relu_109", "relu_101"}));
+  EXPECT_EQ(sv.reason(r, "relu_109"), "materialized in backward");
+  EXPECT_EQ(sv.reason(r, "relu_101"), "long fusible chain");
+  mc.ban_if_long_fusible_chains = false;
+  EXPECT_EQ(sv.names(sv.solve(mc).banned_nodes), Names({"primals_1", "relu_109"}));
+}
+
+// --- no finite cut ------------------------------------------------------------
+
+TEST(DecideNoFiniteCut, ExplainsTheConflict) {
+  // A multi-output op outside the allowlist, used directly by the backward:
+  // it can be neither recomputed nor saved (not a tensor).
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref d = t.call_multi("aten.foo.default", {p}, {{8}, {8}});
+  Ref d0 = t.getitem(d, 0, {8});
+  Ref g = t.call("aten.mul.Tensor", {tg, d}, {8});
+  t.output({d0, g});
+  Solved sv(t, 1);
+  try {
+    sv.solve();
+    FAIL() << "expected NoFiniteCutError";
+  } catch (const NoFiniteCutError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNoFiniteCut);
+    const std::string expl = e.explanation();
+    EXPECT_NE(expl.find("  foo:\n"
+                        "    - cannot recompute: not in recomputable allowlist\n"
+                        "    - cannot save: non-tensor output\n"
+                        "  mul:\n"
+                        "    - depends on foo\n"
+                        "    - must be computed in backward: required for gradient"),
+              std::string::npos)
+        << expl;
+    EXPECT_NE(expl.find("[Debug: min-cut path] source -> foo_in -> foo_out -> mul_in -> sink"),
+              std::string::npos)
+        << expl;
+    EXPECT_NE(std::string(e.what()).find("Nodes involved in the conflict"), std::string::npos);
+    EXPECT_NE(e.dot().find("\"foo_in\" -> \"foo_out\" [capacity=inf, reason=\"cannot save: "
+                           "non-tensor output\", label=\"inf\", color=red];"),
+              std::string::npos)
+        << e.dot();
+    EXPECT_EQ(e.dot().rfind("strict digraph {\n\"source\";\n\"primals_1_in\";\n", 0), 0u) << e.dot();
+  }
+}
+
+// --- choose_saved_values_set ----------------------------------------------------
+
+TEST(DecideChoose, BudgetsZeroAndOne) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {64});
+  Ref tg = t.placeholder("tangents_1", {2});
+  Ref x = t.call("aten.relu.default", {p}, {2});
+  Ref y = t.call("aten.cos.default", {x}, {2});
+  Ref g = t.call("aten.mul.Tensor", {tg, x}, {2});
+  t.output({y, g});
+  Solved sv(t, 1);
+  MinCutResult last;
+  EXPECT_EQ(sv.names(choose_saved_values_set(sv.ctx(), 0.0, &last)), Names({"primals_1"}));
+  EXPECT_EQ(sv.names(choose_saved_values_set(sv.ctx(), 1.0, &last)), Names({"relu"}));
+  EXPECT_EQ(sv.names(last.saved_values), Names({"relu"}));
+  // The min-cut already saves less than the inputs: no knapsack needed.
+  EXPECT_EQ(sv.names(choose_saved_values_set(sv.ctx(), 0.5, nullptr)), Names({"relu"}));
+  EXPECT_THROW(choose_saved_values_set(sv.ctx(), 1.5, nullptr), Error);
+}
+
+TEST(DecideChoose, IntermediateBudgetNeedsKnapsack) {
+  // A random op (banned) whose value outweighs the input: a budget of 0.5
+  // would have the knapsack decide, which is not built yet.
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {4});
+  Ref tg = t.placeholder("tangents_1", {64});
+  Ref r = t.call("aten.rand_like.default", {p}, {64});
+  Ref y = t.call("aten.cos.default", {r}, {64});
+  Ref g = t.call("aten.mul.Tensor", {tg, r}, {64});
+  t.output({y, g});
+  Solved sv(t, 1);
+  try {
+    choose_saved_values_set(sv.ctx(), 0.5, nullptr);
+    FAIL() << "expected kUnsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+  }
+}
+
+TEST(DecideChoose, AggressiveRecomputationLiftsTheAllowlist) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {64});
+  Ref tg = t.placeholder("tangents_1", {128});
+  Ref c = t.call("aten.native_layer_norm_like.default", {p}, {128});
+  Ref y = t.call("aten.cos.default", {c}, {128});
+  Ref g = t.call("aten.mul.Tensor", {tg, c}, {128});
+  t.output({y, g});
+  PartitionOptions o;
+  o.aggressive_recomputation = true;
+  Solved sv(t, 1, o);
+  MinCutResult last;
+  EXPECT_EQ(sv.names(choose_saved_values_set(sv.ctx(), 1.0, &last)), Names({"primals_1"}));
+  Solved plain(t, 1);
+  EXPECT_EQ(plain.names(choose_saved_values_set(plain.ctx(), 1.0, nullptr)),
+            Names({"native_layer_norm_like"}));
+}
+
+// --- default_saved_values -----------------------------------------------------
+
+TEST(DecideDefault, SavesForwardValuesUsedByBackward) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref x = t.call("aten.relu.default", {p}, {8});
+  Ref y = t.call("aten.cos.default", {x}, {8});
+  Ref z = t.call("aten.sin.default", {p}, {8});
+  t[x].tag = t[y].tag = t[z].tag = PartitionerTag::kIsForward;
+  Ref sz = t.call_sym("aten.sym_size.int", {z, 0}, "s0", 8);
+  Ref g = t.call("aten.mul.Tensor", {tg, x}, {8});
+  Ref g2 = t.call("aten.mul.Tensor", {g, sz}, {8});
+  t.output({y, g2});
+  Graph gr = t.build();
+  PartitionOptions o;
+  NodeInfo info = classify_nodes(gr, {}, 1, o);
+  SavedSets s = default_saved_values(gr, info, o);
+  auto names = [&](const std::vector<NodeId>& v) {
+    Names out;
+    for (NodeId n : v) out.emplace_back(gr.name(n));
+    return out;
+  };
+  // relu is used by the backward; cos only by the output (which counts as
+  // outside the forward); sin only through its size.
+  EXPECT_EQ(names(s.saved_values), Names({"relu", "cos"}));
+  EXPECT_EQ(names(s.saved_sym_nodes), Names({"sym_size"}));
+  EXPECT_TRUE(s.saved_opaque_nodes.empty());
+}
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,310 @@
+// tests/cpp/test_extract.cc — extract_fwd_bwd (torch's
+// _extract_fwd_bwd_modules) and eliminate_dead_collectives, one rule per
+// test: pruning, symbol bindings, saved-value order, BackwardState, FX names.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "extract/extract.h"
+#include "graph/copy.h"
+#include "graph_fixture.h"
+#include "remat/error.h"
+
+namespace remat {
+namespace {
+
+using testing::A;
+using testing::Ref;
+using testing::TestGraph;
+using Names = std::vector<std::string>;
+
+Names names(const Graph& g) {
+  Names out;
+  for (NodeId id = 0; id < g.size(); ++id) out.emplace_back(g.name(id));
+  return out;
+}
+
+Names names_of(const Graph& g, const std::vector<NodeId>& ids) {
+  Names out;
+  for (NodeId id : ids) out.emplace_back(g.name(id));
+  return out;
+}
+
+// The leaves of the output node's (values,) tuple.
+Names outputs(const Graph& g) {
+  Names out;
+  const Node& o = g.node(g.output());
+  const ArgId values = g.children(o.args).at(0);
+  for (ArgId c : g.children(values)) {
+    const Arg& a = g.arg(c);
+    out.push_back(a.kind == ArgKind::kNode ? std::string(g.name(a.id)) : "None");
+  }
+  return out;
+}
+
+Names placeholders(const Graph& g) {
+  Names out;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).kind == NodeKind::kPlaceholder) out.emplace_back(g.name(id));
+  }
+  return out;
+}
+
+// Symbol facts the fixture cannot express: per node name, the symbol it
+// binds ("" for none) and its free symbols.
+struct Symbols {
+  std::string binds;
+  std::vector<std::string> free;
+};
+
+Graph with_symbols(const Graph& g, const std::map<std::string, Symbols>& facts) {
+  GraphBuilder b;
+  NodeCopier copier(g, b);
+  std::vector<NodeId> remap(g.size(), kNoNode);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    auto it = facts.find(std::string(g.name(id)));
+    if (it == facts.end()) {
+      remap[id] = copier.copy(id, remap);
+      continue;
+    }
+    Node n;
+    copier.copy_value(id, n);
+    n.args = copier.copy_args(g.node(id).args, remap);
+    n.kwargs = copier.copy_args(g.node(id).kwargs, remap);
+    n.origin = kNoNode;
+    n.binds_symbol = it->second.binds.empty() ? 0 : b.intern(it->second.binds);
+    n.symbols_begin = static_cast<uint32_t>(b.symbol_count());
+    n.symbols_count = static_cast<uint32_t>(it->second.free.size());
+    for (const std::string& s : it->second.free) b.add_symbol(b.intern(s));
+    remap[id] = b.add_node(n);
+  }
+  return b.finish();
+}
+
+NodeId id_of(const Graph& g, const char* name) {
+  NodeId id = g.find(name);
+  EXPECT_NE(id, kNoNode) << name;
+  return id;
+}
+
+// x @ w -> relu, and its backward; torch names the same graph's nodes
+// mm_default, relu_default, ... (the fixture drops the overload suffix).
+struct Mlp {
+  Graph g;
+  Ref p1, p2, t1, mm, relu;
+};
+
+Mlp mlp() {
+  TestGraph t;
+  Mlp m;
+  m.p1 = t.placeholder("primals_1", {4, 8});
+  m.p2 = t.placeholder("primals_2", {8, 8});
+  m.t1 = t.placeholder("tangents_1", {4, 8});
+  m.mm = t.call("aten.mm.default", {m.p1, m.p2}, {4, 8});
+  m.relu = t.call("aten.relu.default", {m.mm}, {4, 8});
+  Ref tb = t.call("aten.threshold_backward.default", {m.t1, m.relu, 0}, {4, 8});
+  Ref tt = t.call("aten.t.default", {m.p2}, {8, 8});
+  Ref mm1 = t.call("aten.mm.default", {tb, tt}, {4, 8});
+  Ref tp = t.call("aten.t.default", {m.p1}, {8, 4});
+  Ref mm2 = t.call("aten.mm.default", {tp, tb}, {8, 8});
+  t.output({A::tuple({m.relu, mm1, mm2})});
+  m.g = t.build();
+  return m;
+}
+
+TEST(ExtractTest, MlpForwardAndBackward) {
+  Mlp m = mlp();
+  SavedSets saved;
+  saved.saved_values = {m.p1.id, m.p2.id, m.relu.id, m.mm.id};  // mm: unused by backward
+  Extracted e = extract_fwd_bwd(m.g, saved, 1, PartitionOptions{});
+
+  EXPECT_EQ(names_of(m.g, e.saved_values), (Names{"primals_1", "primals_2", "relu"}));
+  EXPECT_EQ(names(e.forward), (Names{"primals_1", "primals_2", "mm", "relu", "output"}));
+  EXPECT_EQ(outputs(e.forward), (Names{"relu", "primals_1", "primals_2", "relu"}));
+  EXPECT_EQ(names(e.backward),
+            (Names{"primals_1", "primals_2", "relu", "tangents_1", "threshold_backward", "t",
+                   "mm_1", "t_1", "mm_2", "output"}));
+  EXPECT_EQ(outputs(e.backward), (Names{"mm_1", "mm_2"}));
+
+  // A saved value becomes a placeholder targeting its name; origins point
+  // at the graph the extraction ran on.
+  const NodeId relu_ph = id_of(e.backward, "relu");
+  EXPECT_EQ(e.backward.node(relu_ph).kind, NodeKind::kPlaceholder);
+  EXPECT_EQ(e.backward.str(e.backward.node(relu_ph).target), "relu");
+  EXPECT_EQ(e.backward.node(relu_ph).origin, m.relu.id);
+  EXPECT_EQ(e.forward.node(id_of(e.forward, "mm")).origin, m.mm.id);
+}
+
+TEST(ExtractTest, NamespacesRememberDeadNames) {
+  Mlp m = mlp();
+  SavedSets saved;
+  saved.saved_values = {m.p1.id, m.p2.id, m.relu.id};
+  Extracted e = extract_fwd_bwd(m.g, saved, 1, PartitionOptions{});
+  // The forward selection created (then removed) no other "mm"; the next
+  // free "mm" name is mm_1 in both graphs.
+  EXPECT_EQ(e.forward_names.create_name("mm"), "mm_1");
+  EXPECT_EQ(e.backward_names.create_name("mm"), "mm_3");
+  EXPECT_EQ(e.forward_names.create_name("output"), "output_1");
+}
+
+TEST(ExtractTest, PlaceholderNamesAreSnakeCasedAndPrunedByName) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref used = t.call("aten.sin.default", {p1}, {4}, "convBackward");
+  Ref unused = t.call("aten.cos.default", {p1}, {4}, "someValue");
+  Ref mul = t.call("aten.mul.Tensor", {t1, used});
+  t.output({A::tuple({p1, mul})});
+  Graph g = t.build();
+  SavedSets saved;
+  saved.saved_values = {used.id, unused.id};
+  Extracted e = extract_fwd_bwd(g, saved, 1, PartitionOptions{});
+  // fx.Graph.placeholder("convBackward") is named "conv_backward"; torch
+  // then looks the unused "some_value" up by that name, finds nothing and
+  // keeps it saved.
+  EXPECT_EQ(names_of(g, e.saved_values), (Names{"convBackward", "someValue"}));
+  EXPECT_EQ(placeholders(e.backward), (Names{"conv_backward", "some_value", "tangents_1"}));
+  EXPECT_EQ(e.backward.str(e.backward.node(0).target), "convBackward");
+}
+
+TEST(ExtractTest, SymbolBindingsComeFirstSortedByName) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref p2 = t.placeholder("primals_2");
+  Ref p3 = t.placeholder("primals_3");
+  for (Ref r : {p1, p2}) {
+    t[r].value = ValueKind::kSymInt;
+    t[r].tensors.clear();
+    t[r].flags = 0;
+  }
+  Ref t1 = t.placeholder("tangents_1");
+  Ref mul = t.call("aten.mul.Tensor", {p3, p3});
+  Ref sym = t.call_sym("operator.mul", {p2, 2}, "2*s1", 6, "mul_sym");
+  Ref out = t.call("aten.mul.Tensor", {t1, mul});
+  Ref view = t.call("aten.view.default", {out, A::list({sym})});
+  t.output({A::tuple({mul, view})});
+  Graph g = with_symbols(t.build(), {{"primals_1", {"s0", {"s0"}}},
+                                     {"primals_2", {"s1", {"s1"}}},
+                                     {"primals_3", {"", {"s0", "s1", "u9"}}},
+                                     {"mul", {"", {"s0", "s1", "u9"}}},
+                                     {"tangents_1", {"", {"s0", "s1"}}},
+                                     {"mul_sym", {"", {"s1"}}}});
+  SavedSets saved;
+  saved.saved_values = {id_of(g, "mul")};
+  saved.saved_sym_nodes = {id_of(g, "mul_sym")};
+  Extracted e = extract_fwd_bwd(g, saved, 1, PartitionOptions{});
+  // mul_sym (derived) needs s1 -> primals_2; mul then needs s0 -> primals_1;
+  // u9 has no binding node and is skipped.
+  EXPECT_EQ(names_of(g, e.saved_sym_nodes), (Names{"primals_2", "primals_1", "mul_sym"}));
+  EXPECT_EQ(outputs(e.forward), (Names{"mul", "mul", "primals_2", "primals_1", "mul_sym"}));
+  EXPECT_EQ(placeholders(e.backward),
+            (Names{"primals_2", "primals_1", "mul_sym", "mul", "tangents_1"}));
+}
+
+TEST(ExtractTest, SavedBindingSymNodesStayFirst) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  t[p1].value = ValueKind::kSymInt;
+  t[p1].tensors.clear();
+  Ref p2 = t.placeholder("primals_2");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref sym = t.call_sym("operator.mul", {p1, 2}, "2*s0", 6);
+  Ref view = t.call("aten.view.default", {t1, A::list({sym, p1})});
+  t.output({A::tuple({p2, view})});
+  Graph g = with_symbols(t.build(), {{"primals_1", {"s0", {"s0"}}}, {"mul", {"", {"s0"}}}});
+  SavedSets saved;
+  saved.saved_sym_nodes = {id_of(g, "mul"), id_of(g, "primals_1")};
+  Extracted e = extract_fwd_bwd(g, saved, 1, PartitionOptions{});
+  EXPECT_EQ(names_of(g, e.saved_sym_nodes), (Names{"primals_1", "mul"}));
+}
+
+TEST(ExtractTest, NoVcCheckTensorsLastScriptObjectsAfterTensors) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref obj = t.placeholder("primals_2");
+  t[obj].value = ValueKind::kScriptObject;
+  t[obj].tensors.clear();
+  Ref t1 = t.placeholder("tangents_1");
+  Ref a = t.call("aten.sin.default", {p1});
+  Ref b = t.call("aten.cos.default", {p1});
+  t[b].flags |= kFlagNoVcCheck;
+  Ref c = t.call("aten.exp.default", {p1});
+  Ref x = t.call("aten.mul.Tensor", {t1, a});
+  Ref y = t.call("aten.mul.Tensor", {x, b});
+  Ref z = t.call("aten.mul.Tensor", {y, c});
+  Ref w = t.call("aten.mul.Tensor", {z, obj});
+  t.output({A::tuple({p1, w})});
+  Graph g = t.build();
+  SavedSets saved;
+  saved.saved_values = {obj.id, a.id, b.id, c.id};
+  Extracted e = extract_fwd_bwd(g, saved, 1, PartitionOptions{});
+  EXPECT_EQ(names_of(g, e.saved_values), (Names{"sin", "exp", "cos"}));
+  EXPECT_EQ(names_of(g, e.saved_script_objects), (Names{"primals_2"}));
+  EXPECT_EQ(outputs(e.forward), (Names{"primals_1", "sin", "exp", "cos", "primals_2"}));
+  EXPECT_EQ(placeholders(e.backward), (Names{"sin", "exp", "cos", "primals_2", "tangents_1"}));
+}
+
+TEST(ExtractTest, BackwardStateIsPassedDirectly) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref state = t.placeholder("primals_2");
+  t[state].value = ValueKind::kBackwardState;
+  t[state].tensors.clear();
+  Ref t1 = t.placeholder("tangents_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  Ref hook = t.call("aten.mul.Tensor", {t1, state});
+  Ref mul = t.call("aten.mul.Tensor", {hook, sin});
+  t.output({A::tuple({sin, mul})});
+  Graph g = t.build();
+  SavedSets saved;
+  saved.saved_values = {sin.id, state.id};
+  Extracted e = extract_fwd_bwd(g, saved, 1, PartitionOptions{});
+  EXPECT_EQ(names_of(g, e.saved_values), (Names{"sin"}));
+  EXPECT_EQ(outputs(e.forward), (Names{"sin", "sin"}));
+  EXPECT_EQ(placeholders(e.backward), (Names{"sin", "tangents_1", "primals_2"}));
+}
+
+TEST(ExtractTest, DeadWaitTensorActivationsArePrunedWhenDistributed) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref ag = t.call("_c10d_functional.all_gather_into_tensor.default", {p1, 2, "0"});
+  Ref sin = t.call("aten.sin.default", {p1});
+  Ref wait = t.call("_c10d_functional.wait_tensor.default", {ag});
+  t[wait].flags |= kFlagImpure;  // so that the backward keeps it, unused
+  Ref mul = t.call("aten.mul.Tensor", {t1, sin});
+  t.output({A::tuple({sin, mul})});
+  Graph g = t.build();
+  SavedSets saved;
+  saved.saved_values = {ag.id, sin.id};
+
+  Extracted e = extract_fwd_bwd(g, saved, 1, PartitionOptions{});
+  EXPECT_EQ(names_of(g, e.saved_values), (Names{"sin"}));
+
+  PartitionOptions local;
+  local.distributed_available = false;
+  Extracted kept = extract_fwd_bwd(g, saved, 1, local);
+  EXPECT_EQ(names_of(g, kept.saved_values), (Names{"all_gather_into_tensor", "sin"}));
+  EXPECT_EQ(names(kept.backward), (Names{"all_gather_into_tensor", "sin", "tangents_1",
+                                         "wait_tensor", "mul", "output"}));
+}
+
+TEST(ExtractTest, DeadCollectivesGoOtherNodesStay) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref ag = t.call("_c10d_functional.all_gather_into_tensor.default", {p1, 2, "0"});
+  t.call("_c10d_functional.wait_tensor.default", {ag});
+  t.call("aten.sin.default", {p1});  // unused, but not a collective
+  Ref cos = t.call("aten.cos.default", {p1});
+  t.output({A::tuple({cos})});
+  Graph g = t.build();
+  Graph out = eliminate_dead_collectives(g);
+  EXPECT_EQ(names(out), (Names{"primals_1", "sin", "cos", "output"}));
+  EXPECT_EQ(out.node(1).origin, 3u);  // sin
+}
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,228 @@
+// tests/cpp/test_rewrite.cc — functionalize_rng_ops,
+// reorder_to_mimic_autograd_engine and raise_getitems, one rule per test.
+// Expected graphs are what torch 2.13's functions give on the same graphs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "extract/extract.h"
+#include "graph_fixture.h"
+#include "remat/error.h"
+#include "rewrite/rewrite.h"
+
+namespace remat {
+namespace {
+
+using testing::A;
+using testing::Ref;
+using testing::TestGraph;
+using Names = std::vector<std::string>;
+
+Names names(const Graph& g) {
+  Names out;
+  for (NodeId id = 0; id < g.size(); ++id) out.emplace_back(g.name(id));
+  return out;
+}
+
+Names outputs(const Graph& g) {
+  Names out;
+  const ArgId values = g.children(g.node(g.output()).args).at(0);
+  for (ArgId c : g.children(values)) {
+    const Arg& a = g.arg(c);
+    out.push_back(a.kind == ArgKind::kNode ? std::string(g.name(a.id)) : "None");
+  }
+  return out;
+}
+
+// The args of a node, printed: node names, ints, targets.
+Names args(const Graph& g, NodeId id) {
+  Names out;
+  for (ArgId c : g.children(g.node(id).args)) {
+    const Arg& a = g.arg(c);
+    switch (a.kind) {
+      case ArgKind::kNode: out.emplace_back(g.name(a.id)); break;
+      case ArgKind::kInt: out.push_back(std::to_string(a.i)); break;
+      case ArgKind::kTarget: out.push_back("target:" + std::string(g.str(a.id))); break;
+      default: out.push_back(arg_kind_name(a.kind)); break;
+    }
+  }
+  return out;
+}
+
+// torch: x -> rand_like (MUST_RECOMPUTE) -> mul -> sin -> cos, with its
+// backward; saved values primals_1 and sin, so rand_like is replayed.
+struct RngCase {
+  Graph g;
+  Ref p1, sin;
+};
+
+RngCase rng_case() {
+  TestGraph t;
+  RngCase c;
+  c.p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref rand = t.call("aten.rand_like.default", {c.p1});
+  t[rand].kwargs = {{"pin_memory", false}};
+  t[rand].recompute = RecomputePolicy::kMustRecompute;
+  t.op("aten.rand_like.default").tags = kTagNondeterministicSeeded;
+  Ref mul = t.call("aten.mul.Tensor", {c.p1, rand});
+  c.sin = t.call("aten.sin.default", {mul});
+  Ref cos = t.call("aten.cos.default", {c.sin});
+  Ref sin1 = t.call("aten.sin.default", {c.sin});
+  Ref neg = t.call("aten.neg.default", {sin1});
+  Ref mul1 = t.call("aten.mul.Tensor", {t1, neg});
+  Ref cos1 = t.call("aten.cos.default", {mul});
+  Ref mul2 = t.call("aten.mul.Tensor", {mul1, cos1});
+  Ref mul3 = t.call("aten.mul.Tensor", {mul2, rand});
+  t.output({A::tuple({cos, mul3})});
+  c.g = t.build();
+  return c;
+}
+
+Extracted extract(const RngCase& c) {
+  SavedSets saved;
+  saved.saved_values = {c.p1.id, c.sin.id};
+  return extract_fwd_bwd(c.g, saved, 1, PartitionOptions{});
+}
+
+TEST(RewriteTest, RngOpsAreFunctionalized) {
+  RngCase c = rng_case();
+  Extracted e = extract(c);
+  ASSERT_EQ(functionalize_rng_ops(c.g, e), 1);
+
+  const Graph& fw = e.forward;
+  EXPECT_EQ(names(fw), (Names{"primals_1", "run_and_save_rng_state", "getitem", "getitem_1",
+                              "mul", "sin", "cos", "output_1"}));
+  EXPECT_EQ(outputs(fw), (Names{"cos", "primals_1", "sin", "getitem"}));
+  const NodeId rs = fw.find("run_and_save_rng_state");
+  EXPECT_EQ(fw.str(fw.node(rs).target), "higher_order.run_and_save_rng_state");
+  EXPECT_EQ(args(fw, rs), (Names{"target:aten.rand_like.default", "primals_1"}));
+  EXPECT_EQ(fw.children(fw.node(rs).kwargs).size(), 2u);  // pin_memory: False
+  EXPECT_EQ(fw.node(rs).value, ValueKind::kMissing);
+  EXPECT_EQ(fw.node(rs).origin, kCreatedNode);
+  // The state: a uint8 CPU tensor shaped like torch.get_rng_state().
+  const NodeId state = fw.find("getitem");
+  EXPECT_EQ(args(fw, state), (Names{"run_and_save_rng_state", "0"}));
+  ASSERT_EQ(fw.tensors(state).size(), 1u);
+  const TensorMeta& tm = fw.tensors(state)[0];
+  EXPECT_EQ(fw.str(tm.dtype), "uint8");
+  EXPECT_EQ(fw.str(tm.device), "cpu");
+  ASSERT_EQ(fw.shape(tm).size(), 1u);
+  EXPECT_EQ(fw.shape(tm)[0].value, 5056);
+  // The value keeps the op's meta.
+  const NodeId value = fw.find("getitem_1");
+  EXPECT_EQ(args(fw, value), (Names{"run_and_save_rng_state", "1"}));
+  EXPECT_EQ(fw.node(value).recompute, RecomputePolicy::kMustRecompute);
+  EXPECT_EQ(args(fw, fw.find("mul")), (Names{"primals_1", "getitem_1"}));
+
+  const Graph& bw = e.backward;
+  EXPECT_EQ(names(bw), (Names{"primals_1", "sin", "rng_state_output_0", "tangents_1",
+                              "run_with_rng_state", "mul", "sin_1", "neg", "mul_1", "cos_1",
+                              "mul_2", "mul_3", "output"}));
+  const NodeId rw = bw.find("run_with_rng_state");
+  EXPECT_EQ(args(bw, rw),
+            (Names{"rng_state_output_0", "target:aten.rand_like.default", "primals_1"}));
+  EXPECT_EQ(args(bw, bw.find("mul_3")), (Names{"mul_2", "run_with_rng_state"}));
+  EXPECT_EQ(bw.node(bw.find("rng_state_output_0")).kind, NodeKind::kPlaceholder);
+
+  // Then the autograd-engine order.
+  Graph reordered = reorder_to_mimic_autograd_engine(bw);
+  EXPECT_EQ(names(reordered),
+            (Names{"primals_1", "sin", "rng_state_output_0", "tangents_1", "sin_1", "neg", "mul_1",
+                   "run_with_rng_state", "mul", "cos_1", "mul_2", "mul_3", "output"}));
+}
+
+TEST(RewriteTest, RngStatesGoBeforeSymNodesAndNamesFollowFx) {
+  RngCase c = rng_case();
+  Extracted e = extract(c);
+  // Pretend the last forward output is a saved sym node, and that the
+  // forward already used the name getitem_5.
+  e.saved_sym_nodes = {c.sin.id};
+  e.forward_names.create_name("getitem_5");
+  ASSERT_EQ(functionalize_rng_ops(c.g, e), 1);
+  EXPECT_EQ(outputs(e.forward), (Names{"cos", "primals_1", "getitem", "sin"}));
+  EXPECT_NE(e.forward.find("getitem_6"), kNoNode);
+}
+
+TEST(RewriteTest, RngNeedsATangentPlaceholder) {
+  RngCase c = rng_case();
+  Extracted e = extract(c);
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  t.output({A::tuple({p1})});
+  e.backward = t.build();
+  EXPECT_THROW(functionalize_rng_ops(c.g, e), Error);
+}
+
+TEST(RewriteTest, RngOpsOnlyInOneGraphAreLeftAlone) {
+  RngCase c = rng_case();
+  SavedSets saved;
+  // Saving the random value itself keeps it out of the backward.
+  saved.saved_values = {c.p1.id, c.sin.id, c.g.find("rand_like")};
+  Extracted e = extract_fwd_bwd(c.g, saved, 1, PartitionOptions{});
+  const Names fw = names(e.forward);
+  EXPECT_EQ(functionalize_rng_ops(c.g, e), 0);
+  EXPECT_EQ(names(e.forward), fw);
+}
+
+TEST(RewriteTest, ReorderPullsInputsJustInTime) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  t.call("aten.copy_.default", {p1, p1});
+  t.call("aten.sin.default", {p1});  // before the backward, needed by nothing
+  Ref cos = t.call("aten.cos.default", {p1});
+  Ref mul = t.call("aten.mul.Tensor", {t1, p1});
+  Ref mul1 = t.call("aten.mul.Tensor", {mul, cos});
+  t.output({A::tuple({mul1})});
+  Graph g = t.build();
+  Graph r = reorder_to_mimic_autograd_engine(g);
+  EXPECT_EQ(names(r), (Names{"primals_1", "tangents_1", "copy_", "mul", "cos", "mul_1", "output"}));
+  EXPECT_EQ(r.node(r.find("cos")).origin, cos.id);
+}
+
+TEST(RewriteTest, ReorderWithoutTangentUsersKeepsTheGraph) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  t.placeholder("tangents_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  t.call("aten.cos.default", {p1});
+  t.output({A::tuple({sin})});
+  Graph g = t.build();
+  EXPECT_EQ(names(reorder_to_mimic_autograd_engine(g)), names(g));
+}
+
+TEST(RewriteTest, RaiseGetitemsMovesEachRightAfterItsParent) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref split = t.call_multi("aten.split.Tensor", {p1, 2}, {{2}, {2}});
+  Ref sin = t.call("aten.sin.default", {p1});
+  Ref g0 = t.getitem(split, 0);
+  Ref cos = t.call("aten.cos.default", {p1});
+  Ref g00 = t.getitem(g0, 0);  // a getitem of a getitem
+  Ref g1 = t.getitem(split, 1);
+  Ref p2 = t.placeholder("primals_2");
+  Ref gp = t.getitem(p2, 1);
+  t.output({A::tuple({sin, cos, g00, g1, gp})});
+  Graph g = t.build();
+  // As compile_utils.raise_getitems: reverse order, each after its parent,
+  // so getitem_1 moves after split first; getitem_1 (of getitem) stays
+  // where getitem was.
+  EXPECT_EQ(names(raise_getitems(g)),
+            (Names{"primals_1", "split", "getitem", "getitem_2", "sin", "getitem_1", "cos",
+                   "primals_2", "getitem_3", "output"}));
+}
+
+TEST(RewriteTest, RaiseGetitemsNeedsOneInput) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref p2 = t.placeholder("primals_2");
+  Ref bad = t.call("operator.getitem", {A::tuple({p1, p2}), 0}, {4}, "getitem");
+  t.output({A::tuple({bad})});
+  Graph g = t.build();
+  EXPECT_THROW(raise_getitems(g), Error);
+}
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,198 @@
+// tests/cpp/test_subgraph.cc — select_subgraph (torch's
+// _extract_graph_with_inputs_outputs + DCE) and FxNamespace, one rule per
+// test. Expected values were checked against torch 2.13's own functions on
+// the same graphs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "graph/fx_names.h"
+#include "graph/subgraph.h"
+#include "graph_fixture.h"
+#include "remat/error.h"
+
+namespace remat {
+namespace {
+
+using testing::A;
+using testing::Ref;
+using testing::TestGraph;
+using Names = std::vector<std::string>;
+
+Names names_of(const Graph& g, const std::vector<NodeId>& ids) {
+  Names out;
+  for (NodeId id : ids) out.push_back(id == kNoNode ? "None" : std::string(g.name(id)));
+  return out;
+}
+
+TEST(SubgraphTest, KeepsValidNodesThenEliminatesDeadCode) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref p2 = t.placeholder("primals_2");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref mul = t.call("aten.mul.Tensor", {p1, p2});
+  t.call("aten.sin.default", {p1});  // valid but unused
+  Ref relu = t.call("aten.relu.default", {mul});
+  Ref mul1 = t.call("aten.mul.Tensor", {t1, relu});  // needs a tangent: invalid
+  t.output({A::tuple({relu, mul1})});
+  Graph g = t.build();
+
+  SubgraphSelection s =
+      select_subgraph(g, {p1.id, p2.id}, {relu.id}, Subgraph::kForward, /*impure_random=*/true);
+  EXPECT_EQ(names_of(g, s.inputs), (Names{"primals_1", "primals_2"}));
+  // Every copy is created before DCE, the dead `sin` included.
+  EXPECT_EQ(names_of(g, s.created), (Names{"primals_1", "primals_2", "mul", "sin", "relu"}));
+  EXPECT_EQ(names_of(g, s.body), (Names{"mul", "relu"}));
+  EXPECT_EQ(names_of(g, s.outputs), (Names{"relu"}));
+}
+
+TEST(SubgraphTest, AnyNodeCanBeAnInput) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  Ref cos = t.call("aten.cos.default", {sin});
+  Ref mul = t.call("aten.mul.Tensor", {t1, cos});
+  t.output({A::tuple({cos, mul})});
+  Graph g = t.build();
+
+  SubgraphSelection s = select_subgraph(g, {sin.id, t1.id}, {mul.id, kNoNode},
+                                        Subgraph::kBackward, true);
+  EXPECT_EQ(names_of(g, s.body), (Names{"cos", "mul"}));
+  EXPECT_EQ(names_of(g, s.outputs), (Names{"mul", "None"}));
+}
+
+TEST(SubgraphTest, RandomOpsAreImpureOnlyWhenAsked) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  t.call("aten.rand_like.default", {p1});
+  Ref cos = t.call("aten.cos.default", {p1});
+  t.output({A::tuple({cos})});
+  t.op("aten.rand_like.default").tags = kTagNondeterministicSeeded;
+  Graph g = t.build();
+
+  EXPECT_EQ(names_of(g, select_subgraph(g, {p1.id}, {cos.id}, Subgraph::kForward, true).body),
+            (Names{"rand_like", "cos"}));
+  EXPECT_EQ(names_of(g, select_subgraph(g, {p1.id}, {cos.id}, Subgraph::kForward, false).body),
+            (Names{"cos"}));
+}
+
+TEST(SubgraphTest, ImpureNodesAndTheirInputsStay) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  Ref effect = t.call("aten._print.default", {sin});
+  t[effect].flags |= kFlagImpure;
+  Ref cos = t.call("aten.cos.default", {p1});
+  t.get_attr("_tensor_constant0");  // get_attr nodes die like pure nodes
+  t.output({A::tuple({cos})});
+  Graph g = t.build();
+
+  SubgraphSelection s = select_subgraph(g, {p1.id}, {cos.id}, Subgraph::kForward, true);
+  EXPECT_EQ(names_of(g, s.body), (Names{"sin", "_print", "cos"}));
+  EXPECT_EQ(names_of(g, s.created),
+            (Names{"primals_1", "sin", "_print", "cos", "_tensor_constant0"}));
+}
+
+TEST(SubgraphTest, InvalidOutputIsAnErrorNamingIt) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref mul = t.call("aten.mul.Tensor", {t1, p1});
+  t.output({A::tuple({mul})});
+  Graph g = t.build();
+  try {
+    select_subgraph(g, {p1.id}, {mul.id}, Subgraph::kForward, true);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidGraph);
+    EXPECT_NE(std::string(e.what()).find("'mul'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SubgraphTest, MustBeInForwardNodesAreInvalidElsewhere) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  t[sin].tag = PartitionerTag::kMustBeInForward;
+  Ref mul = t.call("aten.mul.Tensor", {t1, sin});
+  t.output({A::tuple({mul})});
+  Graph g = t.build();
+  EXPECT_THROW(select_subgraph(g, {p1.id, t1.id}, {mul.id}, Subgraph::kBackward, true), Error);
+  // Unless it is an input, or the rule is switched off.
+  EXPECT_EQ(names_of(g, select_subgraph(g, {sin.id, t1.id}, {mul.id}, Subgraph::kBackward, true)
+                            .body),
+            (Names{"mul"}));
+  EXPECT_EQ(names_of(g, select_subgraph(g, {p1.id, t1.id}, {mul.id}, Subgraph::kBackward, true,
+                                        /*ignore_must_be_in_fw_bw=*/true)
+                            .body),
+            (Names{"sin", "mul"}));
+}
+
+TEST(SubgraphTest, BackwardCopyOutputStandsForItsDestination) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref copy = t.call("aten.copy_.default", {p1, t1});
+  t[copy].tag = PartitionerTag::kMustBeInBackward;
+  t.output({A::tuple({copy})});
+  Graph g = t.build();
+  SubgraphSelection s = select_subgraph(g, {p1.id}, {copy.id}, Subgraph::kForward, true);
+  EXPECT_EQ(names_of(g, s.outputs), (Names{"primals_1"}));
+  EXPECT_TRUE(s.body.empty());
+}
+
+TEST(SubgraphTest, HigherOrderOpOutputsStandForTheInputTheyMutate) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref hop = t.call("higher_order.triton_kernel_wrapper_functional", {});
+  t[hop].kwargs = {{"grid", A::list({})},
+                   {"kwargs", A::container(ArgKind::kDict, {A("in_ptr"), A(t1), A("buf"), A(p1)})}};
+  Ref item = t.call("operator.getitem", {hop, "buf"}, {4}, "getitem");
+  Ref view = t.call("aten.view.default", {item, A::list({4})});
+  Ref other = t.call("operator.getitem", {hop, "in_ptr"}, {4}, "getitem");
+  t.output({A::tuple({view, item, other})});
+  Graph g = t.build();
+
+  SubgraphSelection s =
+      select_subgraph(g, {p1.id}, {view.id, item.id}, Subgraph::kForward, true);
+  EXPECT_EQ(names_of(g, s.outputs), (Names{"primals_1", "primals_1"}));
+  // The key maps to a node that is not in the forward: no stand-in.
+  EXPECT_THROW(select_subgraph(g, {p1.id}, {other.id}, Subgraph::kForward, true), Error);
+}
+
+TEST(SubgraphTest, ListedTwiceMakesTwoPlaceholders) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  t.output({A::tuple({sin})});
+  Graph g = t.build();
+  SubgraphSelection s = select_subgraph(g, {p1.id, p1.id}, {sin.id}, Subgraph::kForward, true);
+  EXPECT_EQ(names_of(g, s.created), (Names{"primals_1", "primals_1", "sin"}));
+  EXPECT_EQ(names_of(g, s.body), (Names{"sin"}));
+}
+
+TEST(FxNamesTest, MatchesFxNamespace) {
+  // torch.fx.graph._Namespace().create_name(c, None) for each c, in order.
+  FxNamespace ns;
+  const Names in = {"a..b", "getitem", "getitem_1", "getitem_5", "getitem", "getitem",
+                    "x.y.z", "3a", "", "sum", "input", "a_01", "a_1"};
+  const Names want = {"a_b", "getitem", "getitem_1", "getitem_5", "getitem_6", "getitem_7",
+                      "x_y_z", "_3a", "_unnamed", "sum_1", "input_1", "a_01", "a_1"};
+  Names got;
+  for (const std::string& c : in) got.push_back(ns.create_name(c));
+  EXPECT_EQ(got, want);
+}
+
+TEST(FxNamesTest, FreeBaseAfterHigherNumberIsTakenAsIs) {
+  FxNamespace ns;
+  EXPECT_EQ(ns.create_name("getitem_5"), "getitem_5");
+  EXPECT_EQ(ns.create_name("getitem"), "getitem");
+  EXPECT_EQ(ns.create_name("getitem"), "getitem_6");
+}
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,15 @@
+"""Parity corpus: a zoo of small models (``models``) and joint-graph capture/replay (``capture``)."""
+
+from .capture import CapturedGraph, captured_graphs, capture_case, replay_context, run_partition
+from .models import CASES, CASES_BY_NAME, Case
+
+__all__ = [
+    "CASES",
+    "CASES_BY_NAME",
+    "Case",
+    "CapturedGraph",
+    "capture_case",
+    "captured_graphs",
+    "replay_context",
+    "run_partition",
+]

@@ -1,0 +1,188 @@
+"""Structural comparison of partitioner results, with readable diffs.
+
+Two partition results (forward module, backward module) are *the same* when
+
+* the saved values match: the forward graph's outputs after the first
+  ``num_fwd_outputs``, compared by node name, in order;
+* the forward and backward graphs match node by node: name, op, target, args
+  and kwargs.  Node references are compared by name; constants by value *and*
+  type (``1`` is not ``1.0`` is not ``True``; a list is not a tuple); targets
+  by their qualified name.  The output node is an ordinary node here, so the
+  output structure is compared too.
+
+:func:`assert_same_partition` raises an ``AssertionError`` whose message names
+the first differing node and prints both sides with some context.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Sequence
+
+import torch
+from torch import fx
+
+CONTEXT_LINES = 3
+
+
+# --------------------------------------------------------------------------- normal forms
+
+
+def target_key(target: Any) -> str:
+    """A stable, comparable name for a node target."""
+    if isinstance(target, str):
+        return target
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return f"op:{target}"
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"hop:{target.name()}"
+    if target is operator.getitem:
+        return "operator.getitem"
+    try:
+        return f"fn:{fx.node._get_qualified_name(target)}"
+    except Exception:
+        return f"obj:{type(target).__qualname__}:{target!r}"
+
+
+def _constant_key(value: Any) -> Any:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ("float", "nan")
+        return ("float", repr(value))  # repr keeps -0.0 and inf distinct and exact
+    if value is None or isinstance(value, (bool, int, str, complex)):
+        return (type(value).__name__, value)
+    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return (type(value).__name__, str(value))
+    if isinstance(value, slice):
+        return ("slice", normalize_arg(value.start), normalize_arg(value.stop), normalize_arg(value.step))
+    if value is Ellipsis:
+        return ("Ellipsis",)
+    if isinstance(value, torch.Tensor):
+        return ("Tensor", tuple(value.shape), str(value.dtype), repr(value))
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return (type(value).__name__, str(value))
+    if isinstance(value, torch._ops.OpOverload | torch._ops.HigherOrderOperator) or callable(value):
+        return ("callable", target_key(value))
+    return (type(value).__qualname__, repr(value))
+
+
+def normalize_arg(arg: Any) -> Any:
+    """Nested args as hashable tuples: nodes by name, containers typed, constants typed."""
+    if isinstance(arg, fx.Node):
+        return ("node", arg.name)
+    if isinstance(arg, (list, fx.immutable_collections.immutable_list)):
+        return ("list", tuple(normalize_arg(a) for a in arg))
+    if isinstance(arg, tuple):
+        return ("tuple", tuple(normalize_arg(a) for a in arg))
+    if isinstance(arg, dict):
+        return ("dict", tuple((k, normalize_arg(v)) for k, v in arg.items()))
+    return ("const", _constant_key(arg))
+
+
+def node_key(node: fx.Node) -> tuple:
+    return (node.name, node.op, target_key(node.target), normalize_arg(node.args), normalize_arg(node.kwargs))
+
+
+def output_node(gm: fx.GraphModule) -> fx.Node:
+    (out,) = gm.graph.find_nodes(op="output")
+    return out
+
+
+def output_values(gm: fx.GraphModule) -> list[Any]:
+    args = output_node(gm).args[0]
+    return list(args) if isinstance(args, (list, tuple)) else [args]
+
+
+def saved_value_names(fw_module: fx.GraphModule, num_fwd_outputs: int) -> list[str]:
+    """Names of what the forward hands the backward: its outputs after the real ones."""
+    return [v.name if isinstance(v, fx.Node) else repr(v) for v in output_values(fw_module)[num_fwd_outputs:]]
+
+
+# --------------------------------------------------------------------------- diffs
+
+
+def _describe(node: fx.Node) -> str:
+    text = node.format_node()
+    return text if text is not None else f"{node.op} {node.name}"
+
+
+def _window(nodes: Sequence[fx.Node], index: int) -> str:
+    lo, hi = max(0, index - CONTEXT_LINES), min(len(nodes), index + CONTEXT_LINES + 1)
+    lines = []
+    for i in range(lo, hi):
+        marker = ">>" if i == index else "  "
+        lines.append(f"    {marker} #{i:<3} {_describe(nodes[i])}")
+    return "\n".join(lines) if lines else "    (empty)"
+
+
+def graph_diff(expected: fx.GraphModule, actual: fx.GraphModule, what: str) -> str | None:
+    """``None`` if the graphs match node by node, else a description of the first difference."""
+    exp_nodes, act_nodes = list(expected.graph.nodes), list(actual.graph.nodes)
+    for i in range(max(len(exp_nodes), len(act_nodes))):
+        exp = exp_nodes[i] if i < len(exp_nodes) else None
+        act = act_nodes[i] if i < len(act_nodes) else None
+        if exp is not None and act is not None and node_key(exp) == node_key(act):
+            continue
+        fields = ""
+        if exp is not None and act is not None:
+            names = ("name", "op", "target", "args", "kwargs")
+            fields = ", ".join(n for n, a, b in zip(names, node_key(exp), node_key(act)) if a != b)
+            fields = f" (differs in: {fields})"
+        return (
+            f"{what} graph differs at node #{i}{fields}; "
+            f"torch has {len(exp_nodes)} nodes, remat has {len(act_nodes)}\n"
+            f"  torch: {_describe(exp) if exp is not None else '<no node>'}\n"
+            f"  remat: {_describe(act) if act is not None else '<no node>'}\n"
+            f"  torch context:\n{_window(exp_nodes, min(i, len(exp_nodes) - 1))}\n"
+            f"  remat context:\n{_window(act_nodes, min(i, len(act_nodes) - 1))}"
+        )
+    return None
+
+
+def saved_values_diff(expected_fw: fx.GraphModule, actual_fw: fx.GraphModule, num_fwd_outputs: int) -> str | None:
+    exp = saved_value_names(expected_fw, num_fwd_outputs)
+    act = saved_value_names(actual_fw, num_fwd_outputs)
+    if exp == act:
+        return None
+    first = next((i for i, (a, b) in enumerate(zip(exp, act)) if a != b), min(len(exp), len(act)))
+    only_torch = [n for n in exp if n not in act]
+    only_remat = [n for n in act if n not in exp]
+    return (
+        f"saved values differ (first at position {first}; torch saves {len(exp)}, remat saves {len(act)})\n"
+        f"  torch: {exp}\n  remat: {act}\n"
+        f"  only torch: {only_torch}\n  only remat: {only_remat}"
+    )
+
+
+def partition_diffs(
+    expected: tuple[fx.GraphModule, fx.GraphModule],
+    actual: tuple[fx.GraphModule, fx.GraphModule],
+    num_fwd_outputs: int,
+) -> list[str]:
+    """All top-level differences between two (forward, backward) results; empty if identical."""
+    problems = []
+    for side, gm in zip(("remat forward", "remat backward"), actual):
+        if not isinstance(gm, fx.GraphModule):
+            problems.append(f"{side} is {type(gm).__name__}, not an fx.GraphModule")
+    if problems:
+        return problems
+    for diff in (
+        saved_values_diff(expected[0], actual[0], num_fwd_outputs),
+        graph_diff(expected[0], actual[0], "forward"),
+        graph_diff(expected[1], actual[1], "backward"),
+    ):
+        if diff is not None:
+            problems.append(diff)
+    return problems
+
+
+def assert_same_partition(
+    expected: tuple[fx.GraphModule, fx.GraphModule],
+    actual: tuple[fx.GraphModule, fx.GraphModule],
+    num_fwd_outputs: int,
+    label: str,
+) -> None:
+    problems = partition_diffs(expected, actual, num_fwd_outputs)
+    if problems:
+        raise AssertionError(f"{label}: partition mismatch\n" + "\n\n".join(problems))
