@@ -71,6 +71,10 @@ std::string exe_dir(const std::string& argv0) {
 
 JointGraph load(const CommonSettings& common, std::string& path) {
   path = resolve_graph_path(common);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && st.st_size >= (64 << 20)) {
+    std::fprintf(stderr, "remat: loading %s (%s)...\n", path.c_str(), human_bytes(st.st_size).c_str());
+  }
   const auto t0 = Clock::now();
   JointGraph joint = read_joint_graph_file(path);
   if (common.verbose || joint.graph.size() >= kBigGraph) {

@@ -53,8 +53,10 @@ MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
                            const std::vector<uint8_t>& dont_ban = {});
 
 // torch's choose_saved_values_set for budgets 0 and 1 (and the early exits
-// that need no knapsack). Returns the saved values; `last` receives the
-// min-cut details of the cut that produced them (when one ran).
+// that need no knapsack). Returns the saved values; `last` (may be null)
+// receives the details of the last min-cut that ran (empty when none did).
+// Throws Error(kInvalidOption) for a budget outside [0, 1] and
+// Error(kUnsupported) where torch would run its knapsack.
 std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double memory_budget,
                                             MinCutResult* last);
 

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "budget/knapsack.h"
+#include "budget/pareto.h"
 #include "remat/error.h"
 
 namespace remat {
@@ -389,6 +390,66 @@ TEST(KnapsackValidation, RejectsBadInputs) {
   // Greedy accepts a negative budget: nothing fits.
   const KnapsackResult g = greedy_knapsack({0.1, 0.0}, {1, 1}, -1.0);
   EXPECT_TRUE(g.saved.empty());
+}
+
+// --- the Pareto sweep -----------------------------------------------------------
+
+// A step curve: the recompute runtime drops at budgets 0.3 and 0.7.
+std::pair<double, double> steps(double b) {
+  if (b < 0.3) return {10.0, 0.0};
+  if (b < 0.7) return {4.0, 0.5};
+  return {0.0, 1.0};
+}
+
+TEST(KnapsackPareto, BisectsEveryStepToResolution) {
+  int calls = 0;
+  const std::vector<ParetoPoint> pts = pareto_sweep([&](double b) {
+    ++calls;
+    return steps(b);
+  });
+  ASSERT_GE(pts.size(), 4u);
+  EXPECT_EQ(pts.front().budget, 0.0);
+  EXPECT_EQ(pts.back().budget, 1.0);
+  EXPECT_TRUE(std::is_sorted(pts.begin(), pts.end(), [](const ParetoPoint& a,
+                                                         const ParetoPoint& b) {
+    return a.budget < b.budget;
+  }));
+  for (const ParetoPoint& p : pts) {
+    EXPECT_EQ(steps(p.budget), std::make_pair(p.recompute_runtime, p.memory_ratio));
+  }
+  // Each step is bracketed by two points less than the resolution apart.
+  for (double edge : {0.3, 0.7}) {
+    bool bracketed = false;
+    for (size_t i = 0; i + 1 < pts.size(); ++i) {
+      bracketed |= pts[i].budget < edge && pts[i + 1].budget >= edge &&
+                   pts[i + 1].budget - pts[i].budget < 1e-3;
+    }
+    EXPECT_TRUE(bracketed) << edge;
+  }
+  EXPECT_LT(calls, 40);  // bisection, not a scan
+}
+
+TEST(KnapsackPareto, FlatCurveIsTwoPoints) {
+  const auto pts = pareto_sweep([](double) { return std::make_pair(1.0, 0.5); });
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(pts[0].budget, 0.0);
+  EXPECT_EQ(pts[1].budget, 1.0);
+  EXPECT_THROW(pareto_sweep(nullptr), Error);
+}
+
+TEST(KnapsackPareto, WritersAreDeterministic) {
+  const auto pts = pareto_sweep(steps);
+  EXPECT_EQ(pareto_csv(pts), pareto_csv(pareto_sweep(steps)));
+  EXPECT_EQ(pareto_csv(pts).substr(0, 38), "budget,recompute_runtime,memory_ratio\n");
+  const std::string json = pareto_json(pts);
+  EXPECT_NE(json.find("\"budget\": 0,"), std::string::npos) << json;
+  const std::string svg = pareto_svg(pts, "a <b> & c");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("a &lt;b&gt; &amp; c"), std::string::npos);
+  EXPECT_NE(svg.find("Runtime of Recomputed Components"), std::string::npos);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_EQ(svg, pareto_svg(pareto_sweep(steps), "a <b> & c"));
+  EXPECT_NE(pareto_svg({}).find("</svg>"), std::string::npos);
 }
 
 }  // namespace
