@@ -142,7 +142,7 @@ PartitionResult emit(const JointGraph& joint, const Graph& g, SavedSets saved,
   }
   int rng_states = 0;
   if (log.had_recomputable_ops && log.had_recomputable_rng_ops) {
-    rng_states = functionalize_rng_ops(g, e);
+    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization);
   }
   if (reorder) e.backward = reorder_to_mimic_autograd_engine(e.backward);
 
@@ -254,7 +254,7 @@ PartitionResult default_on(const JointGraph& joint, Graph g, PrepareLog log,
 
   NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
                                  joint.num_fwd_outputs, options);
-  SavedSets saved = default_saved_values(g, info, options);
+  SavedSets saved = default_saved_values(g, info, options, recomputable ? 1 : 0);
   return emit(joint, g, std::move(saved), log, options, /*dce_collectives=*/true,
               /*reorder=*/log.had_recomputable_ops, "default", start);
 }
@@ -275,21 +275,28 @@ void check_joint(const JointGraph& joint) {
   }
 }
 
+// The options with the joint graph's own op-category overrides applied.
+PartitionOptions with_overrides(const JointGraph& joint, const PartitionOptions& options) {
+  PartitionOptions out = options;
+  for (const auto& [key, categories] : joint.op_overrides) out.ops.set(key, categories);
+  return out;
+}
+
 }  // namespace
 
 PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
                                                     const PartitionOptions& options) {
   options.validate();
   check_joint(joint);
-  return min_cut_on(joint, options, Clock::now());
+  return min_cut_on(joint, with_overrides(joint, options), Clock::now());
 }
 
 PartitionResult default_partition(const JointGraph& joint, const PartitionOptions& options) {
   options.validate();
   check_joint(joint);
   // torch's default_partition does no DCE or CSE.
-  return default_on(joint, rooted(joint), PrepareLog{}, options, Clock::now(),
-                    /*from_min_cut=*/false);
+  return default_on(joint, rooted(joint), PrepareLog{}, with_overrides(joint, options),
+                    Clock::now(), /*from_min_cut=*/false);
 }
 
 const char* where_name(NodeDecision::Where w) {

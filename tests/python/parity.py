@@ -9,6 +9,8 @@ Two partition results (forward module, backward module) are *the same* when
   type (``1`` is not ``1.0`` is not ``True``; a list is not a tuple); targets
   by their qualified name.  The output node is an ordinary node here, so the
   output structure is compared too.
+* remat's modules are not stale: ``gm.code`` is what ``gm.graph`` generates
+  (``recompile()`` was called after the last graph edit).
 
 :func:`assert_same_partition` raises an ``AssertionError`` whose message names
 the first differing node and prints both sides with some context.
@@ -155,6 +157,14 @@ def saved_values_diff(expected_fw: fx.GraphModule, actual_fw: fx.GraphModule, nu
     )
 
 
+def stale_code_diff(gm: fx.GraphModule, side: str) -> str | None:
+    """The module's Python code must be what its graph generates (``recompile()`` was called)."""
+    fresh = gm.graph.python_code(root_module="self").src
+    if gm.code == fresh:
+        return None
+    return f"{side} module's code is stale: its graph changed after the last recompile()"
+
+
 def partition_diffs(
     expected: tuple[fx.GraphModule, fx.GraphModule],
     actual: tuple[fx.GraphModule, fx.GraphModule],
@@ -168,6 +178,8 @@ def partition_diffs(
     if problems:
         return problems
     for diff in (
+        stale_code_diff(actual[0], "remat forward"),
+        stale_code_diff(actual[1], "remat backward"),
         saved_values_diff(expected[0], actual[0], num_fwd_outputs),
         graph_diff(expected[0], actual[0], "forward"),
         graph_diff(expected[1], actual[1], "backward"),

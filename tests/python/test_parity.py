@@ -112,13 +112,18 @@ def test_diff_reports_first_mismatch():
     victim = next(n for n in actual[1].graph.nodes if n.op == "call_function")
     victim.args = tuple(reversed(victim.args)) if len(victim.args) > 1 else (*victim.args, 1)
     problems = parity.partition_diffs(expected, actual, cap.num_fwd_outputs)
+    assert problems[0] == "remat backward module's code is stale: its graph changed after the last recompile()"
+    actual[1].recompile()
+    problems = parity.partition_diffs(expected, actual, cap.num_fwd_outputs)
     assert len(problems) == 1 and problems[0].startswith("backward graph differs at node #")
     assert "torch:" in problems[0] and "remat:" in problems[0] and "args" in problems[0]
 
     saved = parity.output_node(actual[0])
     saved.args = (tuple(saved.args[0][:-1]),)
+    actual[0].recompile()
     problems = parity.partition_diffs(expected, actual, cap.num_fwd_outputs)
     assert problems[0].startswith("saved values differ")
+    assert problems[1].startswith("forward graph differs")
 
 
 # --------------------------------------------------------------------------- remat vs torch

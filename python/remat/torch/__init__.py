@@ -6,15 +6,36 @@ Contract:
   import_graph(doc, joint_gm=None, handles=None) -> fx.GraphModule
   import_result(result_doc, joint_gm, handles=None) -> (fw_module, bw_module)
   capture() / CaptureSession / save_capture(path, session)
+  min_cut_rematerialization_partition / default_partition: torch's signatures
+  partition(gm, *, num_fwd_outputs, ...) -> Partition(forward, backward, result)
+  install() / uninstall(): make torch.compile use remat
 Importing this package imports torch; `import remat` alone does not.
 """
 
 from ._capture import CapturedJoint, CaptureSession, capture, save_capture
+from ._dropin import (
+    Partition,
+    default_partition,
+    install,
+    installed,
+    min_cut_rematerialization_partition,
+    options_from_torch,
+    partition,
+    uninstall,
+)
 from ._export import export_graph_nodes, export_joint_graph
 from ._import import import_graph, import_result
 from ._targets import resolve_target, target_name
 
 __all__ = [
+    "min_cut_rematerialization_partition",
+    "default_partition",
+    "partition",
+    "Partition",
+    "options_from_torch",
+    "install",
+    "uninstall",
+    "installed",
     "export_joint_graph",
     "export_graph_nodes",
     "import_graph",

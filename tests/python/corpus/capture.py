@@ -50,6 +50,7 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import warnings
 from typing import Any, Callable, Iterator
 
 import torch
@@ -103,7 +104,8 @@ def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
     which names it ``output`` even when the original was ``output_1`` (torch's
     ``functionalize_rng_ops`` replaces the forward's output node); restore it.
     """
-    with torch._subclasses.fake_tensor.unset_fake_temporarily():
+    with torch._subclasses.fake_tensor.unset_fake_temporarily(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # pytree LeafSpec deprecation, from copyreg
         new = copy.deepcopy(gm)
     (old_out,) = gm.graph.find_nodes(op="output")
     (new_out,) = new.graph.find_nodes(op="output")

@@ -1,0 +1,234 @@
+"""Drop-in partition functions for torch.compile / aot_autograd, and install().
+
+Contract:
+  * `min_cut_rematerialization_partition` and `default_partition` take torch
+    2.13's signatures and return the (forward, backward) GraphModules torch's
+    functions would: the joint graph is exported once, partitioned in C++ and
+    the result imported back.
+  * Options come from `torch._functorch.config` at call time, plus the runtime
+    facts torch itself reads (tracing context, inductor's fallback_random,
+    torch.distributed), so an existing configuration keeps working.
+  * Like torch, the partitioners leave their mark on the joint graph: nodes
+    forced to MUST_SAVE get that recompute tag in their meta.
+  * `install()` makes torch.compile (inductor and aot_eager backends) and
+    aot_autograd's default use them; `uninstall()` restores torch's functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import warnings
+from typing import Any, Callable, Optional
+
+import torch
+import torch.fx as fx
+
+import remat
+from ._export import export_joint_graph
+from ._import import import_result
+
+log = logging.getLogger(__name__)
+
+# PartitionOptions fields read straight from torch._functorch.config.
+_CONFIG_FIELDS = (
+    "cse",
+    "unsafe_allow_optimization_of_collectives",
+    "recompute_views",
+    "max_dist_from_bw",
+    "ban_recompute_used_far_apart",
+    "ban_recompute_long_fusible_chains",
+    "ban_recompute_materialized_backward",
+    "ban_recompute_not_in_allowlist",
+    "ban_recompute_reductions",
+    "aggressive_recomputation",
+    "treat_parameters_as_free_to_save",
+    "is_non_builtin_to_include",
+    "unsafe_treat_script_objects_as_zero_size",
+    "activation_memory_budget",
+)
+
+
+def options_from_torch(**overrides: Any) -> dict:
+    """PartitionOptions as torch would run now, as a JSON-able dict."""
+    import torch._functorch.config as config
+    import torch._inductor.config as inductor_config
+
+    opts = {name: getattr(config, name) for name in _CONFIG_FIELDS}
+    for name in ("activation_memory_budget_solver", "activation_memory_budget_runtime_estimator"):
+        value = getattr(config, name)
+        if not isinstance(value, str):
+            raise remat.UnsupportedError(
+                f"torch._functorch.config.{name} is a custom callable; remat does not run it")
+        opts[name] = value
+    # fx.Graph.eliminate_dead_code keeps random ops unless a tracing context
+    # exists, in which case inductor's fallback_random decides.
+    opts["dce_impure_random"] = (
+        bool(inductor_config.fallback_random) if torch._guards.TracingContext.try_get() else True)
+    opts["distributed_available"] = torch.distributed.is_available()
+    opts["graphsafe_rng_functionalization"] = bool(config.graphsafe_rng_functionalization) and (
+        not inductor_config.fallback_random
+        or inductor_config.test_configs.graphsafe_rng_func_ignores_fallback_random)
+    opts.update(overrides)
+    return opts
+
+
+@dataclasses.dataclass
+class Partition:
+    forward: fx.GraphModule
+    backward: fx.GraphModule
+    result: dict  # the format-v1 partition result (saved values, decisions, timing)
+
+
+def partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int,
+              static_lifetime_input_indices: Optional[list[int]] = None,
+              partitioner: str = "min_cut", options: Optional[dict] = None) -> Partition:
+    """Partitions an FX joint graph with remat; returns both modules and the report."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    handles: list = []
+    doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
+                             as_json=True, handles=handles)
+    opts = options_from_torch() if options is None else options
+    result = remat.partition(doc, opts, partitioner, as_json=False)
+    # Mirror torch: the tag passes write MUST_SAVE into the joint graph.
+    by_name = {n.name: n for n in joint_module.graph.nodes}
+    for name in result.get("forced_must_save", []):
+        by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+    fw, bw = import_result(result, joint_module, handles)
+    return Partition(fw, bw, result)
+
+
+def min_cut_rematerialization_partition(
+    joint_module: fx.GraphModule,
+    _joint_inputs: Any,
+    compiler: str = "inductor",
+    *,
+    num_fwd_outputs: int,
+    static_lifetime_input_indices: Optional[list[int]] = None,
+) -> tuple[fx.GraphModule, fx.GraphModule]:
+    """torch's min_cut_rematerialization_partition, computed by remat."""
+    p = partition(joint_module, num_fwd_outputs=num_fwd_outputs,
+                  static_lifetime_input_indices=static_lifetime_input_indices,
+                  partitioner="min_cut")
+    return p.forward, p.backward
+
+
+def default_partition(
+    joint_module: fx.GraphModule,
+    _joint_inputs: Any,
+    *,
+    num_fwd_outputs: int,
+    static_lifetime_input_indices: Optional[list[int]] = None,
+    static_lifetime_input_nodes: Any = None,
+) -> tuple[fx.GraphModule, fx.GraphModule]:
+    """torch's default_partition, computed by remat."""
+    p = partition(joint_module, num_fwd_outputs=num_fwd_outputs,
+                  static_lifetime_input_indices=static_lifetime_input_indices,
+                  partitioner="default")
+    return p.forward, p.backward
+
+
+# --- install / uninstall ------------------------------------------------------
+
+_installed: list[tuple[Any, str, Any]] = []
+
+
+def _with_fallback(ours: Callable, theirs: Callable) -> Callable:
+    """Falls back to torch's function for graphs remat does not support yet."""
+
+    @functools.wraps(ours)
+    def partition_fn(*args: Any, **kwargs: Any):
+        try:
+            return ours(*args, **kwargs)
+        except remat.UnsupportedError as e:
+            warnings.warn(f"remat: falling back to torch's partitioner: {e}", stacklevel=2)
+            return theirs(*args, **kwargs)
+
+    partition_fn.__remat_installed__ = True  # type: ignore[attr-defined]
+    return partition_fn
+
+
+def _targets() -> list[tuple[Any, str]]:
+    import importlib
+
+    names = [
+        ("torch._functorch.partitioners", "min_cut_rematerialization_partition"),
+        ("torch._functorch.partitioners", "default_partition"),
+        ("torch._functorch.aot_autograd", "default_partition"),
+        ("torch._inductor.compile_fx", "min_cut_rematerialization_partition"),
+        ("torch._dynamo.backends.debugging", "min_cut_rematerialization_partition"),
+        ("functorch.compile", "min_cut_rematerialization_partition"),
+        ("functorch.compile", "default_partition"),
+    ]
+    out = []
+    for module, attr in names:
+        try:
+            out.append((importlib.import_module(module), attr))
+        except ImportError:
+            continue
+    return out
+
+
+def install(*, fallback: bool = True) -> None:
+    """Makes torch.compile and aot_autograd partition with remat.
+
+    Patches the names torch's backends call (inductor's compile_fx, the
+    aot_eager backends, aot_autograd's default) and the choke point every
+    aot_autograd compilation goes through, so partition functions bound
+    before install() (functools.partial of torch's, default arguments) are
+    replaced too. With `fallback`, graphs remat does not support yet
+    (memory budgets between 0 and 1, CUDA graph-safe RNG) go to torch's own
+    partitioner with a warning; without it they raise remat.UnsupportedError.
+    """
+    import torch._functorch._aot_autograd.graph_compile as graph_compile
+    import torch._functorch.partitioners as partitioners
+
+    if _installed:
+        return
+    torch_fns = {
+        "min_cut_rematerialization_partition": partitioners.min_cut_rematerialization_partition,
+        "default_partition": partitioners.default_partition,
+    }
+    ours = {
+        "min_cut_rematerialization_partition": min_cut_rematerialization_partition,
+        "default_partition": default_partition,
+    }
+    if fallback:
+        ours = {k: _with_fallback(v, torch_fns[k]) for k, v in ours.items()}
+
+    for module, attr in _targets():
+        if getattr(module, attr, None) is torch_fns[attr]:
+            _installed.append((module, attr, getattr(module, attr)))
+            setattr(module, attr, ours[attr])
+
+    original_split = graph_compile._partition_joint_graph_into_fw_bw
+
+    def replace(fn: Callable) -> Callable:
+        base = fn.func if isinstance(fn, functools.partial) else fn
+        for name, theirs in torch_fns.items():
+            if base is theirs:
+                if isinstance(fn, functools.partial):
+                    return functools.partial(ours[name], *fn.args, **fn.keywords)
+                return ours[name]
+        return fn
+
+    @functools.wraps(original_split)
+    def split(fx_g, joint_inputs, inner_meta, fw_metadata, aot_config, partition_fn):
+        return original_split(fx_g, joint_inputs, inner_meta, fw_metadata, aot_config,
+                              replace(partition_fn))
+
+    _installed.append((graph_compile, "_partition_joint_graph_into_fw_bw", original_split))
+    graph_compile._partition_joint_graph_into_fw_bw = split
+
+
+def uninstall() -> None:
+    """Restores torch's own partitioners."""
+    while _installed:
+        module, attr, original = _installed.pop()
+        setattr(module, attr, original)
+
+
+def installed() -> bool:
+    return bool(_installed)
