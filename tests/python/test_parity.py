@@ -25,7 +25,7 @@ from corpus import CASES, CASES_BY_NAME, captured_graphs, run_partition
 
 CASE_NAMES = [case.name for case in CASES]
 
-# (case, variant id, functorch config patch)
+# variant id -> torch._functorch.config patch, applied around both partitioners
 CONFIG_VARIANTS = {
     "recompute_views": {"recompute_views": True},
     "no_ban_reductions": {"ban_recompute_reductions": False},
