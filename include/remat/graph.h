@@ -159,6 +159,7 @@ enum NodeFlag : uint16_t {
   kFlagAcGraphId = 1 << 4,       // "ac_graph_id" in node.meta
   kFlagMemoryBudget = 1 << 5,    // meta["memory_budget"] is a float
   kFlagWithEffects = 1 << 6,     // target is higher_order.with_effects
+  kFlagRegionBudget = 1 << 7,    // a region_activation_memory_budget annotation
 };
 
 struct Node {
@@ -183,6 +184,10 @@ struct Node {
   StrId repr = 0;         // kConstant/kOpaque values: a printable form
   int64_t ac_graph_id = 0;
   double memory_budget = 0;
+  // torch.autograd.graph.region_activation_memory_budget's annotation
+  // (node.meta["custom"]["_region_activation_memory_budget"]), when
+  // kFlagRegionBudget is set.
+  double region_memory_budget = 0;
   // In a derived graph: the joint node this one comes from; kCreatedNode for
   // nodes a rewrite made; kNoNode in a graph that is not derived.
   NodeId origin = kNoNode;

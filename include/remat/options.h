@@ -55,6 +55,10 @@ struct PartitionOptions {
 
   // --- remat's own -------------------------------------------------------
   CutSide cut_side = CutSide::kSinkMinimal;
+  // Measured runtimes for activation_memory_budget_runtime_estimator =
+  // "profile", indexed by joint-graph NodeId (torch benchmarks each node
+  // itself; remat takes the times from its caller). Read only by "profile".
+  std::vector<double> profiled_runtimes;
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 

@@ -71,6 +71,22 @@ PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
 PartitionResult default_partition(const JointGraph& joint,
                                   const PartitionOptions& options);
 
+// One point of the memory-budget trade-off curve.
+struct MemoryBudgetPoint {
+  double budget = 0;             // the activation memory budget asked for
+  double recompute_runtime = 0;  // estimated runtime of what is recomputed
+  double memory_ratio = 0;       // saved activations: 0 = inputs only, 1 = runtime-optimized
+};
+
+// torch's visualize_memory_budget_pareto sweep (choose_saved_values_set's
+// estimate_for_budget, bisected over [0, 1] down to `resolution`), with the
+// options' knapsack solver and runtime estimator. Points are sorted by
+// (budget, runtime, ratio), duplicates included, as torch's list. Throws
+// Error(kUnsupported) for graphs where no budget changes the partition.
+std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
+                                                    const PartitionOptions& options,
+                                                    double resolution = 1e-3);
+
 const char* where_name(NodeDecision::Where w);  // "saved", "recomputed", ...
 
 }  // namespace remat

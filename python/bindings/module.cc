@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "remat/remat.h"
 
@@ -103,6 +104,13 @@ remat::PartitionOptions parse_options(std::string_view json) {
       {"activation_memory_budget_runtime_estimator",
        [&](auto k, auto v) {
          o.activation_memory_budget_runtime_estimator = as_string(k, v);
+       }},
+      {"profiled_runtimes",
+       [&](auto k, auto v) {
+         simdjson::dom::array list;
+         if (v.get(list)) bad_option(k, "expected a list of numbers (one per joint node)");
+         o.profiled_runtimes.clear();
+         for (auto x : list) o.profiled_runtimes.push_back(as_double(k, x));
        }},
       {"cut_side",
        [&](auto k, auto v) {
@@ -204,6 +212,24 @@ NB_MODULE(_remat, m) {
       },
       nb::arg("joint_json"), nb::arg("options_json"), nb::arg("partitioner") = "min_cut",
       "Partitions a joint graph; returns the partition-result document.");
+
+  m.def(
+      "pareto",
+      [](nb::bytes joint_json, nb::bytes options_json, double resolution) {
+        std::vector<remat::MemoryBudgetPoint> points;
+        {
+          nb::gil_scoped_release release;
+          remat::PartitionOptions options = parse_options(view_of(options_json));
+          remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+          points = remat::memory_budget_pareto(joint, options, resolution);
+        }
+        nb::list out;
+        for (const auto& p : points)
+          out.append(nb::make_tuple(p.budget, p.recompute_runtime, p.memory_ratio));
+        return out;
+      },
+      nb::arg("joint_json"), nb::arg("options_json"), nb::arg("resolution") = 1e-3,
+      "The memory-budget Pareto frontier: [(budget, recompute_runtime, memory_ratio)].");
 
   m.def(
       "roundtrip",

@@ -33,6 +33,7 @@ __all__ = [
     "InternalError",
     "NoFiniteCutError",
     "partition",
+    "pareto",
     "roundtrip",
     "info",
     "version",
@@ -85,6 +86,19 @@ def partition(
     import orjson
 
     return orjson.loads(out)
+
+
+def pareto(
+    joint: JsonLike, options: JsonLike | None = None, *, resolution: float = 1e-3
+) -> list[tuple[float, float, float]]:
+    """The memory-budget Pareto frontier of a format-v1 joint graph.
+
+    Returns torch's `visualize_memory_budget_pareto` points as
+    (budget, recompute_runtime, memory_ratio) tuples, sorted, duplicates
+    included; `options` as for partition() (the knapsack solver and runtime
+    estimator come from it).
+    """
+    return [tuple(p) for p in _ext().pareto(_to_bytes(joint), _to_bytes(options or {}), resolution)]
 
 
 def roundtrip(joint: JsonLike) -> bytes:

@@ -1,4 +1,4 @@
-// cli/commands.cc — `remat info` and `remat partition`.
+// cli/commands.cc — `remat info`, `remat partition` and `remat pareto`.
 //
 // Contract: read the graph (io), call the library (analyze, the partition
 // entry points), and print a human summary. The numbers printed come from the
@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.h"
+#include "budget/pareto.h"
 #include "cli/commands.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -403,6 +404,45 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
     std::printf("wrote %s\n", s.output.c_str());
   }
   if (!s.explain.empty()) return explain(joint, r, s.explain, options);
+  return 0;
+}
+
+int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
+  std::string path;
+  const JointGraph joint = load(common, path);
+
+  PartitionOptions options;
+  options.ops = registry_for(joint);
+  options.cse = !s.no_cse;
+  options.activation_memory_budget_solver = s.solver;
+  options.activation_memory_budget_runtime_estimator = s.estimator;
+  options.validate();
+
+  const bool timing = common.verbose || joint.graph.size() >= kBigGraph;
+  const auto t0 = Clock::now();
+  std::vector<ParetoPoint> points;
+  for (const MemoryBudgetPoint& p : memory_budget_pareto(joint, options, s.resolution))
+    points.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
+  if (timing) std::fprintf(stderr, "remat: swept the frontier in %.1f ms\n", ms_since(t0));
+
+  // Render everything first: a failure leaves no file half-written.
+  const std::string svg = pareto_svg(points);
+  write_file_atomic(s.svg, svg);
+  if (!s.csv.empty()) write_file_atomic(s.csv, pareto_csv(points));
+  if (!s.json.empty()) write_file_atomic(s.json, pareto_json(points));
+
+  std::printf("graph: %s (%zu nodes)\n", path.c_str(), joint.graph.size());
+  std::printf("solver: %s, runtime estimator: %s\n", s.solver.c_str(), s.estimator.c_str());
+  std::printf("%zu points; budget -> recompute runtime, memory ratio:\n", points.size());
+  double last_budget = -1;
+  for (const ParetoPoint& p : points) {
+    if (p.budget == last_budget) continue;  // torch's list repeats interval ends
+    last_budget = p.budget;
+    std::printf("  %-10.6g %-14.6g %.4f\n", p.budget, p.recompute_runtime, p.memory_ratio);
+  }
+  std::printf("wrote %s\n", s.svg.c_str());
+  if (!s.csv.empty()) std::printf("wrote %s\n", s.csv.c_str());
+  if (!s.json.empty()) std::printf("wrote %s\n", s.json.c_str());
   return 0;
 }
 

@@ -27,8 +27,19 @@ struct PartitionSettings {
   std::string dot;              // --dot PATH: DOT of a failed min-cut
 };
 
+struct ParetoSettings {
+  std::string svg;              // -o: the frontier as an SVG chart (required)
+  std::string csv;              // --csv PATH
+  std::string json;             // --json PATH
+  std::string solver = "dp";    // torch's activation_memory_budget_solver
+  std::string estimator = "flops";  // activation_memory_budget_runtime_estimator
+  double resolution = 1e-3;     // bisection stops below this budget width
+  bool no_cse = false;
+};
+
 int run_info(const CommonSettings& common);
 int run_partition(const CommonSettings& common, const PartitionSettings& settings);
+int run_pareto(const CommonSettings& common, const ParetoSettings& settings);
 
 // The graph path a command should read: `common.graph`, or the shipped
 // example mlp.json searched in $REMAT_EXAMPLES, <exe_dir>/../share/remat/examples

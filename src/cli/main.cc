@@ -1,8 +1,8 @@
 // cli/main.cc — the `remat` command: argument parsing and error reporting.
 //
 // Contract: `remat --help`, `remat --version`, `remat info [GRAPH]`,
-// `remat partition [GRAPH] [options]`. Every failure is one "remat: error:
-// ..." message on stderr and a non-zero exit status (1 for errors, CLI11's
+// `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [options]`.
+// Every failure is one "remat: error: ..." message on stderr and a non-zero exit status (1 for errors, CLI11's
 // codes for bad usage); no exception escapes main, so the process never
 // aborts with a stack trace.
 #include <cstdio>
@@ -55,6 +55,25 @@ int main(int argc, char** argv) {
                    "next to it when graphviz's dot is on PATH)");
   part->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
 
+  cli::ParetoSettings pa;
+  CLI::App* pareto = app.add_subcommand(
+      "pareto", "Sweep activation memory budgets and draw the recompute-runtime / memory "
+                "trade-off (torch's visualize_memory_budget_pareto)");
+  pareto->add_option("graph", common.graph, "joint graph JSON file");
+  pareto->add_option("-o,--output", pa.svg, "write the frontier here as an SVG chart")->required();
+  pareto->add_option("--csv", pa.csv, "also write the points as CSV");
+  pareto->add_option("--json", pa.json, "also write the points as JSON");
+  pareto->add_option("--solver", pa.solver,
+                     "knapsack solver: dp (default), greedy, ilp, dp_knapsack_sliding_hirschberg "
+                     "or dynamic_memory_budget_dp");
+  pareto->add_option("--runtime-estimator", pa.estimator,
+                     "runtime estimator: flops (default) or testing");
+  pareto->add_option("--resolution", pa.resolution,
+                     "stop bisecting budget intervals narrower than this (torch: 0.001)")
+      ->check(CLI::PositiveNumber);
+  pareto->add_flag("--no-cse", pa.no_cse, "do not deduplicate equal nodes first");
+  pareto->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -64,6 +83,7 @@ int main(int argc, char** argv) {
   try {
     if (info->parsed()) return cli::run_info(common);
     if (part->parsed()) return cli::run_partition(common, ps);
+    if (pareto->parsed()) return cli::run_pareto(common, pa);
     std::fputs(app.help().c_str(), stdout);
     return 1;
   } catch (const NoFiniteCutError& e) {

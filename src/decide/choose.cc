@@ -1,14 +1,26 @@
 // decide/choose.cc — choose_saved_values_set: the memory-budget driver of the
-// min-cut partitioner, up to where it needs the knapsack solvers.
+// min-cut partitioner, and the Pareto sweep over its budgets.
 //
 // Budget 0 saves the inputs; budget 1 is the runtime-optimized min-cut. In
-// between, torch tries progressively more aggressive min-cuts and returns the
-// first whose activation memory ratio is under the budget; only when none is
-// does it run a knapsack over the recomputable banned nodes. Those early exits
-// are here; the knapsack itself is not built yet and raises kUnsupported.
+// between, torch tries progressively more aggressive min-cuts (runtime
+// optimized -> "more aggressive" -> "fully aggressive") and returns the first
+// whose activation memory ratio is under the budget. When none is, a knapsack
+// over the recomputable banned nodes of the fully aggressive cut picks which
+// of them may be recomputed, and one more min-cut with those unbanned decides.
+//
+// Everything except the last knapsack + min-cut is independent of the budget,
+// so BudgetStage prepares it once; the Pareto sweep then pays one knapsack and
+// (at most) one min-cut per distinct budget, with min-cuts memoized by the set
+// of nodes the knapsack unbanned.
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
+#include "budget/flops.h"
+#include "budget/knapsack.h"
 #include "decide/decide.h"
 #include "decide/rules.h"
 #include "remat/error.h"
@@ -16,8 +28,8 @@
 namespace remat {
 namespace {
 
-// sum(map(_size_of, values)) / 1e9 — an exact integer sum, then a float
-// division, as Python does.
+// sum(map(_size_of, values)) / 1e9 — an exact integer sum, then one
+// correctly rounded conversion and a float division, as Python does.
 double activations_size(const DecideContext& ctx, const std::vector<NodeId>& values) {
   __int128 total = 0;
   for (NodeId n : values) total += size_of(ctx.graph, n, ctx.options);
@@ -33,70 +45,197 @@ int64_t node_storage(const Graph& g, NodeId n) {
   return ts[0].storage;
 }
 
+// Python's sum() of the runtimes. torch's "flops"/"testing" estimators return
+// ints, whose sum is exact; other estimators return floats, summed left to
+// right in double (Python 3.11 has no compensated float sum).
+double python_sum(const std::vector<double>& xs) {
+  bool integral = true;
+  for (double x : xs) integral = integral && std::trunc(x) == x && std::abs(x) < 9.2e18;
+  if (integral) {
+    __int128 total = 0;
+    for (double x : xs) total += static_cast<int64_t>(x);
+    return static_cast<double>(total);
+  }
+  double total = 0;
+  for (double x : xs) total += x;
+  return total;
+}
+
+void check_budget(double memory_budget) {
+  if (!(memory_budget >= 0 && memory_budget <= 1))
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("activation_memory_budget: the valid ranges for memory budget are "
+                            "0 <= m <= 1. The provided value is {}",
+                            memory_budget));
+}
+
+// The budget-independent part of choose_saved_values_set.
+class BudgetStage {
+ public:
+  explicit BudgetStage(const DecideContext& ctx) : ctx_(ctx) {
+    base_ = min_cut_options_from(ctx.options);
+    if (ctx.options.aggressive_recomputation) {
+      base_.ban_if_used_far_apart = false;
+      base_.ban_if_long_fusible_chains = false;
+      base_.ban_if_materialized_backward = false;
+      base_.ban_if_not_in_allowlist = false;
+    }
+    more_ = base_;
+    more_.ban_if_used_far_apart = false;
+    more_.ban_if_long_fusible_chains = false;
+    more_.ban_if_materialized_backward = false;
+    aggressive_ = more_;
+    aggressive_.ban_if_not_in_allowlist = false;
+  }
+
+  const MinCutOptions& base() const { return base_; }
+  const MinCutOptions& more() const { return more_; }
+  const MinCutOptions& aggressive() const { return aggressive_; }
+
+  // Sizes of the two ends: what the inputs and the runtime-optimized cut save.
+  void set_range(const std::vector<NodeId>& runtime_optimized) {
+    min_act_ = activations_size(ctx_, ctx_.info.inputs);
+    max_act_ = activations_size(ctx_, runtime_optimized);
+  }
+  bool has_range() const { return max_act_ > min_act_; }
+
+  double mem_ratio(const std::vector<NodeId>& v) const {
+    return (activations_size(ctx_, v) - min_act_) / (max_act_ - min_act_);
+  }
+
+  // The knapsack items: the recomputable banned nodes of the fully
+  // aggressive cut, largest first; MUST_SAVE nodes among them set aside.
+  void set_items(const MinCutResult& aggressive_cut) {
+    const Graph& g = ctx_.graph;
+    const PartitionOptions& o = ctx_.options;
+    std::unordered_set<int64_t> input_storages;
+    for (NodeId n : ctx_.info.inputs) input_storages.insert(node_storage(g, n));
+    items_.clear();
+    must_save_.clear();
+    for (NodeId n : aggressive_cut.banned_nodes) {
+      // Only nodes the backward needs, and not aliases of an input (which
+      // is saved anyway), unless a non-builtin op produced them.
+      if (!(ctx_.dist_from_bw[n] < kFarFromBackward)) continue;
+      if (input_storages.count(node_storage(g, n)) && !is_non_builtin_to_include(g, n, o)) continue;
+      (g.node(n).recompute == RecomputePolicy::kMustSave ? must_save_ : items_).push_back(n);
+    }
+    // sorted(..., key=_size_of, reverse=True) is stable.
+    std::vector<int64_t> size(items_.size());
+    std::vector<size_t> order(items_.size());
+    for (size_t i = 0; i < items_.size(); ++i) {
+      size[i] = size_of(g, items_[i], o);
+      order[i] = i;
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return size[a] > size[b]; });
+    std::vector<NodeId> sorted(items_.size());
+    memory_.resize(items_.size());
+    const double range = max_act_ - min_act_;
+    for (size_t i = 0; i < order.size(); ++i) {
+      sorted[i] = items_[order[i]];
+      // get_normalized_size: (sz / 1e9) / (max - min).
+      memory_[i] = (static_cast<double>(size[order[i]]) / 1e9) / range;
+    }
+    items_ = std::move(sorted);
+    std::vector<double> profiled;
+    if (o.activation_memory_budget_runtime_estimator == "profile" && !o.profiled_runtimes.empty()) {
+      // Measured times are keyed by joint node; this graph's nodes know theirs.
+      profiled.assign(g.size(), 0.0);
+      for (NodeId n = 0; n < g.size(); ++n) {
+        const NodeId origin = g.node(n).origin < o.profiled_runtimes.size() ? g.node(n).origin : n;
+        if (origin < o.profiled_runtimes.size()) profiled[n] = o.profiled_runtimes[origin];
+      }
+    }
+    runtimes_ = estimate_runtimes(g, items_, o.activation_memory_budget_runtime_estimator, profiled);
+    total_runtime_ = python_sum(runtimes_);
+  }
+
+  const std::vector<NodeId>& items() const { return items_; }
+  const std::vector<NodeId>& must_save() const { return must_save_; }
+
+  // get_saved_values_knapsack(budget): the knapsack's choice, then the
+  // fully aggressive min-cut with the chosen items unbanned. Min-cuts are
+  // memoized by the unbanned set: budgets that unban the same nodes agree.
+  struct Choice {
+    const MinCutResult* cut;
+    double expected_runtime;
+  };
+  Choice solve(double budget) {
+    KnapsackResult k = solve_knapsack(ctx_.options.activation_memory_budget_solver, memory_,
+                                      runtimes_, std::max(budget, 0.0));
+    std::vector<int> key;
+    key.reserve(k.recomputed.size());
+    for (int idx : k.recomputed)
+      if (idx >= 0 && static_cast<size_t>(idx) < items_.size()) key.push_back(idx);
+    std::sort(key.begin(), key.end());
+    key.erase(std::unique(key.begin(), key.end()), key.end());
+    auto it = cuts_.find(key);
+    if (it == cuts_.end()) {
+      dont_ban_.assign(ctx_.graph.size(), 0);
+      for (int idx : key) dont_ban_[items_[idx]] = 1;
+      it = cuts_.emplace(std::move(key), solve_min_cut(ctx_, aggressive_, dont_ban_)).first;
+    }
+    return {&it->second, k.expected_runtime};
+  }
+
+  // torch's estimate_for_budget: (recomputed runtime, memory ratio).
+  std::pair<double, double> evaluate(double budget) {
+    Choice c = solve(budget);
+    return {total_runtime_ - c.expected_runtime, mem_ratio(c.cut->saved_values)};
+  }
+
+ private:
+  const DecideContext& ctx_;
+  MinCutOptions base_, more_, aggressive_;
+  double min_act_ = 0, max_act_ = 0;
+  std::vector<NodeId> items_, must_save_;
+  std::vector<double> memory_, runtimes_;
+  double total_runtime_ = 0;
+  std::vector<uint8_t> dont_ban_;
+  std::map<std::vector<int>, MinCutResult> cuts_;
+};
+
 }  // namespace
 
 std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double memory_budget,
                                             MinCutResult* last) {
-  if (!(memory_budget >= 0 && memory_budget <= 1))
-    throw Error(ErrorCode::kInvalidOption,
-                "activation_memory_budget: the valid ranges for memory budget are 0 <= m <= 1. "
-                "The provided value is " + std::to_string(memory_budget));
-  const PartitionOptions& o = ctx.options;
-  MinCutOptions mc = min_cut_options_from(o);
-  if (o.aggressive_recomputation) {
-    mc.ban_if_used_far_apart = false;
-    mc.ban_if_long_fusible_chains = false;
-    mc.ban_if_materialized_backward = false;
-    mc.ban_if_not_in_allowlist = false;
-  }
+  check_budget(memory_budget);
   MinCutResult local;
   MinCutResult& out = last ? *last : local;
   out = MinCutResult();
   if (memory_budget == 0) return ctx.info.inputs;
 
-  out = solve_min_cut(ctx, mc);
+  BudgetStage stage(ctx);
+  out = solve_min_cut(ctx, stage.base());
   if (memory_budget == 1) return out.saved_values;
-  std::vector<NodeId> runtime_optimized = out.saved_values;
+  stage.set_range(out.saved_values);
+  // The runtime-optimized cut saves no more than the inputs anyway.
+  if (!stage.has_range()) return out.saved_values;
 
-  const double min_act = activations_size(ctx, ctx.info.inputs);
-  const double max_act = activations_size(ctx, runtime_optimized);
-  if (max_act <= min_act) return runtime_optimized;
-  auto mem_ratio = [&](const std::vector<NodeId>& v) {
-    return (activations_size(ctx, v) - min_act) / (max_act - min_act);
-  };
+  out = solve_min_cut(ctx, stage.more());
+  if (stage.mem_ratio(out.saved_values) < memory_budget) return out.saved_values;
+  out = solve_min_cut(ctx, stage.aggressive());
+  if (stage.mem_ratio(out.saved_values) < memory_budget) return out.saved_values;
 
-  MinCutOptions more = mc;
-  more.ban_if_used_far_apart = false;
-  more.ban_if_long_fusible_chains = false;
-  more.ban_if_materialized_backward = false;
-  out = solve_min_cut(ctx, more);
-  if (mem_ratio(out.saved_values) < memory_budget) return out.saved_values;
-
-  MinCutOptions aggressive = more;
-  aggressive.ban_if_not_in_allowlist = false;
-  out = solve_min_cut(ctx, aggressive);
-  if (mem_ratio(out.saved_values) < memory_budget) return out.saved_values;
-
-  // Banned nodes the knapsack could choose to recompute.
-  const Graph& g = ctx.graph;
-  std::unordered_set<int64_t> input_storages;
-  for (NodeId n : ctx.info.inputs) input_storages.insert(node_storage(g, n));
-  std::vector<NodeId> must_save, recomputable;
-  for (NodeId n : out.banned_nodes) {
-    if (!(ctx.dist_from_bw[n] < kFarFromBackward)) continue;
-    if (input_storages.count(node_storage(g, n)) && !is_non_builtin_to_include(g, n, o)) continue;
-    if (g.node(n).recompute == RecomputePolicy::kMustSave)
-      must_save.push_back(n);
-    else
-      recomputable.push_back(n);
-  }
-  if (recomputable.empty()) {
+  stage.set_items(out);
+  if (stage.items().empty()) {
     std::vector<NodeId> result = ctx.info.inputs;
-    result.insert(result.end(), must_save.begin(), must_save.end());
+    result.insert(result.end(), stage.must_save().begin(), stage.must_save().end());
     return result;
   }
-  throw Error(ErrorCode::kUnsupported,
-              "memory budgets between 0 and 1 need the knapsack solvers (budget/), not built yet");
+  out = *stage.solve(memory_budget).cut;
+  return out.saved_values;
+}
+
+std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution) {
+  BudgetStage stage(ctx);
+  stage.set_range(solve_min_cut(ctx, stage.base()).saved_values);
+  if (!stage.has_range())
+    throw Error(ErrorCode::kUnsupported,
+                "memory budget Pareto frontier: the runtime-optimized min-cut saves no more "
+                "activation memory than the inputs, so every budget gives the same partition");
+  stage.set_items(solve_min_cut(ctx, stage.aggressive()));
+  return pareto_sweep([&](double b) { return stage.evaluate(b); }, resolution);
 }
 
 }  // namespace remat

@@ -7,8 +7,11 @@
 //    max-flow, and the cut torch's networkx call returns (options.cut_side).
 //    Saved values come back in graph order. When no finite cut exists it
 //    throws NoFiniteCutError explaining the infinite path node by node.
-//  * choose_saved_values_set is the budget-aware driver; budgets strictly
-//    between 0 and 1 need the knapsack solvers (see budget/).
+//  * choose_saved_values_set is torch's budget-aware driver: the three
+//    min-cut tiers, then a knapsack (budget/knapsack.h, options'
+//    activation_memory_budget_solver) over the recomputable banned nodes
+//    with runtimes from budget/flops.h, then a min-cut with the chosen nodes
+//    unbanned. memory_budget_pareto sweeps that last step over budgets.
 //  * default_saved_values is the saved-value selection of default_partition.
 // All ids are ids of the prepared graph.
 #pragma once
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "analyze/analyze.h"
+#include "budget/pareto.h"
 #include "remat/graph.h"
 #include "remat/options.h"
 
@@ -52,13 +56,19 @@ struct MinCutResult {
 MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
                            const std::vector<uint8_t>& dont_ban = {});
 
-// torch's choose_saved_values_set for budgets 0 and 1 (and the early exits
-// that need no knapsack). Returns the saved values; `last` (may be null)
-// receives the details of the last min-cut that ran (empty when none did).
-// Throws Error(kInvalidOption) for a budget outside [0, 1] and
-// Error(kUnsupported) where torch would run its knapsack.
+// torch's choose_saved_values_set. Returns the saved values; `last` (may be
+// null) receives the details of the last min-cut that ran (empty when none
+// did). Throws Error(kInvalidOption) for a budget outside [0, 1] (or NaN).
 std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double memory_budget,
                                             MinCutResult* last);
+
+// torch's visualize_memory_budget_pareto sweep: the knapsack stage of
+// choose_saved_values_set (items from the fully aggressive cut, whatever the
+// budget tiers would have returned) evaluated by pareto_sweep, each point
+// (sum(runtimes) - expected_runtime, mem_ratio(saved)) as torch's
+// estimate_for_budget. Throws Error(kUnsupported) when the runtime-optimized
+// cut saves no more than the inputs (torch never reaches its sweep then).
+std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution = 1e-3);
 
 struct SavedSets {
   std::vector<NodeId> saved_values;

@@ -105,6 +105,7 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
   out.repr = str(in.repr);
   out.ac_graph_id = in.ac_graph_id;
   out.memory_budget = in.memory_budget;
+  out.region_memory_budget = in.region_memory_budget;
 
   out.tensors_begin = static_cast<uint32_t>(dst_.tensor_count());
   out.tensors_count = in.tensors_count;

@@ -833,6 +833,10 @@ void Reader::read_meta(dom::element e, Node& n) {
       if (kv.value.type() == element_type::NULL_VALUE) continue;
       n.memory_budget = as_number(kv.value, "meta.memory_budget");
       n.flags |= kFlagMemoryBudget;
+    } else if (k == "region_memory_budget") {
+      if (kv.value.type() == element_type::NULL_VALUE) continue;
+      n.region_memory_budget = as_number(kv.value, "meta.region_memory_budget");
+      n.flags |= kFlagRegionBudget;
     }
   }
 }

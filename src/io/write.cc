@@ -122,7 +122,8 @@ class GraphWriter {
   void meta(const Node& n) {
     const bool any = n.recompute != RecomputePolicy::kNone || n.has(kFlagAcGraphId) ||
                      n.tag != PartitionerTag::kNone || n.has(kFlagBackwardHook) ||
-                     n.has(kFlagNoVcCheck) || n.has(kFlagMemoryBudget);
+                     n.has(kFlagNoVcCheck) || n.has(kFlagMemoryBudget) ||
+                     n.has(kFlagRegionBudget);
     if (!any) return;
     w_.key("meta");
     w_.begin_object();
@@ -150,6 +151,10 @@ class GraphWriter {
     if (n.has(kFlagMemoryBudget)) {
       w_.key("memory_budget");
       if (std::isfinite(n.memory_budget)) w_.number(n.memory_budget); else w_.null();
+    }
+    if (n.has(kFlagRegionBudget)) {
+      w_.key("region_memory_budget");
+      if (std::isfinite(n.region_memory_budget)) w_.number(n.region_memory_budget); else w_.null();
     }
     w_.end_object();
   }

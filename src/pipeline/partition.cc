@@ -7,6 +7,7 @@
 //   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
 //   -> decide (min-cut or default) -> extract -> rewrite (RNG, reorder, getitems)
 // and then maps every id back to the caller's joint graph.
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -170,12 +171,11 @@ PartitionResult default_on(const JointGraph& joint, Graph g, PrepareLog log,
                            const PartitionOptions& options, Clock::time_point start,
                            bool from_min_cut);
 
-PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
-                           Clock::time_point start) {
-  PrepareLog log;
+// The min-cut partitioner's prepare stage: DCE, then CSE (torch's
+// default), then the tag passes.
+Graph prepare_for_min_cut(const JointGraph& joint, const PartitionOptions& options,
+                          PrepareLog& log) {
   const size_t n = joint.graph.size();
-
-  // prepare: DCE, then CSE (torch's default), then the tag passes.
   Graph g = eliminate_dead_code(rooted(joint), options.dce_impure_random);
   if (options.cse) {
     std::vector<NodeId> replaced;
@@ -187,6 +187,95 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
     g = std::move(merged);
   }
   force_saves(g, options, /*is_default=*/false, log);
+  return g;
+}
+
+// Python's repr of a float, for messages that quote torch's.
+std::string py_float(double x) {
+  std::string s = fmt::format("{}", x);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+// The memory budget of one joint graph, in torch's increasing precedence:
+// the global option; the first node whose meta["memory_budget"] is a float;
+// the region_activation_memory_budget annotation, which every annotated node
+// must agree on and which must cover every forward call_function. (torch also
+// walks nested subgraph modules; remat's IR has none, so that part is moot.)
+// A per-graph budget outside [0, 1] is an Error naming the node it came from.
+double resolve_memory_budget(const Graph& g, const NodeInfo& info,
+                             const PartitionOptions& options) {
+  double budget = options.activation_memory_budget;
+  NodeId from = kNoNode;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).has(kFlagMemoryBudget)) {
+      budget = g.node(id).memory_budget;
+      from = id;
+      break;
+    }
+  }
+  std::vector<double> region;  // distinct, in first-seen order (an OrderedSet)
+  NodeId region_from = kNoNode;
+  std::vector<NodeId> unannotated;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& node = g.node(id);
+    if (node.has(kFlagRegionBudget)) {
+      if (region_from == kNoNode) region_from = id;
+      if (std::find(region.begin(), region.end(), node.region_memory_budget) == region.end())
+        region.push_back(node.region_memory_budget);  // at most a few distinct values
+    } else if (node.kind == NodeKind::kCallFunction && info.is_required_fw(id)) {
+      unannotated.push_back(id);
+    }
+  }
+  if (region.size() > 1) {
+    std::vector<double> sorted = region;
+    std::sort(sorted.begin(), sorted.end());
+    std::string list;
+    for (double b : sorted) list += (list.empty() ? "" : ", ") + py_float(b);
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("torch.autograd.graph.region_activation_memory_budget: conflicting "
+                            "budgets within a single joint graph (including nested subgraphs): "
+                            "[{}]. Use a graph break to separate regions that need different "
+                            "budgets.",
+                            list));
+  }
+  if (!region.empty()) {
+    if (!unannotated.empty()) {
+      std::string names;
+      for (NodeId id : unannotated)
+        names += fmt::format("{}'{}'", names.empty() ? "" : ", ", g.name(id));
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("torch.autograd.graph.region_activation_memory_budget: must cover "
+                              "the entire forward of a graph (including HOP bodies), but {} "
+                              "forward op(s) are unannotated. Wrap the whole forward in a single "
+                              "region; use a graph break to scope different budgets to different "
+                              "graphs. Note that a graph break inside the annotated region can "
+                              "also cause unannotated ops here. Unannotated ops: [{}].",
+                              unannotated.size(), names));
+    }
+    budget = region[0];
+    from = region_from;
+  }
+  if (from != kNoNode && !(budget >= 0 && budget <= 1)) {
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("node '{}': meta {}: the valid ranges for memory budget are "
+                            "0 <= m <= 1. The provided value is {}",
+                            g.name(from),
+                            g.node(from).has(kFlagRegionBudget) && region_from == from
+                                ? "region_memory_budget"
+                                : "memory_budget",
+                            py_float(budget)));
+  }
+  return budget;
+}
+
+PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
+                           Clock::time_point start) {
+  PrepareLog log;
+  const size_t n = joint.graph.size();
+
+  // prepare
+  Graph g = prepare_for_min_cut(joint, options, log);
 
   // analyze
   NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
@@ -198,14 +287,8 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   }
   std::vector<int64_t> dist = dist_from_bw(g, info);
 
-  // The budget: the global option, unless a node carries a per-graph one.
-  double budget = options.activation_memory_budget;
-  for (const Node& node : g.nodes()) {
-    if (node.has(kFlagMemoryBudget)) {
-      budget = node.memory_budget;
-      break;
-    }
-  }
+  // The budget: the global option, unless the graph carries its own.
+  const double budget = resolve_memory_budget(g, info, options);
 
   // decide
   std::vector<uint8_t> categories = options.ops.classify(g);
@@ -297,6 +380,29 @@ PartitionResult default_partition(const JointGraph& joint, const PartitionOption
   // torch's default_partition does no DCE or CSE.
   return default_on(joint, rooted(joint), PrepareLog{}, with_overrides(joint, options),
                     Clock::now(), /*from_min_cut=*/false);
+}
+
+std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
+                                                    const PartitionOptions& options,
+                                                    double resolution) {
+  options.validate();
+  check_joint(joint);
+  const PartitionOptions o = with_overrides(joint, options);
+  PrepareLog log;
+  Graph g = prepare_for_min_cut(joint, o, log);
+  NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices, joint.num_fwd_outputs, o);
+  if (info.num_required_bw == 0) {
+    throw Error(ErrorCode::kUnsupported,
+                "memory budget Pareto frontier: the backward needs nothing from the forward "
+                "(torch hands this graph to the default partitioner, which has no budget)");
+  }
+  std::vector<int64_t> dist = dist_from_bw(g, info);
+  std::vector<uint8_t> categories = o.ops.classify(g);
+  DecideContext ctx{g, info, dist, categories, o};
+  std::vector<MemoryBudgetPoint> out;
+  for (const ParetoPoint& p : memory_budget_pareto(ctx, resolution))
+    out.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
+  return out;
 }
 
 const char* where_name(NodeDecision::Where w) {

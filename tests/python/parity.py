@@ -106,7 +106,11 @@ def saved_value_names(fw_module: fx.GraphModule, num_fwd_outputs: int) -> list[s
 
 def _describe(node: fx.Node) -> str:
     text = node.format_node()
-    return text if text is not None else f"{node.op} {node.name}"
+    if text is None:
+        return f"{node.op} {node.name}"
+    if node.op == "output":  # FX prints no name for the output node; it is compared all the same
+        return f"{text}    [output node named {node.name!r}]"
+    return text
 
 
 def _window(nodes: Sequence[fx.Node], index: int) -> str:

@@ -230,6 +230,10 @@ def _has_exprs(val: Any) -> bool:
     return False
 
 
+# torch.fx.traceback.MEMORY_BUDGET_ANNOTATION_KEY (torch 2.13).
+_REGION_BUDGET_KEY = "_region_activation_memory_budget"
+
+
 def _partitioner_meta(meta: dict) -> dict:
     out: dict[str, Any] = {}
     policy = meta.get("recompute")
@@ -248,6 +252,13 @@ def _partitioner_meta(meta: dict) -> dict:
     budget = meta.get("memory_budget")
     if isinstance(budget, float):
         out["memory_budget"] = budget
+    # torch.autograd.graph.region_activation_memory_budget's annotation, read
+    # as torch.fx.traceback._get_memory_budget_annotation does.
+    custom = meta.get("custom")
+    if isinstance(custom, dict):
+        region = custom.get(_REGION_BUDGET_KEY)
+        if region is not None:
+            out["region_memory_budget"] = float(region)
     return out
 
 

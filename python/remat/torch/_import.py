@@ -159,6 +159,8 @@ def _meta_from_doc(nd: dict) -> dict:
                 "saved_tensor_with_no_vc_check", "memory_budget"):
         if key in m:
             meta[key] = m[key]
+    if "region_memory_budget" in m:
+        meta["custom"] = {"_region_activation_memory_budget": m["region_memory_budget"]}
     if "val" in nd:
         meta["remat_val"] = nd["val"]
         val = _value(nd["val"])
@@ -187,14 +189,16 @@ def _build_graph(
         args = tuple(dec.arg(a) for a in nd.get("args", []))
         kwargs = {k: dec.arg(v) for k, v in (nd.get("kwargs") or {}).items()}
         if op == "output":
-            node = graph.output(args[0] if args else None)
+            # Named explicitly: a rewrite that replaces the output node leaves
+            # FX's new one named "output_1".
+            node = graph.create_node("output", "output", (args[0] if args else None,), name=name)
         elif op == "call_function":
             node = graph.create_node(op, resolve_target(nd["target"]), args, kwargs, name=name)
         elif op in ("placeholder", "get_attr"):
             node = graph.create_node(op, nd["target"], args, kwargs, name=name)
         else:
             raise ValueError(f"remat: node {name!r}: unsupported op {op!r}")
-        if op != "output" and node.name != name:
+        if node.name != name:
             raise ValueError(f"remat: FX renamed node {name!r} to {node.name!r}")
         env[name] = node
 
