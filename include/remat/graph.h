@@ -15,11 +15,13 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace remat {
@@ -197,6 +199,24 @@ struct Node {
 
 class GraphBuilder;
 
+// Interned strings, shared by a joint graph and every graph derived from it
+// (DCE, CSE, forward, backward ...), so copying a node between them needs no
+// re-hashing: a StrId means the same string in all of them. Append-only, so
+// ids and views stay valid. Not safe for concurrent interning.
+class StringPool {
+ public:
+  StringPool() { intern(""); }
+  StrId intern(std::string_view s);
+  StrId find(std::string_view s) const;  // 0 when absent
+  std::string_view view(StrId id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
+
+ private:
+  std::deque<std::string> storage_;  // stable addresses for the views
+  std::vector<std::string_view> views_;
+  std::unordered_map<std::string_view, StrId> ids_;
+};
+
 class Graph {
  public:
   Graph() = default;
@@ -204,8 +224,8 @@ class Graph {
   size_t size() const { return nodes_.size(); }
   std::span<const Node> nodes() const { return nodes_; }
   const Node& node(NodeId id) const { return nodes_[id]; }
-  std::string_view str(StrId id) const { return strings_[id]; }
-  std::string_view name(NodeId id) const { return strings_[nodes_[id].name]; }
+  std::string_view str(StrId id) const { return strings_->view(id); }
+  std::string_view name(NodeId id) const { return strings_->view(nodes_[id].name); }
 
   std::span<const NodeId> inputs(NodeId id) const {
     const Node& n = nodes_[id];
@@ -256,7 +276,9 @@ class Graph {
   void set_origin(NodeId id, NodeId origin) { nodes_[id].origin = origin; }
 
   // Pools, for writers and builders that copy a graph wholesale.
-  const std::vector<std::string>& strings() const { return strings_; }
+  const StringPool& strings() const { return *strings_; }
+  // Whether two graphs intern into the same pool (their StrIds agree).
+  bool shares_strings_with(const Graph& other) const { return strings_ == other.strings_; }
   const std::vector<Arg>& arg_pool() const { return args_; }
   const std::vector<Dim>& dim_pool() const { return dims_; }
   const std::vector<TensorMeta>& tensor_pool() const { return tensors_; }
@@ -266,7 +288,7 @@ class Graph {
   friend class GraphBuilder;
 
   std::vector<Node> nodes_;
-  std::vector<std::string> strings_;
+  std::shared_ptr<StringPool> strings_ = std::make_shared<StringPool>();
   std::vector<OpInfo> ops_;
   std::vector<Arg> args_;
   std::vector<Dim> dims_;
@@ -276,7 +298,7 @@ class Graph {
   std::vector<uint32_t> user_offsets_{0};
   std::vector<NodeId> user_pool_;
   NodeId output_ = kNoNode;
-  // name -> id, and string -> StrId; built by GraphBuilder::finish.
+  // name -> id and op name -> id; built by GraphBuilder::finish.
   struct Index;
   std::shared_ptr<const Index> index_;
 };
@@ -290,9 +312,14 @@ class Graph {
 class GraphBuilder {
  public:
   GraphBuilder();
+  // Builds a graph derived from `base`: it interns into base's string pool,
+  // so StrIds carry over unchanged (see NodeCopier).
+  explicit GraphBuilder(const Graph& base);
   ~GraphBuilder();  // out of line: Interner is complete only in graph.cc
 
   StrId intern(std::string_view s);
+  // Whether this builder interns into g's string pool (StrIds agree).
+  bool shares_strings_with(const Graph& g) const { return g.shares_strings_with(g_); }
 
   // Registers an op; a second call with the same name returns the first id.
   // Ops not registered explicitly get facts guessed from their name by

@@ -73,21 +73,21 @@ Built build(const Graph& g, const SubgraphSelection& sel) {
   Built out;
   // Names first, in creation order: placeholders, every copy (even those
   // DCE removed afterwards), then the output node.
-  std::vector<std::string> input_names;
+  std::vector<std::string_view> input_names;  // owned by out.names
   input_names.reserve(sel.inputs.size());
   for (NodeId id : sel.inputs) {
     input_names.push_back(out.names.create_name(placeholder_candidate(g.name(id))));
   }
   std::vector<uint32_t> copy_index(n, kNone32);
-  std::vector<std::string> copy_names;
+  std::vector<std::string_view> copy_names;
   copy_names.reserve(sel.created.size() - sel.inputs.size());
   for (size_t k = sel.inputs.size(); k < sel.created.size(); ++k) {
     copy_index[sel.created[k]] = static_cast<uint32_t>(copy_names.size());
     copy_names.push_back(out.names.create_name(g.name(sel.created[k])));
   }
-  const std::string output_name = out.names.create_name("output");
+  const std::string_view output_name = out.names.create_name("output");
 
-  GraphBuilder b;
+  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
   NodeCopier copier(g, b);
   std::vector<NodeId> remap(n, kNoNode);
   // A node listed twice as input: the later placeholder takes the uses.
@@ -187,7 +187,7 @@ void prune_saved(const Graph& g, SavedSets& saved, const std::vector<NodeId>& ta
   std::vector<uint32_t> drop_values(n, 0), drop_syms(n, 0), drop_opaque(n, 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const NodeId x = inputs[i];
-    const std::string name = names.create_name(placeholder_candidate(g.name(x)));
+    const std::string_view name = names.create_name(placeholder_candidate(g.name(x)));
     const NodeId named = g.find(name);  // what `_remove_by_name` matches
     const bool used = last[x] == i && has_users(x);
     bool drop_all = !used;

@@ -5,11 +5,23 @@
 
 namespace remat {
 
+Graph unchanged_copy(const Graph& g) {
+  Graph out = g;
+  for (NodeId id = 0; id < out.size(); ++id) {
+    if (out.node(id).origin == kNoNode) out.set_origin(id, id);
+  }
+  return out;
+}
+
 NodeCopier::NodeCopier(const Graph& src, GraphBuilder& dst)
-    : src_(src), dst_(dst), str_map_(src.strings().size(), 0), op_map_(src.ops().size(), kNoOp) {}
+    : src_(src),
+      dst_(dst),
+      same_pool_(dst.shares_strings_with(src)),
+      str_map_(same_pool_ ? 0 : src.strings().size(), 0),
+      op_map_(src.ops().size(), kNoOp) {}
 
 StrId NodeCopier::str(StrId s) {
-  if (s == 0) return 0;
+  if (s == 0 || same_pool_) return s;
   if (str_map_[s] == 0) str_map_[s] = dst_.intern(src_.str(s));
   return str_map_[s];
 }
@@ -134,7 +146,8 @@ NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin,
                         std::string_view name) {
   Node out;
   copy_value(id, out);
-  if (!name.empty()) out.name = dst_.intern(name);
+  // Renamed copies are rare; comparing first spares a hash lookup per node.
+  if (!name.empty() && name != src_.name(id)) out.name = dst_.intern(name);
   const Node& in = src_.node(id);
   out.args = copy_args(in.args, remap);
   out.kwargs = copy_args(in.kwargs, remap);
@@ -147,7 +160,7 @@ NodeId NodeCopier::copy_as_placeholder(NodeId id, NodeId origin, std::string_vie
   copy_value(id, out);
   out.kind = NodeKind::kPlaceholder;
   out.target = out.name;
-  if (!name.empty()) out.name = dst_.intern(name);
+  if (!name.empty() && name != src_.name(id)) out.name = dst_.intern(name);
   out.op = kNoOp;
   const Node& in = src_.node(id);
   out.origin = origin != kNoNode ? origin : (in.origin != kNoNode ? in.origin : id);

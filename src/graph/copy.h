@@ -14,6 +14,11 @@
 
 namespace remat {
 
+// What a pass returns when it changes nothing: `g` itself, with origins
+// stamped as a copy would have them (a node without one is its own). Far
+// cheaper than copying node by node.
+Graph unchanged_copy(const Graph& g);
+
 class NodeCopier {
  public:
   NodeCopier(const Graph& src, GraphBuilder& dst);
@@ -50,7 +55,8 @@ class NodeCopier {
 
   const Graph& src_;
   GraphBuilder& dst_;
-  std::vector<StrId> str_map_;  // src StrId -> dst StrId (0 = not yet mapped, except "")
+  const bool same_pool_;        // src and dst share a string pool: ids map to themselves
+  std::vector<StrId> str_map_;  // otherwise src StrId -> dst StrId (0 = not yet mapped)
   std::vector<OpId> op_map_;
 };
 

@@ -15,26 +15,34 @@
 namespace remat {
 
 struct GraphBuilder::Interner {
-  std::unordered_map<std::string, StrId> ids;
   std::unordered_map<StrId, OpId> op_by_name;
 };
 
-// Owns its keys, so copies of a Graph may share it safely.
+// Keyed by StrId, so copies of a Graph (which share the pool) may share it.
 struct Graph::Index {
-  std::unordered_map<std::string, StrId> strings;
   std::vector<NodeId> node_by_name;  // indexed by StrId
   std::unordered_map<StrId, OpId> op_by_name;
 };
 
-GraphBuilder::GraphBuilder() : interner_(std::make_unique<Interner>()) { intern(""); }
+StrId StringPool::intern(std::string_view s) {
+  if (auto it = ids_.find(s); it != ids_.end()) return it->second;
+  const StrId id = static_cast<StrId>(views_.size());
+  std::string_view stored = storage_.emplace_back(s);
+  views_.push_back(stored);
+  ids_.emplace(stored, id);
+  return id;
+}
+
+StrId StringPool::find(std::string_view s) const {
+  auto it = ids_.find(s);
+  return it == ids_.end() ? 0 : it->second;
+}
+
+GraphBuilder::GraphBuilder() : interner_(std::make_unique<Interner>()) {}
+GraphBuilder::GraphBuilder(const Graph& base) : GraphBuilder() { g_.strings_ = base.strings_; }
 GraphBuilder::~GraphBuilder() = default;
 
-StrId GraphBuilder::intern(std::string_view s) {
-  auto [it, inserted] =
-      interner_->ids.try_emplace(std::string(s), static_cast<StrId>(g_.strings_.size()));
-  if (inserted) g_.strings_.emplace_back(s);
-  return it->second;
-}
+StrId GraphBuilder::intern(std::string_view s) { return g_.strings_->intern(s); }
 
 OpId GraphBuilder::add_op(const OpInfo& info, std::span<const std::string> mutable_args) {
   if (auto it = interner_->op_by_name.find(info.name); it != interner_->op_by_name.end()) {
@@ -115,12 +123,12 @@ namespace {
 
 // Explains why `from` cannot precede `to`: either a cycle through both, or
 // plain misordering. Iterative DFS so that long chains cannot overflow.
-std::string describe_order_violation(const Graph& g,
-                                     const std::vector<std::vector<NodeId>>& inputs,
-                                     NodeId user, NodeId used) {
+// `offsets`/`pool` hold each node's inputs in CSR form.
+std::string describe_order_violation(const Graph& g, const std::vector<uint32_t>& offsets,
+                                     const std::vector<NodeId>& pool, NodeId user, NodeId used) {
   // Search a path used -> ... -> user along input edges (user depends on used;
   // a cycle exists if used also depends on user).
-  const size_t n = inputs.size();
+  const size_t n = offsets.size() - 1;
   std::vector<NodeId> parent(n, kNoNode);
   std::vector<uint8_t> seen(n, 0);
   std::vector<NodeId> stack{used};
@@ -129,7 +137,8 @@ std::string describe_order_violation(const Graph& g,
   while (!stack.empty() && !found) {
     NodeId cur = stack.back();
     stack.pop_back();
-    for (NodeId in : inputs[cur]) {
+    for (uint32_t k = offsets[cur]; k < offsets[cur + 1]; ++k) {
+      const NodeId in = pool[k];
       if (in >= n || seen[in]) continue;
       seen[in] = 1;
       parent[in] = cur;
@@ -162,14 +171,15 @@ Graph GraphBuilder::finish() {
   }
   Graph& g = g_;
   const size_t n = g.nodes_.size();
-  auto node_name = [&](NodeId id) -> std::string_view { return g.strings_[g.nodes_[id].name]; };
+  auto node_name = [&](NodeId id) -> std::string_view { return g.str(g.nodes_[id].name); };
+
 
   // Names: present and unique.
   auto index = std::make_shared<Graph::Index>();
-  index->node_by_name.assign(g.strings_.size(), kNoNode);
+  index->node_by_name.assign(g.strings_->size(), kNoNode);
   for (NodeId id = 0; id < n; ++id) {
     const StrId name = g.nodes_[id].name;
-    if (name == 0 || name >= g.strings_.size()) {
+    if (name == 0 || name >= g.strings_->size()) {
       throw Error(ErrorCode::kInvalidGraph, fmt::format("node #{}: field 'name' is empty", id));
     }
     if (index->node_by_name[name] != kNoNode) {
@@ -200,8 +210,9 @@ Graph GraphBuilder::finish() {
   }
 
   // Inputs from argument trees: node references in pre-order, first
-  // occurrence only (FX all_input_nodes).
-  std::vector<std::vector<NodeId>> inputs(n);
+  // occurrence only (FX all_input_nodes), straight into the CSR pool.
+  g.input_pool_.clear();
+  std::vector<uint32_t> offsets(n + 1, 0);
   std::vector<NodeId> last_seen(n, kNoNode);
   for (NodeId id = 0; id < n; ++id) {
     const Node& node = g.nodes_[id];
@@ -226,46 +237,42 @@ Graph GraphBuilder::finish() {
         }
         if (last_seen[arg.id] != id) {
           last_seen[arg.id] = id;
-          inputs[id].push_back(arg.id);
+          g.input_pool_.push_back(arg.id);
         }
       }
     }
+    offsets[id + 1] = static_cast<uint32_t>(g.input_pool_.size());
   }
   for (NodeId id = 0; id < n; ++id) {
-    for (NodeId in : inputs[id]) {
-      if (in > id) {
-        throw Error(ErrorCode::kInvalidGraph, describe_order_violation(g, inputs, id, in));
+    for (uint32_t k = offsets[id]; k < offsets[id + 1]; ++k) {
+      if (g.input_pool_[k] > id) {
+        throw Error(ErrorCode::kInvalidGraph,
+                    describe_order_violation(g, offsets, g.input_pool_, id, g.input_pool_[k]));
       }
     }
   }
 
-  // Pools: inputs, then users in CSR form (graph order).
-  g.input_pool_.clear();
-  std::vector<uint32_t> user_count(n + 1, 0);
-  for (NodeId id = 0; id < n; ++id) {
-    Node& node = g.nodes_[id];
-    node.inputs_begin = static_cast<uint32_t>(g.input_pool_.size());
-    node.inputs_count = static_cast<uint32_t>(inputs[id].size());
-    for (NodeId in : inputs[id]) {
-      g.input_pool_.push_back(in);
-      ++user_count[in + 1];
-    }
-  }
+  // Users in CSR form (graph order): count, prefix-sum, fill.
   g.user_offsets_.assign(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) g.user_offsets_[i + 1] = g.user_offsets_[i] + user_count[i + 1];
+  for (NodeId in : g.input_pool_) ++g.user_offsets_[in + 1];
+  for (size_t i = 0; i < n; ++i) g.user_offsets_[i + 1] += g.user_offsets_[i];
   g.user_pool_.assign(g.input_pool_.size(), kNoNode);
   std::vector<uint32_t> fill(g.user_offsets_.begin(), g.user_offsets_.end() - 1);
   for (NodeId id = 0; id < n; ++id) {
-    for (NodeId in : inputs[id]) g.user_pool_[fill[in]++] = id;
+    Node& node = g.nodes_[id];
+    node.inputs_begin = offsets[id];
+    node.inputs_count = offsets[id + 1] - offsets[id];
+    for (uint32_t k = offsets[id]; k < offsets[id + 1]; ++k) {
+      g.user_pool_[fill[g.input_pool_[k]]++] = id;
+    }
   }
 
-  index->strings = std::move(interner_->ids);
   index->op_by_name = std::move(interner_->op_by_name);
   g.index_ = std::move(index);
   Graph out = std::move(g_);
   g_ = Graph();
+  g_.strings_ = out.strings_;  // a reused builder keeps interning into the same pool
   interner_ = std::make_unique<Interner>();
-  intern("");
   return out;
 }
 
@@ -289,9 +296,7 @@ NodeId Graph::find(std::string_view name) const {
 }
 
 StrId Graph::find_str(std::string_view s) const {
-  if (!index_) return 0;
-  auto it = index_->strings.find(std::string(s));
-  return it == index_->strings.end() ? 0 : it->second;
+  return strings_->find(s);
 }
 
 const char* node_kind_name(NodeKind k) {

@@ -142,6 +142,7 @@ Graph common_subexpression_elimination(const Graph& g, std::vector<NodeId>& repl
   std::unordered_map<std::string, NodeId> seen;  // key -> node later equals merge into
   std::vector<uint32_t> region(n, 0);
   uint32_t region_id = 0;
+  size_t merged = 0;
   for (NodeId id = 0; id < n; ++id) {
     if (is_mutation_op(g, id)) ++region_id;
     region[id] = region_id;
@@ -155,12 +156,14 @@ Graph common_subexpression_elimination(const Graph& g, std::vector<NodeId>& repl
     if (inserted) continue;
     if (region[it->second] == region_id) {
       replaced[id] = it->second;
+      ++merged;
     } else {
       it->second = id;  // later duplicates merge into this one
     }
   }
+  if (merged == 0) return unchanged_copy(g);
 
-  GraphBuilder b;
+  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
   NodeCopier copier(g, b);
   std::vector<NodeId> remap(n, kNoNode);
   for (NodeId id = 0; id < n; ++id) {

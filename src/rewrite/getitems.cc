@@ -26,6 +26,7 @@ Graph raise_getitems(const Graph& g) {
     next[id] = id + 1 == n ? kNoNode : id + 1;
   }
   NodeId head = 0;
+  bool moved = false;
 
   for (NodeId id = static_cast<NodeId>(n); id-- > 0;) {
     const OpInfo* op = g.op(id);
@@ -40,6 +41,7 @@ Graph raise_getitems(const Graph& g) {
     }
     const NodeId parent = g.inputs(id)[0];
     if (next[parent] == id) continue;
+    moved = true;
     // Unlink, then relink after the parent.
     if (prev[id] != kNoNode) next[prev[id]] = next[id];
     else head = next[id];
@@ -50,7 +52,9 @@ Graph raise_getitems(const Graph& g) {
     next[parent] = id;
   }
 
-  GraphBuilder b;
+  if (!moved) return unchanged_copy(g);
+
+  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
   NodeCopier copier(g, b);
   std::vector<NodeId> remap(n, kNoNode);
   for (NodeId id = head; id != kNoNode; id = next[id]) remap[id] = copier.copy(id, remap);

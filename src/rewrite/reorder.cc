@@ -17,7 +17,6 @@
 
 #include "analyze/analyze.h"
 #include "graph/copy.h"
-#include "graph/fx_names.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -73,14 +72,13 @@ Graph reorder_to_mimic_autograd_engine(const Graph& bw) {
   }
   for (NodeId id = first_bwd; id < n; ++id) insert(id);
 
-  GraphBuilder b;
+  GraphBuilder b(bw);  // shares bw's strings: copies re-hash nothing
   NodeCopier copier(bw, b);
-  FxNamespace names;
+  // torch copies into a fresh FX graph, which could rename a node; but the
+  // backward's names are already distinct and FX-legal (extraction named
+  // them), so every copy keeps its name and no namespace is needed.
   std::vector<NodeId> remap(n, kNoNode);
-  for (NodeId id : order) {
-    const std::string name = names.create_name(bw.name(id));
-    remap[id] = copier.copy(id, remap, kNoNode, name);
-  }
+  for (NodeId id : order) remap[id] = copier.copy(id, remap);
   return b.finish();
 }
 

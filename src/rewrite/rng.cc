@@ -158,7 +158,7 @@ Graph rewrite_forward(const Graph& fw, const std::vector<Pair>& pairs, size_t nu
   for (size_t k = 0; k < pairs.size(); ++k) pair_of[pairs[k].fw] = static_cast<uint32_t>(k);
   int64_t storage = next_storage(fw);
 
-  GraphBuilder b;
+  GraphBuilder b(fw);
   NodeCopier copier(fw, b);
   const OpId run_and_save = op_in(fw, copier, b, "higher_order.run_and_save_rng_state");
   const OpId getitem = op_in(fw, copier, b, "operator.getitem");
@@ -239,7 +239,7 @@ Graph rewrite_backward(const Graph& bw, const std::vector<Pair>& pairs, NodeId t
   for (size_t k = 0; k < pairs.size(); ++k) pair_of[pairs[k].bw] = static_cast<uint32_t>(k);
   int64_t storage = next_storage(bw);
 
-  GraphBuilder b;
+  GraphBuilder b(bw);
   NodeCopier copier(bw, b);
   const OpId run_with = op_in(bw, copier, b, "higher_order.run_with_rng_state");
   std::vector<NodeId> remap(n, kNoNode);
@@ -340,7 +340,7 @@ int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe) 
   }
   if (pairs.empty()) return 0;
 
-  const std::string output_name = e.forward_names.create_name("output");
+  const std::string output_name(e.forward_names.create_name("output"));
   Graph new_fw = rewrite_forward(fw, pairs, e.saved_sym_nodes.size(), output_name);
   Graph new_bw = rewrite_backward(bw, pairs, tangent_start);
   e.forward = std::move(new_fw);

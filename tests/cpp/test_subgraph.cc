@@ -183,7 +183,7 @@ TEST(FxNamesTest, MatchesFxNamespace) {
   const Names want = {"a_b", "getitem", "getitem_1", "getitem_5", "getitem_6", "getitem_7",
                       "x_y_z", "_3a", "_unnamed", "sum_1", "input_1", "a_01", "a_1"};
   Names got;
-  for (const std::string& c : in) got.push_back(ns.create_name(c));
+  for (const std::string& c : in) got.emplace_back(ns.create_name(c));
   EXPECT_EQ(got, want);
 }
 
