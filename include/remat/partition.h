@@ -83,9 +83,12 @@ struct MemoryBudgetPoint {
 // options' knapsack solver and runtime estimator. Points are sorted by
 // (budget, runtime, ratio), duplicates included, as torch's list. Throws
 // Error(kUnsupported) for graphs where no budget changes the partition.
+// A non-empty `budgets` evaluates exactly those budgets, in order, instead
+// of sweeping (each must be in [0, 1]).
 std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
                                                     const PartitionOptions& options,
-                                                    double resolution = 1e-3);
+                                                    double resolution = 1e-3,
+                                                    const std::vector<double>& budgets = {});
 
 const char* where_name(NodeDecision::Where w);  // "saved", "recomputed", ...
 

@@ -9,6 +9,7 @@
 //    with .explanation and .dot); other exceptions use nanobind's defaults.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <simdjson.h>
 
@@ -215,13 +216,14 @@ NB_MODULE(_remat, m) {
 
   m.def(
       "pareto",
-      [](nb::bytes joint_json, nb::bytes options_json, double resolution) {
+      [](nb::bytes joint_json, nb::bytes options_json, double resolution,
+         std::vector<double> budgets) {
         std::vector<remat::MemoryBudgetPoint> points;
         {
           nb::gil_scoped_release release;
           remat::PartitionOptions options = parse_options(view_of(options_json));
           remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
-          points = remat::memory_budget_pareto(joint, options, resolution);
+          points = remat::memory_budget_pareto(joint, options, resolution, budgets);
         }
         nb::list out;
         for (const auto& p : points)
@@ -229,7 +231,9 @@ NB_MODULE(_remat, m) {
         return out;
       },
       nb::arg("joint_json"), nb::arg("options_json"), nb::arg("resolution") = 1e-3,
-      "The memory-budget Pareto frontier: [(budget, recompute_runtime, memory_ratio)].");
+      nb::arg("budgets") = std::vector<double>{},
+      "The memory-budget Pareto frontier: [(budget, recompute_runtime, memory_ratio)];\n"
+      "with `budgets`, exactly those budgets.");
 
   m.def(
       "roundtrip",

@@ -89,16 +89,23 @@ def partition(
 
 
 def pareto(
-    joint: JsonLike, options: JsonLike | None = None, *, resolution: float = 1e-3
+    joint: JsonLike,
+    options: JsonLike | None = None,
+    *,
+    resolution: float = 1e-3,
+    budgets: list[float] | None = None,
 ) -> list[tuple[float, float, float]]:
     """The memory-budget Pareto frontier of a format-v1 joint graph.
 
     Returns torch's `visualize_memory_budget_pareto` points as
     (budget, recompute_runtime, memory_ratio) tuples, sorted, duplicates
     included; `options` as for partition() (the knapsack solver and runtime
-    estimator come from it).
+    estimator come from it). With `budgets`, evaluates exactly those budgets
+    (torch's estimate_for_budget) instead of bisecting.
     """
-    return [tuple(p) for p in _ext().pareto(_to_bytes(joint), _to_bytes(options or {}), resolution)]
+    points = _ext().pareto(_to_bytes(joint), _to_bytes(options or {}), resolution,
+                           [float(b) for b in budgets or ()])
+    return [tuple(p) for p in points]
 
 
 def roundtrip(joint: JsonLike) -> bytes:

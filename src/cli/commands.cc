@@ -313,8 +313,8 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
     r = s.partitioner == "default" ? default_partition(joint, options)
                                    : min_cut_rematerialization_partition(joint, options);
   } catch (const NoFiniteCutError& e) {
+    // The message already walks the conflicting path node by node.
     std::fprintf(stderr, "remat: error: %s\n", e.what());
-    if (!e.explanation().empty()) std::fprintf(stderr, "%s\n", e.explanation().c_str());
     if (!s.dot.empty()) {
       write_file_atomic(s.dot, e.dot());
       std::fprintf(stderr, "remat: wrote the capacity graph to %s\n", s.dot.c_str());

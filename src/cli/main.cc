@@ -2,9 +2,9 @@
 //
 // Contract: `remat --help`, `remat --version`, `remat info [GRAPH]`,
 // `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [options]`.
-// Every failure is one "remat: error: ..." message on stderr and a non-zero exit status (1 for errors, CLI11's
-// codes for bad usage); no exception escapes main, so the process never
-// aborts with a stack trace.
+// Every failure is one "remat: error: ..." message on stderr and a non-zero
+// exit status (1 for errors, CLI11's codes for bad usage); no exception
+// escapes main, so the process never aborts with a stack trace.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const NoFiniteCutError& e) {
     // run_partition reports these itself; this is a fallback.
-    std::fprintf(stderr, "remat: error: %s\n%s\n", e.what(), e.explanation().c_str());
+    std::fprintf(stderr, "remat: error: %s\n", e.what());
   } catch (const Error& e) {
     std::fprintf(stderr, "remat: error: %s\n", e.what());
   } catch (const std::bad_alloc&) {

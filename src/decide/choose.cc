@@ -227,7 +227,9 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
   return out.saved_values;
 }
 
-std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution) {
+std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution,
+                                              std::span<const double> budgets) {
+  for (double b : budgets) check_budget(b);
   BudgetStage stage(ctx);
   stage.set_range(solve_min_cut(ctx, stage.base()).saved_values);
   if (!stage.has_range())
@@ -235,7 +237,13 @@ std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double r
                 "memory budget Pareto frontier: the runtime-optimized min-cut saves no more "
                 "activation memory than the inputs, so every budget gives the same partition");
   stage.set_items(solve_min_cut(ctx, stage.aggressive()));
-  return pareto_sweep([&](double b) { return stage.evaluate(b); }, resolution);
+  if (budgets.empty()) return pareto_sweep([&](double b) { return stage.evaluate(b); }, resolution);
+  std::vector<ParetoPoint> points;
+  for (double b : budgets) {
+    const auto [runtime, ratio] = stage.evaluate(b);
+    points.push_back({b, runtime, ratio});
+  }
+  return points;
 }
 
 }  // namespace remat

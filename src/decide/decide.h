@@ -16,6 +16,7 @@
 // All ids are ids of the prepared graph.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,9 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
 // (sum(runtimes) - expected_runtime, mem_ratio(saved)) as torch's
 // estimate_for_budget. Throws Error(kUnsupported) when the runtime-optimized
 // cut saves no more than the inputs (torch never reaches its sweep then).
-std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution = 1e-3);
+// A non-empty `budgets` evaluates exactly those budgets, in order, instead.
+std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution = 1e-3,
+                                              std::span<const double> budgets = {});
 
 struct SavedSets {
   std::vector<NodeId> saved_values;

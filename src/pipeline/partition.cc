@@ -384,7 +384,8 @@ PartitionResult default_partition(const JointGraph& joint, const PartitionOption
 
 std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
                                                     const PartitionOptions& options,
-                                                    double resolution) {
+                                                    double resolution,
+                                                    const std::vector<double>& budgets) {
   options.validate();
   check_joint(joint);
   const PartitionOptions o = with_overrides(joint, options);
@@ -400,7 +401,7 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
   std::vector<uint8_t> categories = o.ops.classify(g);
   DecideContext ctx{g, info, dist, categories, o};
   std::vector<MemoryBudgetPoint> out;
-  for (const ParetoPoint& p : memory_budget_pareto(ctx, resolution))
+  for (const ParetoPoint& p : memory_budget_pareto(ctx, resolution, budgets))
     out.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
   return out;
 }

@@ -89,6 +89,8 @@ struct NodeSpec {
   PartitionerTag tag = PartitionerTag::kNone;
   uint16_t flags = kFlagTensorMeta;
   int64_t ac_graph_id = 0;
+  double memory_budget = 0;         // with kFlagMemoryBudget
+  double region_memory_budget = 0;  // with kFlagRegionBudget
   std::string sym_expr;
   int64_t sym_hint = 0;
 };
@@ -198,6 +200,8 @@ class TestGraph {
       n.target = b.intern(s.target);
       if (s.kind == NodeKind::kCallFunction) n.op = make_op(b, s.target);
       n.ac_graph_id = s.ac_graph_id;
+      n.memory_budget = s.memory_budget;
+      n.region_memory_budget = s.region_memory_budget;
       if (!s.sym_expr.empty()) {
         n.sym_expr = b.intern(s.sym_expr);
         n.sym_hint = s.sym_hint;

@@ -358,9 +358,10 @@ TEST(DecideChoose, BudgetsZeroAndOne) {
   EXPECT_THROW(choose_saved_values_set(sv.ctx(), 1.5, nullptr), Error);
 }
 
-TEST(DecideChoose, IntermediateBudgetNeedsKnapsack) {
-  // A random op (banned) whose value outweighs the input: a budget of 0.5
-  // would have the knapsack decide, which is not built yet.
+TEST(DecideChoose, IntermediateBudgetRunsTheKnapsack) {
+  // A random op (banned in every tier) whose value outweighs the input: at a
+  // budget of 0.5 the knapsack cannot keep it (its normalized size is over
+  // 1), so the last min-cut recomputes it and saves the input.
   TestGraph t;
   Ref p = t.placeholder("primals_1", {4});
   Ref tg = t.placeholder("tangents_1", {64});
@@ -369,12 +370,9 @@ TEST(DecideChoose, IntermediateBudgetNeedsKnapsack) {
   Ref g = t.call("aten.mul.Tensor", {tg, r}, {64});
   t.output({y, g});
   Solved sv(t, 1);
-  try {
-    choose_saved_values_set(sv.ctx(), 0.5, nullptr);
-    FAIL() << "expected kUnsupported";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
-  }
+  MinCutResult last;
+  EXPECT_EQ(sv.names(choose_saved_values_set(sv.ctx(), 0.5, &last)), Names({"primals_1"}));
+  EXPECT_EQ(sv.reason(last, "rand_like"), "");  // unbanned by the knapsack
 }
 
 TEST(DecideChoose, AggressiveRecomputationLiftsTheAllowlist) {
