@@ -8,7 +8,9 @@
 // these from torch's config at call time.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "remat/ops.h"
@@ -25,6 +27,23 @@ enum class CutSide : uint8_t {
   // from the source in the residual graph.
   kSourceMinimal,
 };
+
+// torch's CustomKnapsackSolver, as the engine calls it. `memory` holds the
+// knapsack items' normalized sizes, `banned_nodes` the items themselves as
+// joint-graph NodeIds (the caller's ids), both in torch's item order (largest
+// first); `max_memory` is the budget. Returns (saved, recomputed) item
+// indices. Only `recomputed` is used, as in torch: an index outside
+// [0, memory.size()) is skipped (torch's caller swallows the IndexError;
+// Python's negative indices are normalized by the front door). The expected
+// runtime is 0, as torch reports it. Exceptions propagate out of the
+// partition call unchanged.
+using CustomKnapsackFn = std::function<std::pair<std::vector<int>, std::vector<int>>(
+    const std::vector<double>& memory, double max_memory, const std::vector<NodeId>& banned_nodes)>;
+
+// torch's CustomRuntimeEstimator: the runtime of recomputing one knapsack
+// item, given as its joint-graph NodeId. Called once per item, in item
+// order, before the solver. Exceptions propagate unchanged.
+using CustomRuntimeEstimatorFn = std::function<double(NodeId joint_node)>;
 
 struct PartitionOptions {
   // --- torch._functorch.config -------------------------------------------
@@ -43,7 +62,9 @@ struct PartitionOptions {
   bool unsafe_treat_script_objects_as_zero_size = false;
   bool graphsafe_rng_functionalization = true;
   double activation_memory_budget = 1.0;
+  // A torch solver name, or "custom" for `custom_knapsack` below.
   std::string activation_memory_budget_solver = "dp";
+  // A torch estimator name, or "custom" for `custom_runtime_estimator`.
   std::string activation_memory_budget_runtime_estimator = "flops";
 
   // --- facts torch reads from its runtime --------------------------------
@@ -59,6 +80,10 @@ struct PartitionOptions {
   // "profile", indexed by joint-graph NodeId (torch benchmarks each node
   // itself; remat takes the times from its caller). Read only by "profile".
   std::vector<double> profiled_runtimes;
+  // Used when the solver / estimator above is "custom" (validate() requires
+  // them then); ignored otherwise. Called on the partitioning thread.
+  CustomKnapsackFn custom_knapsack;
+  CustomRuntimeEstimatorFn custom_runtime_estimator;
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 

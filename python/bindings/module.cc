@@ -7,7 +7,14 @@
 //  * The engine runs with the GIL released.
 //  * remat::Error becomes the remat.errors class of its code (NoFiniteCutError
 //    with .explanation and .dot); other exceptions use nanobind's defaults.
+//  * partition() and pareto() take two optional Python callables, the engine's
+//    custom hooks (remat/options.h): knapsack_solver(memory: list[float],
+//    max_memory: float, banned: list[int]) -> (saved, recomputed) lists of
+//    ints, and runtime_estimator(joint_id: int) -> float. Passing one selects
+//    it ("custom" solver / estimator). Each call re-acquires the GIL; an
+//    exception it raises unwinds the engine and reaches the caller unchanged.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -41,12 +48,72 @@ nb::bytes to_bytes(const std::string& s) { return nb::bytes(s.data(), s.size());
                      "option '" + std::string(key) + "': " + std::string(why));
 }
 
+// The caller's Python callables for the engine's custom hooks (None when
+// absent). Borrowed: the arguments of the binding call keep them alive for
+// as long as the engine runs, and raw pointers make the hooks safe to copy
+// without the GIL.
+struct PyHooks {
+  PyObject* knapsack_solver = nullptr;
+  PyObject* runtime_estimator = nullptr;
+
+  PyHooks(const nb::object& solver, const nb::object& estimator)
+      : knapsack_solver(solver.is_none() ? nullptr : solver.ptr()),
+        runtime_estimator(estimator.is_none() ? nullptr : estimator.ptr()) {}
+};
+
+// Converts a hook's Python result; a wrong type names the hook.
+template <typename T>
+T hook_result(nb::handle value, const char* hook, const char* expected) {
+  T out;
+  if (!nb::try_cast(value, out))
+    throw remat::Error(remat::ErrorCode::kInvalidOption,
+                       std::string(hook) + " returned " +
+                           nb::cast<std::string>(nb::str(nb::handle(value.type()))) +
+                           "; expected " + expected);
+  return out;
+}
+
+remat::CustomKnapsackFn knapsack_hook(PyObject* fn) {
+  return [fn](const std::vector<double>& memory, double max_memory,
+              const std::vector<remat::NodeId>& banned) {
+    // The engine runs without the GIL (see partition below).
+    nb::gil_scoped_acquire gil;
+    nb::list mem, ids;
+    for (double m : memory) mem.append(m);
+    for (remat::NodeId id : banned) ids.append(id);
+    nb::object r = nb::borrow(fn)(mem, max_memory, ids);  // nb::python_error on raise
+    return hook_result<std::pair<std::vector<int>, std::vector<int>>>(
+        r, "custom knapsack solver", "(saved, recomputed) sequences of ints");
+  };
+}
+
+remat::CustomRuntimeEstimatorFn estimator_hook(PyObject* fn) {
+  return [fn](remat::NodeId joint_node) {
+    nb::gil_scoped_acquire gil;
+    nb::object r = nb::borrow(fn)(joint_node);
+    return hook_result<double>(r, "custom runtime estimator", "a float");
+  };
+}
+
 // Fills PartitionOptions from a JSON object whose keys are the field names.
 // Unknown keys and wrong types are errors: a typo must not silently fall back
-// to torch's default.
-remat::PartitionOptions parse_options(std::string_view json) {
+// to torch's default. Hooks given select the "custom" solver / estimator.
+remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hooks) {
   remat::PartitionOptions o;
-  if (json.empty()) return o;
+  auto install_hooks = [&] {
+    if (hooks.knapsack_solver) {
+      o.custom_knapsack = knapsack_hook(hooks.knapsack_solver);
+      o.activation_memory_budget_solver = "custom";
+    }
+    if (hooks.runtime_estimator) {
+      o.custom_runtime_estimator = estimator_hook(hooks.runtime_estimator);
+      o.activation_memory_budget_runtime_estimator = "custom";
+    }
+  };
+  if (json.empty()) {
+    install_hooks();
+    return o;
+  }
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (auto err = parser.parse(json.data(), json.size()).get(root)) {
@@ -147,6 +214,7 @@ remat::PartitionOptions parse_options(std::string_view json) {
     if (it == setters.end()) bad_option(key, "unknown option");
     it->second(key, value);
   }
+  install_hooks();
   o.validate();
   return o;
 }
@@ -189,13 +257,15 @@ NB_MODULE(_remat, m) {
 
   m.def(
       "partition",
-      [](nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner) {
+      [](nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner,
+         nb::object knapsack_solver, nb::object runtime_estimator) {
         std::string out;
+        const PyHooks hooks(knapsack_solver, runtime_estimator);
         {
           // bytes objects are immutable and held by the caller: their buffers
           // stay valid while the GIL is released.
           nb::gil_scoped_release release;
-          remat::PartitionOptions options = parse_options(view_of(options_json));
+          remat::PartitionOptions options = parse_options(view_of(options_json), hooks);
           remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
           remat::PartitionResult result;
           if (partitioner == "min_cut") {
@@ -212,16 +282,18 @@ NB_MODULE(_remat, m) {
         return to_bytes(out);
       },
       nb::arg("joint_json"), nb::arg("options_json"), nb::arg("partitioner") = "min_cut",
+      nb::arg("knapsack_solver") = nb::none(), nb::arg("runtime_estimator") = nb::none(),
       "Partitions a joint graph; returns the partition-result document.");
 
   m.def(
       "pareto",
       [](nb::bytes joint_json, nb::bytes options_json, double resolution,
-         std::vector<double> budgets) {
+         std::vector<double> budgets, nb::object knapsack_solver, nb::object runtime_estimator) {
         std::vector<remat::MemoryBudgetPoint> points;
+        const PyHooks hooks(knapsack_solver, runtime_estimator);
         {
           nb::gil_scoped_release release;
-          remat::PartitionOptions options = parse_options(view_of(options_json));
+          remat::PartitionOptions options = parse_options(view_of(options_json), hooks);
           remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
           points = remat::memory_budget_pareto(joint, options, resolution, budgets);
         }
@@ -231,7 +303,8 @@ NB_MODULE(_remat, m) {
         return out;
       },
       nb::arg("joint_json"), nb::arg("options_json"), nb::arg("resolution") = 1e-3,
-      nb::arg("budgets") = std::vector<double>{},
+      nb::arg("budgets") = std::vector<double>{}, nb::arg("knapsack_solver") = nb::none(),
+      nb::arg("runtime_estimator") = nb::none(),
       "The memory-budget Pareto frontier: [(budget, recompute_runtime, memory_ratio)];\n"
       "with `budgets`, exactly those budgets.");
 

@@ -8,7 +8,7 @@ Engine failures raise `RematError` subclasses (see remat.errors).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 from .errors import (
     InternalError,
@@ -73,14 +73,27 @@ def partition(
     partitioner: str = "min_cut",
     *,
     as_json: bool = True,
+    knapsack_solver: Callable[[list, float, list], tuple] | None = None,
+    runtime_estimator: Callable[[int], float] | None = None,
 ) -> bytes | dict:
     """Partitions a format-v1 joint graph; returns the partition-result document.
 
     `options` is an object of PartitionOptions fields ({"activation_memory_budget": 0.5}).
     `partitioner` is "min_cut" or "default". Returns bytes, or a dict when
     `as_json` is False.
+
+    `knapsack_solver` and `runtime_estimator` replace the memory budget's
+    solver and estimator (they select the "custom" ones):
+    ``knapsack_solver(memory, max_memory, banned_ids) -> (saved, recomputed)``
+    gets the items' normalized memories, the budget and the items' joint node
+    ids (all in item order) and returns item indices, of which only
+    `recomputed` is used (out-of-range ones are skipped);
+    ``runtime_estimator(joint_id) -> float`` prices one item. Exceptions they
+    raise propagate unchanged. `remat.torch` builds them from torch's
+    CustomKnapsackSolver / CustomRuntimeEstimator.
     """
-    out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner)
+    out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner,
+                           knapsack_solver, runtime_estimator)
     if as_json:
         return out
     import orjson
@@ -94,6 +107,8 @@ def pareto(
     *,
     resolution: float = 1e-3,
     budgets: list[float] | None = None,
+    knapsack_solver: Callable[[list, float, list], tuple] | None = None,
+    runtime_estimator: Callable[[int], float] | None = None,
 ) -> list[tuple[float, float, float]]:
     """The memory-budget Pareto frontier of a format-v1 joint graph.
 
@@ -101,10 +116,12 @@ def pareto(
     (budget, recompute_runtime, memory_ratio) tuples, sorted, duplicates
     included; `options` as for partition() (the knapsack solver and runtime
     estimator come from it). With `budgets`, evaluates exactly those budgets
-    (torch's estimate_for_budget) instead of bisecting.
+    (torch's estimate_for_budget) instead of bisecting. `knapsack_solver` and
+    `runtime_estimator` as for partition().
     """
     points = _ext().pareto(_to_bytes(joint), _to_bytes(options or {}), resolution,
-                           [float(b) for b in budgets or ()])
+                           [float(b) for b in budgets or ()], knapsack_solver,
+                           runtime_estimator)
     return [tuple(p) for p in points]
 
 

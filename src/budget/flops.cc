@@ -484,9 +484,10 @@ bool has_flop_formula(std::string_view packet) {
 }
 
 void register_runtime_estimator(const std::string& name, RuntimeEstimator estimator) {
-  if (is_builtin_estimator(name)) {
+  // "custom" names PartitionOptions::custom_runtime_estimator (choose.cc).
+  if (is_builtin_estimator(name) || name == "custom") {
     throw Error(ErrorCode::kInvalidOption,
-                fmt::format("runtime estimator '{}' is built in and cannot be replaced", name));
+                fmt::format("runtime estimator '{}' is built in or reserved and cannot be replaced", name));
   }
   if (!estimator) {
     throw Error(ErrorCode::kInvalidOption,

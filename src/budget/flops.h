@@ -25,7 +25,10 @@
 //      "profile" -> a measured time per node, passed in (remat benchmarks
 //                   nothing itself)
 //    plus custom estimators registered by name. An unknown name throws
-//    Error(kInvalidOption) naming it.
+//    Error(kInvalidOption) naming it. "custom" is reserved: it names
+//    PartitionOptions::custom_runtime_estimator (torch's
+//    CustomRuntimeEstimator, called per joint node), which the partitioner
+//    calls itself rather than through estimate_runtime.
 #pragma once
 
 #include <functional>
@@ -48,7 +51,7 @@ bool has_flop_formula(std::string_view packet);
 using RuntimeEstimator = std::function<double(const Graph& g, NodeId n)>;
 
 // Registers (or replaces) a custom estimator; "flops", "testing" and
-// "profile" cannot be replaced. Thread-safe.
+// "profile" cannot be replaced, "custom" is reserved. Thread-safe.
 void register_runtime_estimator(const std::string& name, RuntimeEstimator estimator);
 
 // The runtime torch's estimate_runtime(node) gives under `estimator`.

@@ -575,9 +575,10 @@ CustomSolvers& custom_solvers() {
 }  // namespace
 
 void register_knapsack_solver(const std::string& name, KnapsackSolver solver) {
-  if (builtin_solver(name) != nullptr) {
+  // "custom" names PartitionOptions::custom_knapsack, which choose.cc calls.
+  if (builtin_solver(name) != nullptr || name == "custom") {
     throw Error(ErrorCode::kInvalidOption,
-                fmt::format("knapsack solver '{}' is built in and cannot be replaced", name));
+                fmt::format("knapsack solver '{}' is built in or reserved and cannot be replaced", name));
   }
   if (!solver) {
     throw Error(ErrorCode::kInvalidOption,

@@ -94,7 +94,9 @@ using KnapsackSolver = std::function<KnapsackResult(
 // Registers (or replaces) a solver under a name, next to the built-in
 // "greedy", "ilp", "dp", "dp_knapsack_sliding_hirschberg" and
 // "dynamic_memory_budget_dp" (torch's activation_memory_budget_solver values).
-// Built-in names cannot be replaced. Thread-safe.
+// Built-in names cannot be replaced, and "custom" is reserved: it names
+// PartitionOptions::custom_knapsack (torch's CustomKnapsackSolver calling
+// convention, which the partitioner calls itself). Thread-safe.
 void register_knapsack_solver(const std::string& name, KnapsackSolver solver);
 bool has_knapsack_solver(std::string_view name);
 

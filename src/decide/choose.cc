@@ -12,6 +12,10 @@
 // so BudgetStage prepares it once; the Pareto sweep then pays one knapsack and
 // (at most) one min-cut per distinct budget, with min-cuts memoized by the set
 // of nodes the knapsack unbanned.
+//
+// The solver and the runtime estimator may be the caller's own hooks
+// (PartitionOptions::custom_knapsack / custom_runtime_estimator, torch's
+// CustomKnapsackSolver / CustomRuntimeEstimator), told the items as joint ids.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -137,6 +141,7 @@ class BudgetStage {
       memory_[i] = (static_cast<double>(size[order[i]]) / 1e9) / range;
     }
     items_ = std::move(sorted);
+    item_ids_.clear();
     std::vector<double> profiled;
     if (o.activation_memory_budget_runtime_estimator == "profile" && !o.profiled_runtimes.empty()) {
       // Measured times are keyed by joint node; this graph's nodes know theirs.
@@ -146,7 +151,14 @@ class BudgetStage {
         if (origin < o.profiled_runtimes.size()) profiled[n] = o.profiled_runtimes[origin];
       }
     }
-    runtimes_ = estimate_runtimes(g, items_, o.activation_memory_budget_runtime_estimator, profiled);
+    if (o.activation_memory_budget_runtime_estimator == "custom") {
+      // torch's CustomRuntimeEstimator: once per item, in item order.
+      runtimes_.clear();
+      for (NodeId n : items_) runtimes_.push_back(o.custom_runtime_estimator(joint_id(n)));
+    } else {
+      runtimes_ =
+          estimate_runtimes(g, items_, o.activation_memory_budget_runtime_estimator, profiled);
+    }
     total_runtime_ = python_sum(runtimes_);
   }
 
@@ -161,8 +173,20 @@ class BudgetStage {
     double expected_runtime;
   };
   Choice solve(double budget) {
-    KnapsackResult k = solve_knapsack(ctx_.options.activation_memory_budget_solver, memory_,
-                                      runtimes_, std::max(budget, 0.0));
+    const PartitionOptions& o = ctx_.options;
+    KnapsackResult k;
+    if (o.activation_memory_budget_solver == "custom") {
+      // torch's CustomKnapsackSolver branch: the solver sees the items, not
+      // the runtimes, and the expected runtime is reported as 0.
+      if (item_ids_.empty())
+        for (NodeId n : items_) item_ids_.push_back(joint_id(n));
+      auto [saved, recomputed] = o.custom_knapsack(memory_, std::max(budget, 0.0), item_ids_);
+      k.saved = std::move(saved);
+      k.recomputed = std::move(recomputed);
+    } else {
+      k = solve_knapsack(o.activation_memory_budget_solver, memory_, runtimes_,
+                         std::max(budget, 0.0));
+    }
     std::vector<int> key;
     key.reserve(k.recomputed.size());
     for (int idx : k.recomputed)
@@ -185,10 +209,18 @@ class BudgetStage {
   }
 
  private:
+  // The caller's joint-graph id of a node of the (prepared) graph: what the
+  // custom hooks are told.
+  NodeId joint_id(NodeId n) const {
+    const NodeId origin = ctx_.graph.node(n).origin;
+    return origin == kNoNode || origin == kCreatedNode ? n : origin;
+  }
+
   const DecideContext& ctx_;
   MinCutOptions base_, more_, aggressive_;
   double min_act_ = 0, max_act_ = 0;
   std::vector<NodeId> items_, must_save_;
+  std::vector<NodeId> item_ids_;  // items_ as joint ids, for the custom solver
   std::vector<double> memory_, runtimes_;
   double total_runtime_ = 0;
   std::vector<uint8_t> dont_ban_;

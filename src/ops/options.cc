@@ -16,9 +16,11 @@ namespace {
 // config.activation_memory_budget_solver / _runtime_estimator values torch
 // understands (partitioners._optimize_runtime_with_given_memory and
 // estimate_runtime).
+// "custom" stands for torch's CustomKnapsackSolver / CustomRuntimeEstimator
+// instances: the hooks in PartitionOptions.
 constexpr std::string_view kSolvers[] = {"greedy", "ilp", "dp", "dp_knapsack_sliding_hirschberg",
-                                         "dynamic_memory_budget_dp"};
-constexpr std::string_view kEstimators[] = {"flops", "testing", "profile"};
+                                         "dynamic_memory_budget_dp", "custom"};
+constexpr std::string_view kEstimators[] = {"flops", "testing", "profile", "custom"};
 
 template <size_t N>
 bool one_of(const std::string& v, const std::string_view (&allowed)[N]) {
@@ -62,6 +64,15 @@ void PartitionOptions::validate() const {
                 fmt::format("activation_memory_budget_runtime_estimator: unknown estimator "
                             "\"{}\" (one of {})",
                             activation_memory_budget_runtime_estimator, joined(kEstimators)));
+  }
+  if (activation_memory_budget_solver == "custom" && !custom_knapsack) {
+    throw Error(ErrorCode::kInvalidOption,
+                "activation_memory_budget_solver: \"custom\" needs custom_knapsack to be set");
+  }
+  if (activation_memory_budget_runtime_estimator == "custom" && !custom_runtime_estimator) {
+    throw Error(ErrorCode::kInvalidOption,
+                "activation_memory_budget_runtime_estimator: \"custom\" needs "
+                "custom_runtime_estimator to be set");
   }
 }
 

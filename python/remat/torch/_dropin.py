@@ -16,8 +16,10 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import gc
 import logging
 import warnings
 from typing import Any, Callable, Optional
@@ -26,6 +28,7 @@ import torch
 import torch.fx as fx
 
 import remat
+from . import _custom
 from ._export import export_joint_graph
 from ._import import import_result
 
@@ -58,10 +61,8 @@ def options_from_torch(**overrides: Any) -> dict:
     opts = {name: getattr(config, name) for name in _CONFIG_FIELDS}
     for name in ("activation_memory_budget_solver", "activation_memory_budget_runtime_estimator"):
         value = getattr(config, name)
-        if not isinstance(value, str):
-            raise remat.UnsupportedError(
-                f"torch._functorch.config.{name} is a custom callable; remat does not run it")
-        opts[name] = value
+        # A CustomKnapsackSolver / CustomRuntimeEstimator: _custom.hooks runs it.
+        opts[name] = value if isinstance(value, str) else "custom"
     # fx.Graph.eliminate_dead_code keeps random ops unless a tracing context
     # exists, in which case inductor's fallback_random decides.
     opts["dce_impure_random"] = (
@@ -81,17 +82,45 @@ class Partition:
     result: dict  # the format-v1 partition result (saved values, decisions, timing)
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """Pauses the cyclic garbage collector, restoring its previous state.
+
+    Export and import allocate hundreds of thousands of containers that stay
+    alive until the call returns; on a large heap (the joint graph's fake
+    tensors) each full collection they trigger re-walks everything, which
+    costs more than the work itself. Reference counting still frees memory.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int,
               static_lifetime_input_indices: Optional[list[int]] = None,
               partitioner: str = "min_cut", options: Optional[dict] = None) -> Partition:
     """Partitions an FX joint graph with remat; returns both modules and the report."""
+    with _gc_paused():
+        return _partition(joint_module, num_fwd_outputs, static_lifetime_input_indices,
+                          partitioner, options)
+
+
+def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
+               static_lifetime_input_indices: Optional[list[int]],
+               partitioner: str, options: Optional[dict]) -> Partition:
     from torch.utils.checkpoint import CheckpointPolicy
 
     handles: list = []
     doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                              as_json=True, handles=handles)
     opts = options_from_torch() if options is None else options
-    result = remat.partition(doc, opts, partitioner, as_json=False)
+    result = remat.partition(doc, opts, partitioner, as_json=False,
+                             **_custom.hooks(joint_module, num_fwd_outputs,
+                                             static_lifetime_input_indices, opts))
     # Mirror torch: the tag passes write MUST_SAVE into the joint graph.
     by_name = {n.name: n for n in joint_module.graph.nodes}
     for name in result.get("forced_must_save", []):
@@ -109,10 +138,7 @@ def min_cut_rematerialization_partition(
     static_lifetime_input_indices: Optional[list[int]] = None,
 ) -> tuple[fx.GraphModule, fx.GraphModule]:
     """torch's min_cut_rematerialization_partition, computed by remat."""
-    p = partition(joint_module, num_fwd_outputs=num_fwd_outputs,
-                  static_lifetime_input_indices=static_lifetime_input_indices,
-                  partitioner="min_cut")
-    return p.forward, p.backward
+    return _modules_only(joint_module, num_fwd_outputs, static_lifetime_input_indices, "min_cut")
 
 
 def default_partition(
@@ -124,10 +150,20 @@ def default_partition(
     static_lifetime_input_nodes: Any = None,
 ) -> tuple[fx.GraphModule, fx.GraphModule]:
     """torch's default_partition, computed by remat."""
-    p = partition(joint_module, num_fwd_outputs=num_fwd_outputs,
-                  static_lifetime_input_indices=static_lifetime_input_indices,
-                  partitioner="default")
-    return p.forward, p.backward
+    return _modules_only(joint_module, num_fwd_outputs, static_lifetime_input_indices, "default")
+
+
+def _modules_only(joint_module: fx.GraphModule, num_fwd_outputs: int,
+                  static_lifetime_input_indices: Optional[list[int]],
+                  partitioner: str) -> tuple[fx.GraphModule, fx.GraphModule]:
+    with _gc_paused():
+        p = _partition(joint_module, num_fwd_outputs, static_lifetime_input_indices,
+                       partitioner, None)
+        fw, bw = p.forward, p.backward
+        # Freed by reference counting before the collector resumes, so its
+        # first young collection does not walk the whole result document.
+        del p
+    return fw, bw
 
 
 # --- install / uninstall ------------------------------------------------------

@@ -29,7 +29,6 @@ from torch.fx.experimental.symbolic_shapes import (
     is_symbol_binding_fx_node,
     optimization_hint,
 )
-from torch.multiprocessing.reductions import StorageWeakRef
 
 from ._targets import register_target, target_name
 
@@ -52,21 +51,63 @@ def dtype_name(dtype: torch.dtype) -> str:
     return _strip_torch(dtype)
 
 
+# dtype -> format name, filled for the dtypes torch defines at import time.
+_DTYPE_NAMES: dict[torch.dtype, str] = {
+    d: dtype_name(d) for d in vars(torch).values() if isinstance(d, torch.dtype)
+}
+
+
 class _Exporter:
     def __init__(self, handles: Optional[list]) -> None:
         self.handles = handles
         self.ops: dict[str, dict] = {}
-        # StorageWeakRef hashes and compares by the storage's identity; dense
+        # Storage identity as StorageWeakRef defines it (the StorageImpl
+        # address, `cdata`), read without making a weak reference: every
+        # storage stays alive for the whole export, held by node meta. Dense
         # ids in first-seen (FX) order keep the output deterministic.
-        self.storages: dict[StorageWeakRef, int] = {}
+        self.storages: dict[int, int] = {}
+        # Per-export caches keyed by id(): targets and devices are few and
+        # alive for the whole export (the graph holds them), and ids skip
+        # OpOverload's Python-level __hash__.
+        self.names: dict[int, str] = {}
+        self.impure: dict[int, bool] = {}
+        self.devices: dict[torch.device, str] = {}
+        # Set by value() when the value holds a non-int size, stride, storage
+        # offset or sym value: only then can it have free symbols.
+        self.symbolic = False
 
     # --- ops -------------------------------------------------------------
     def op(self, target: Any) -> str:
-        name = target_name(target)
-        if name not in self.ops:
-            self.ops[name] = _op_facts(name, target)
-            register_target(name, target)
+        name = self.names.get(id(target))
+        if name is None:
+            name = target_name(target)
+            self.names[id(target)] = name
+            if name not in self.ops:
+                self.ops[name] = _op_facts(name, target)
+                register_target(name, target)
         return name
+
+    def is_impure(self, n: fx.Node) -> bool:
+        """Node.is_impure(impure_random=False), computed once per target.
+
+        For call_function nodes torch's answer depends only on the target and
+        process-wide registries, except for higher-order operators
+        (auto_functionalized reads its first argument), which are never cached.
+        """
+        op = n.op
+        if op == "placeholder" or op == "output":
+            return True
+        if op == "get_attr":
+            return False
+        if op != "call_function":
+            return n.is_impure(impure_random=False)
+        target = n.target
+        impure = self.impure.get(id(target))
+        if impure is None:
+            impure = n.is_impure(impure_random=False)
+            if not isinstance(target, torch._ops.HigherOrderOperator):
+                self.impure[id(target)] = impure
+        return impure
 
     # --- args ------------------------------------------------------------
     def opaque(self, x: Any) -> dict:
@@ -77,8 +118,13 @@ class _Exporter:
         return {"opaque": repr(x), "handle": handle}
 
     def arg(self, x: Any) -> Any:
-        # Exact type checks first: bool is an int, and FX's immutable
-        # containers subclass list/dict.
+        # The common exact types first (no subclasses: bool is an int, FX's
+        # immutable containers subclass list/dict).
+        t = type(x)
+        if t is fx.Node:
+            return {"node": x.name}
+        if t is int:
+            return x if _INT64_MIN <= x <= _INT64_MAX else self.opaque(x)
         if x is None or isinstance(x, (bool, str)):
             return x
         if isinstance(x, int):
@@ -121,8 +167,10 @@ class _Exporter:
         return {"expr": str(d.node.expr), "hint": _sym_hint(d)}
 
     def value(self, v: Any) -> dict:
-        if isinstance(v, torch.Tensor):
+        if isinstance(v, torch.Tensor):  # FakeTensor: a subclass
             return self.tensor(v)
+        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            self.symbolic = True
         if isinstance(v, torch.SymInt):
             return {"kind": "symint", "expr": str(v.node.expr), "hint": _sym_hint(v)}
         if isinstance(v, torch.SymFloat):
@@ -146,49 +194,78 @@ class _Exporter:
         return {"kind": "constant", "repr": _safe_repr(v)}
 
     def tensor(self, t: torch.Tensor) -> dict:
+        dim = self.dim
+        shape = t.shape
+        symbolic = not _all_ints(shape)
         out: dict[str, Any] = {
             "kind": "tensor",
-            "dtype": dtype_name(t.dtype),
-            "shape": [self.dim(d) for d in t.shape],
+            "dtype": _DTYPE_NAMES.get(t.dtype) or dtype_name(t.dtype),
+            "shape": [dim(d) for d in shape] if symbolic else list(shape),
         }
         try:
-            out["stride"] = [self.dim(d) for d in t.stride()]
+            stride = t.stride()
         except (RuntimeError, NotImplementedError):
             pass  # sparse and other layouts without strides
-        out["device"] = str(t.device)
+        else:
+            sym_stride = not _all_ints(stride)
+            out["stride"] = [dim(d) for d in stride] if sym_stride else list(stride)
+            if not symbolic:
+                try:
+                    symbolic = sym_stride or type(t.storage_offset()) is not int
+                except (RuntimeError, NotImplementedError):
+                    symbolic = True  # let free_symbols decide
+        if symbolic:
+            self.symbolic = True
+        device = t.device
+        dev = self.devices.get(device)
+        if dev is None:
+            dev = self.devices[device] = str(device)
+        out["device"] = dev
         # As torch._inductor.fx_utils.get_node_storage: no storage, no identity.
         if torch._C._has_storage(t):
-            ref = StorageWeakRef(t.untyped_storage())
-            out["storage"] = self.storages.setdefault(ref, len(self.storages))
+            storages = self.storages
+            out["storage"] = storages.setdefault(t.untyped_storage()._cdata, len(storages))
         else:
             out["storage"] = -1
-        out["numel_hint"] = optimization_hint(t.numel(), fallback=4096)
+        numel = t.numel()
+        out["numel_hint"] = numel if type(numel) is int else optimization_hint(numel, fallback=4096)
         return out
 
     # --- nodes -----------------------------------------------------------
     def node(self, n: fx.Node) -> dict:
-        out: dict[str, Any] = {"name": n.name, "op": n.op}
-        if n.op == "call_function":
-            out["target"] = self.op(n.target)
-        elif n.op == "output":
-            out["target"] = "output"
+        op = n.op
+        if op == "call_function":
+            target = self.op(n.target)
+        elif op == "output":
+            target = "output"
         else:
-            out["target"] = str(n.target)
-        out["args"] = [self.arg(a) for a in n.args]
-        out["kwargs"] = {k: self.arg(v) for k, v in n.kwargs.items()}
+            target = str(n.target)
+        arg = self.arg
+        kwargs = n.kwargs
+        out: dict[str, Any] = {
+            "name": n.name,
+            "op": op,
+            "target": target,
+            "args": [arg(a) for a in n.args],
+            "kwargs": {k: arg(v) for k, v in kwargs.items()} if kwargs else {},
+        }
         meta = n.meta
         if "val" in meta:
             val = meta["val"]
+            self.symbolic = False
             out["val"] = self.value(val)
-            syms = _free_symbol_names(val)
-            if syms:
-                out["free_symbols"] = syms
+            if self.symbolic:
+                syms = _free_symbol_names(val)
+                if syms:
+                    out["free_symbols"] = syms
+            # is_symbol_binding_fx_node answers None for anything but a SymInt.
+            if isinstance(val, torch.SymInt):
+                bound = is_symbol_binding_fx_node(n)
+                if bound is not None:
+                    out["binds_symbol"] = str(bound)
         if "tensor_meta" in meta:
             out["tensor_meta"] = True
-        bound = is_symbol_binding_fx_node(n)
-        if bound is not None:
-            out["binds_symbol"] = str(bound)
-        if n.is_impure(impure_random=False):
+        if self.is_impure(n):
             out["impure"] = True
         m = _partitioner_meta(meta)
         if m:
@@ -220,6 +297,13 @@ def _free_symbol_names(val: Any) -> list[str]:
     if not _has_exprs(val):
         return []
     return sorted(s.name for s in free_symbols(val))
+
+
+def _all_ints(dims: Any) -> bool:
+    for d in dims:
+        if type(d) is not int:
+            return False
+    return True
 
 
 def _has_exprs(val: Any) -> bool:

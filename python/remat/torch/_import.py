@@ -28,6 +28,7 @@ import orjson
 import torch
 import torch.fx as fx
 import torch.utils._pytree as pytree
+from torch.fx.immutable_collections import immutable_dict
 
 from ._targets import resolve_target
 
@@ -59,8 +60,15 @@ class _Decoder:
     def __init__(self, env: dict[str, fx.Node], handles: Optional[list]) -> None:
         self.env = env
         self.handles = handles
+        self.resolved_handle = False  # set when an opaque argument resolved to its object
 
     def arg(self, a: Any) -> Any:
+        if type(a) is dict and len(a) == 1:
+            name = a.get("node")
+            if name is not None:
+                node = self.env.get(name)
+                if node is not None:
+                    return node
         if isinstance(a, list):
             return [self.arg(x) for x in a]
         if not isinstance(a, dict):
@@ -92,6 +100,7 @@ class _Decoder:
             if "opaque" in a:
                 h = a.get("handle", -1)
                 if self.handles is not None and h is not None and 0 <= h < len(self.handles):
+                    self.resolved_handle = True
                     return self.handles[h]
                 return OpaqueArg(a["opaque"])
         raise ValueError(f"remat: not a format-v1 argument: {a!r}")
@@ -174,30 +183,63 @@ def _meta_from_doc(nd: dict) -> dict:
     return meta
 
 
+# Node.__setattr__ re-indexes the node in the graph's find_nodes table on
+# every attribute write; "meta" is not part of that index, so meta is set
+# with the plain attribute write.
+_set_attr = object.__setattr__
+
+
 def _build_graph(
     nodes: list[dict],
     joint_gm: Optional[fx.GraphModule],
     handles: Optional[list],
     match_by_name: bool,
 ) -> fx.Graph:
+    """Appends the document's nodes to a fresh graph as `Graph.create_node` would.
+
+    create_node walks every call's args with pytree only to warn about raw
+    SymInt/SymFloat/SymBool arguments; a document argument can hold one only
+    through a resolved opaque handle, so just those nodes go through
+    create_node. The other nodes get create_node's bookkeeping inline (a
+    fresh graph has no owning module, hence no create-node hooks).
+    """
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
     graph = fx.Graph()
+    create_name = graph._graph_namespace.create_name
+    associate = graph._graph_namespace.associate_name_with_obj
+    insert = graph._insert
+    index = graph._find_nodes_lookup_table.insert
+    Node = fx.Node
     env: dict[str, fx.Node] = {}
     dec = _Decoder(env, handles)
+    arg = dec.arg
     for nd in nodes:
         op, name = nd["op"], nd["name"]
-        args = tuple(dec.arg(a) for a in nd.get("args", []))
-        kwargs = {k: dec.arg(v) for k, v in (nd.get("kwargs") or {}).items()}
+        dec.resolved_handle = False
+        a = nd.get("args")
+        args = tuple([arg(x) for x in a]) if a else ()
+        kw = nd.get("kwargs")
+        kwargs = {k: arg(v) for k, v in kw.items()} if kw else immutable_dict()
         if op == "output":
             # Named explicitly: a rewrite that replaces the output node leaves
             # FX's new one named "output_1".
-            node = graph.create_node("output", "output", (args[0] if args else None,), name=name)
+            target: Any = "output"
+            args, kwargs = (args[0] if args else None,), immutable_dict()
         elif op == "call_function":
-            node = graph.create_node(op, resolve_target(nd["target"]), args, kwargs, name=name)
-        elif op in ("placeholder", "get_attr"):
-            node = graph.create_node(op, nd["target"], args, kwargs, name=name)
+            target = resolve_target(nd["target"])
+        elif op == "placeholder" or op == "get_attr":
+            target = nd["target"]
         else:
             raise ValueError(f"remat: node {name!r}: unsupported op {op!r}")
+        if dec.resolved_handle:
+            node = graph.create_node(op, target, args, kwargs, name=name)
+        else:
+            fx_name = create_name(name, None)
+            node = Node(graph, fx_name, op, target, args, kwargs, None)
+            associate(fx_name, node)
+            insert(node)
+            index(node)
+            graph._len += 1
         if node.name != name:
             raise ValueError(f"remat: FX renamed node {name!r} to {node.name!r}")
         env[name] = node
@@ -205,13 +247,13 @@ def _build_graph(
         src_name = nd.get("origin") or (name if match_by_name else None)
         src = joint_nodes.get(src_name) if src_name is not None else None
         if src is not None and src.op == op == "output":
-            node.meta = copy.copy(src.meta)
+            _set_attr(node, "meta", copy.copy(src.meta))
         elif src is not None and op == "placeholder":
-            node.meta = src.meta  # torch's extraction shares the placeholder's dict
+            _set_attr(node, "meta", src.meta)  # torch's extraction shares the placeholder's dict
         elif src is not None and op != "output":
-            node.meta = copy.copy(src.meta)
+            _set_attr(node, "meta", copy.copy(src.meta))
         elif op != "output":
-            node.meta = _meta_from_doc(nd)
+            _set_attr(node, "meta", _meta_from_doc(nd))
     return graph
 
 

@@ -1,0 +1,140 @@
+"""torch's custom memory-budget solver and runtime estimator, run for remat.
+
+Contract: `hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices,
+opts)` returns the keyword arguments for `remat.partition` (`knapsack_solver`,
+`runtime_estimator`) that call `torch._functorch.config`'s
+`activation_memory_budget_solver` / `activation_memory_budget_runtime_estimator`
+objects exactly as torch 2.13's partitioner does, or {} when neither option is
+"custom" in `opts` (`options_from_torch` writes "custom" for a non-string value).
+
+  * The solver is called as ``SOLVER(memory, joint_graph, max_memory,
+    node_info, all_recomputable_banned_nodes)`` under ``no_dispatch()``; its
+    ``(saved, recomputed)`` result is unpacked as torch unpacks it, and each
+    recomputed index is looked up the way torch's loop does (Python indexing:
+    negative indices count from the end, failing lookups are skipped).
+  * The estimator is called as ``RUNTIME_MODE(node)``, once per knapsack item.
+  * `joint_graph`, `node_info` and the nodes are torch's own view: on the
+    first call, a copy of the joint graph goes through the steps torch's
+    min_cut_rematerialization_partition takes before choosing saved values
+    (DCE, CSE when enabled, recompute-tag cleanup, forced saves,
+    classify_nodes, ``dist_from_bw``), so they are nodes of a graph like the
+    one torch would pass (same names, args, users, meta), not the caller's
+    joint module, which remat leaves as it is. Node objects differ in identity
+    from torch's (it is a copy), and that copy's meta dicts are shallow copies.
+  * Like the drop-in's other options, any callable is accepted; torch accepts
+    only CustomKnapsackSolver / CustomRuntimeEstimator instances and raises
+    RuntimeError for other callables.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from typing import Any, Callable, Optional
+
+import torch.fx as fx
+
+
+class _TorchView:
+    """The partitioner's state at choose_saved_values_set, built on first use."""
+
+    def __init__(self, joint_module: fx.GraphModule, num_fwd_outputs: int,
+                 static_lifetime_input_indices: Optional[list[int]]) -> None:
+        self._joint = joint_module
+        self._num_fwd_outputs = num_fwd_outputs
+        self._static = list(static_lifetime_input_indices or [])
+        # Joint ids are positions in the graph as exported, before remat runs.
+        self._names = [n.name for n in joint_module.graph.nodes]
+        self._built = False
+
+    def _build(self) -> None:
+        import torch._functorch.config as config
+        from torch._functorch import partitioners as tp
+        from torch._functorch.compile_utils import fx_graph_cse
+
+        # torch's prefix of min_cut_rematerialization_partition, on a copy.
+        gm = fx.GraphModule(self._joint, copy.deepcopy(self._joint.graph))
+        gm.graph.eliminate_dead_code()
+        if config.cse:
+            gm.graph = fx_graph_cse(gm.graph)
+        if tp.has_recomputable_ops(gm):
+            gm = tp.cleanup_recompute_tags(gm, is_default_partition=False)
+        if not config.unsafe_allow_optimization_of_collectives:
+            tp.force_save_collectives(gm)
+        tp.force_save_effectful_ops(gm)
+        tp.force_save_bw_mutation_src(gm)
+        node_info = tp.classify_nodes(gm, self._static, self._num_fwd_outputs)
+        for node in reversed(gm.graph.nodes):
+            if node.op == "output":
+                node.dist_from_bw = int(1e9)
+            elif not node_info.is_required_fw(node):
+                node.dist_from_bw = 0
+            else:
+                node.dist_from_bw = int(1e9)
+                for user in node.users:
+                    node.dist_from_bw = min(node.dist_from_bw, user.dist_from_bw + 1)
+        self.graph = gm.graph
+        self.node_info = node_info
+        self._by_name = {n.name: n for n in gm.graph.nodes}
+        self._built = True
+
+    def node(self, joint_id: int) -> fx.Node:
+        if not self._built:
+            self._build()
+        return self._by_name[self._names[joint_id]]
+
+
+def _knapsack_hook(solver: Callable, view: _TorchView) -> Callable:
+    def knapsack_solver(memory: list, max_memory: float, banned_ids: list) -> tuple:
+        from torch.utils._mode_utils import no_dispatch
+
+        banned = [view.node(i) for i in banned_ids]
+        with no_dispatch():
+            _saved, recomputed = solver(memory, view.graph, max_memory, view.node_info, banned)
+        # torch: `try: dont_ban.add(all_recomputable_banned_nodes[idx])` and
+        # skip what fails; the engine takes plain in-range positions.
+        positions = []
+        for idx in recomputed:
+            try:
+                banned[idx]
+                positions.append(operator.index(idx) % len(banned))
+            except Exception:
+                continue
+        return [], positions
+
+    return knapsack_solver
+
+
+def _estimator_hook(estimator: Callable, view: _TorchView) -> Callable:
+    def runtime_estimator(joint_id: int) -> float:
+        return estimator(view.node(joint_id))
+
+    return runtime_estimator
+
+
+def hooks(joint_module: fx.GraphModule, num_fwd_outputs: int,
+          static_lifetime_input_indices: Optional[list[int]], opts: dict) -> dict[str, Any]:
+    """remat.partition keyword arguments running torch's custom solver/estimator."""
+    import torch._functorch.config as config
+
+    out: dict[str, Any] = {}
+    view = None
+    for option, kwarg, make in (
+            ("activation_memory_budget_solver", "knapsack_solver", _knapsack_hook),
+            ("activation_memory_budget_runtime_estimator", "runtime_estimator", _estimator_hook)):
+        value = getattr(config, option)
+        if opts.get(option) != "custom" or isinstance(value, str):
+            continue
+        if not callable(value):
+            import remat
+
+            raise remat.InvalidOptionError(
+                f"torch._functorch.config.{option}: expected a string or a callable, "
+                f"got {type(value).__name__}")
+        if view is None:
+            view = _TorchView(joint_module, num_fwd_outputs, static_lifetime_input_indices)
+        out[kwarg] = make(value, view)
+    return out
+
+
+__all__ = ["hooks"]
