@@ -66,6 +66,12 @@ struct PartitionOptions {
   std::string activation_memory_budget_solver = "dp";
   // A torch estimator name, or "custom" for `custom_runtime_estimator`.
   std::string activation_memory_budget_runtime_estimator = "flops";
+  // Rewrites torch applies after extraction that remat does not reproduce
+  // yet; validate() rejects them with kUnsupported rather than ignore them.
+  bool enable_activation_offloading = false;  // config.enable_activation_offloading
+  bool sync_decision_cross_ranks = false;     // config._sync_decision_cross_ranks
+  // inductor post_grad_fusion_options["activation_quantization_aten_pass"]
+  bool activation_quantization = false;
 
   // --- facts torch reads from its runtime --------------------------------
   // Graph.eliminate_dead_code treats random ops as impure unless a tracing
@@ -87,7 +93,8 @@ struct PartitionOptions {
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 
-  // Throws Error(kInvalidOption) naming the field when out of range.
+  // Throws Error(kInvalidOption) naming the field when out of range, and
+  // Error(kUnsupported) naming it when it asks for what remat cannot do yet.
   void validate() const;
 };
 

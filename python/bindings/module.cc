@@ -162,6 +162,9 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
       REMAT_BOOL(graphsafe_rng_functionalization),
       REMAT_BOOL(dce_impure_random),
       REMAT_BOOL(distributed_available),
+      REMAT_BOOL(enable_activation_offloading),
+      REMAT_BOOL(sync_decision_cross_ranks),
+      REMAT_BOOL(activation_quantization),
 #undef REMAT_BOOL
       {"max_dist_from_bw",
        [&](auto k, auto v) { o.max_dist_from_bw = static_cast<int>(as_int(k, v)); }},

@@ -27,13 +27,7 @@ Graph eliminate_dead_collectives(const Graph& g) {
     keep[id] = 1;
     for (NodeId in : g.inputs(id)) ++live_users[in];
   }
-  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
-  NodeCopier copier(g, b);
-  std::vector<NodeId> remap(n, kNoNode);
-  for (NodeId id = 0; id < n; ++id) {
-    if (keep[id]) remap[id] = copier.copy(id, remap);
-  }
-  return b.finish();
+  return copy_kept(g, keep);
 }
 
 }  // namespace remat

@@ -1,6 +1,8 @@
 // graph/copy.cc — see copy.h.
 #include "graph/copy.h"
 
+#include <algorithm>
+
 #include "remat/error.h"
 
 namespace remat {
@@ -11,6 +13,18 @@ Graph unchanged_copy(const Graph& g) {
     if (out.node(id).origin == kNoNode) out.set_origin(id, id);
   }
   return out;
+}
+
+Graph copy_kept(const Graph& g, const std::vector<uint8_t>& keep) {
+  const size_t n = g.size();
+  if (std::find(keep.begin(), keep.end(), 0) == keep.end()) return unchanged_copy(g);
+  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
+  NodeCopier copier(g, b);
+  std::vector<NodeId> remap(n, kNoNode);
+  for (NodeId id = 0; id < n; ++id) {
+    if (keep[id]) remap[id] = copier.copy(id, remap);
+  }
+  return b.finish();
 }
 
 NodeCopier::NodeCopier(const Graph& src, GraphBuilder& dst)

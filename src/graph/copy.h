@@ -19,6 +19,10 @@ namespace remat {
 // cheaper than copying node by node.
 Graph unchanged_copy(const Graph& g);
 
+// The nodes of g with keep[id] set, in order, as a new graph (g itself when
+// every node is kept): the tail of every dead-code elimination.
+Graph copy_kept(const Graph& g, const std::vector<uint8_t>& keep);
+
 class NodeCopier {
  public:
   NodeCopier(const Graph& src, GraphBuilder& dst);

@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "graph/impure.h"
+
 #include "analyze/analyze.h"
 #include "remat/error.h"
 
@@ -74,19 +76,6 @@ NodeId ho_op_original_input(const Graph& g, NodeId getitem) {
   if (inner == kNoArg || g.arg(key).kind != ArgKind::kStr) return kNoNode;
   const ArgId value = dict_value(g, inner, g.str(g.arg(key).id));
   return value == kNoArg ? kNoNode : node_arg(g, value);
-}
-
-// FX's impurity for DCE (Node.is_impure(impure_random)).
-bool is_impure(const Graph& g, NodeId id, bool impure_random) {
-  const Node& n = g.node(id);
-  if (n.kind == NodeKind::kPlaceholder || n.kind == NodeKind::kOutput) return true;
-  if (n.kind != NodeKind::kCallFunction) return false;
-  if (n.has(kFlagImpure)) return true;
-  // Only OpOverloads carry `_nondeterministic_seeded`; higher-order ops
-  // answer before the random check.
-  const OpInfo* op = g.op(id);
-  return impure_random && op != nullptr && op->kind == OpKind::kOverload &&
-         (op->tags & kTagNondeterministicSeeded) != 0;
 }
 
 }  // namespace
@@ -193,7 +182,7 @@ SubgraphSelection select_subgraph(const Graph& g, const std::vector<NodeId>& inp
   }
   for (size_t k = sel.created.size(); k-- > inputs.size();) {
     const NodeId id = sel.created[k];
-    if (!live[id] && !is_impure(g, id, impure_random)) continue;
+    if (!live[id] && !is_impure_node(g, id, impure_random)) continue;
     live[id] = 1;
     sel.body.push_back(id);
     for (NodeId in : g.inputs(id)) live[in] = 1;

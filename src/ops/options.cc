@@ -45,6 +45,16 @@ std::string joined(const std::string_view (&allowed)[N]) {
 }  // namespace
 
 void PartitionOptions::validate() const {
+  for (const auto& [on, field] : {std::pair{enable_activation_offloading, "enable_activation_offloading"},
+                                  std::pair{sync_decision_cross_ranks, "sync_decision_cross_ranks"},
+                                  std::pair{activation_quantization, "activation_quantization"}}) {
+    if (on) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("{}: remat does not reproduce this torch rewrite yet; leave it off "
+                              "(or let remat.torch.install() fall back to torch)",
+                              field));
+    }
+  }
   if (!(activation_memory_budget >= 0.0 && activation_memory_budget <= 1.0)) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("activation_memory_budget must be in [0, 1], got {}",

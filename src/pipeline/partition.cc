@@ -25,15 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What the prepare passes did to a graph, kept for the final report.
-struct PrepareLog {
-  std::vector<NodeId> forced_must_save;            // joint ids
-  std::vector<NodeId> merged_into;                 // per joint node, or kNoNode
-  std::vector<std::string> ban_reason;             // per joint node
-  bool had_recomputable_ops = false;
-  bool had_recomputable_rng_ops = false;
-};
-
 // aot_autograd's _is_functional_graph: the only mutations allowed are copy_
 // and set_ into graph inputs.
 bool is_functional_graph(const Graph& g) {
@@ -61,19 +52,6 @@ bool is_functional_graph(const Graph& g) {
   return true;
 }
 
-// Runs the tag passes that both partitioners start with.
-void force_saves(Graph& g, const PartitionOptions& options, bool is_default,
-                 PrepareLog& log) {
-  log.had_recomputable_ops = has_recomputable_ops(g);
-  log.had_recomputable_rng_ops = has_recomputable_rng_ops(g);
-  if (log.had_recomputable_ops) cleanup_recompute_tags(g, is_default, log.forced_must_save);
-  if (!options.unsafe_allow_optimization_of_collectives) {
-    force_save_collectives(g, log.forced_must_save);
-  }
-  force_save_effectful_ops(g, log.forced_must_save);
-  force_save_bw_mutation_src(g, log.forced_must_save);
-}
-
 // A copy of the joint graph whose nodes are their own origin, so every graph
 // derived from it maps back to the caller's ids whatever the passes copy.
 Graph rooted(const JointGraph& joint) {
@@ -90,11 +68,12 @@ std::vector<NodeId> to_joint(const Graph& g, const std::vector<NodeId>& ids) {
 }
 
 // Fills the report part of the result: where each joint node ended up.
-void record_decisions(const JointGraph& joint, const Graph& g, const PrepareLog& log,
-                      PartitionResult& r) {
+// `ban_reason` is per joint node (empty when no cut ran).
+void record_decisions(const JointGraph& joint, const Prepared& p,
+                      const std::vector<std::string>& ban_reason, PartitionResult& r) {
   const size_t n = joint.graph.size();
   std::vector<uint8_t> present(n, 0), in_fw(n, 0), in_bw(n, 0), saved(n, 0);
-  for (const Node& node : g.nodes()) present[node.origin] = 1;
+  for (const Node& node : p.graph.nodes()) present[node.origin] = 1;
   for (const Node& node : r.forward.nodes()) {
     if (node.origin < n && node.kind != NodeKind::kOutput) in_fw[node.origin] = 1;
   }
@@ -110,7 +89,9 @@ void record_decisions(const JointGraph& joint, const Graph& g, const PrepareLog&
     using W = NodeDecision::Where;
     if (!present[id]) {
       d.where = W::kRemoved;
-      d.merged_into = log.merged_into.empty() ? kNoNode : log.merged_into[id];
+      // DCE leaves no survivor; CSE names the equal node that replaced it.
+      const NodeId survivor = p.survivor.empty() ? kNoNode : p.survivor[id];
+      d.merged_into = survivor == id ? kNoNode : survivor;
       continue;
     }
     if (saved[id]) d.where = W::kSaved;
@@ -118,7 +99,7 @@ void record_decisions(const JointGraph& joint, const Graph& g, const PrepareLog&
     else if (in_fw[id]) d.where = W::kForwardOnly;
     else if (in_bw[id]) d.where = W::kBackwardOnly;
     else d.where = W::kUnused;
-    if (!log.ban_reason.empty()) d.ban_reason = log.ban_reason[id];
+    if (!ban_reason.empty()) d.ban_reason = ban_reason[id];
   }
 }
 
@@ -132,17 +113,18 @@ void finalize_origins(Graph& g) {
 
 // Extraction and rewrites shared by both partitioners. `reorder` is whether
 // the backward is reordered to mimic the autograd engine.
-PartitionResult emit(const JointGraph& joint, const Graph& g, SavedSets saved,
-                     const PrepareLog& log, const PartitionOptions& options,
+PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved,
+                     const std::vector<std::string>& ban_reason, const PartitionOptions& options,
                      bool dce_collectives, bool reorder, const char* partitioner,
                      Clock::time_point start) {
+  const Graph& g = p.graph;
   Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
   if (dce_collectives) {
     e.forward = eliminate_dead_collectives(e.forward);
     e.backward = eliminate_dead_collectives(e.backward);
   }
   int rng_states = 0;
-  if (log.had_recomputable_ops && log.had_recomputable_rng_ops) {
+  if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
     rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization);
   }
   if (reorder) e.backward = reorder_to_mimic_autograd_engine(e.backward);
@@ -158,37 +140,18 @@ PartitionResult emit(const JointGraph& joint, const Graph& g, SavedSets saved,
   r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
   r.num_fwd_outputs = joint.num_fwd_outputs;
   r.num_rng_states = rng_states;
-  r.forced_must_save = log.forced_must_save;
+  r.forced_must_save = p.forced_must_save;
   r.partitioner = partitioner;
-  record_decisions(joint, g, log, r);
+  record_decisions(joint, p, ban_reason, r);
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return r;
 }
 
 // default_partition on a graph whose nodes already point at `joint`.
 // `from_min_cut`: the min-cut handed this graph over; it must not come back.
-PartitionResult default_on(const JointGraph& joint, Graph g, PrepareLog log,
+PartitionResult default_on(const JointGraph& joint, Prepared p,
                            const PartitionOptions& options, Clock::time_point start,
                            bool from_min_cut);
-
-// The min-cut partitioner's prepare stage: DCE, then CSE (torch's
-// default), then the tag passes.
-Graph prepare_for_min_cut(const JointGraph& joint, const PartitionOptions& options,
-                          PrepareLog& log) {
-  const size_t n = joint.graph.size();
-  Graph g = eliminate_dead_code(rooted(joint), options.dce_impure_random);
-  if (options.cse) {
-    std::vector<NodeId> replaced;
-    Graph merged = common_subexpression_elimination(g, replaced);
-    log.merged_into.assign(n, kNoNode);
-    for (NodeId id = 0; id < g.size(); ++id) {
-      if (replaced[id] != id) log.merged_into[g.node(id).origin] = g.node(replaced[id]).origin;
-    }
-    g = std::move(merged);
-  }
-  force_saves(g, options, /*is_default=*/false, log);
-  return g;
-}
 
 // Python's repr of a float, for messages that quote torch's.
 std::string py_float(double x) {
@@ -271,11 +234,11 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
 
 PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
                            Clock::time_point start) {
-  PrepareLog log;
   const size_t n = joint.graph.size();
 
-  // prepare
-  Graph g = prepare_for_min_cut(joint, options, log);
+  // prepare: its graph's nodes point at the joint graph's ids.
+  Prepared p = prepare_for_min_cut(joint.graph, options);
+  const Graph& g = p.graph;
 
   // analyze
   NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
@@ -283,7 +246,7 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   // With nothing required by the backward there is nothing to cut; torch
   // hands such graphs to the default partitioner.
   if (info.num_required_bw == 0) {
-    return default_on(joint, std::move(g), std::move(log), options, start, /*from_min_cut=*/true);
+    return default_on(joint, std::move(p), options, start, /*from_min_cut=*/true);
   }
   std::vector<int64_t> dist = dist_from_bw(g, info);
 
@@ -295,9 +258,9 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   DecideContext ctx{g, info, dist, categories, options};
   MinCutResult cut;
   std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
-  log.ban_reason.assign(n, "");
+  std::vector<std::string> ban_reason(n);
   for (NodeId id = 0; id < cut.ban_reason.size(); ++id) {
-    log.ban_reason[g.node(id).origin] = cut.ban_reason[id];
+    ban_reason[g.node(id).origin] = cut.ban_reason[id];
   }
 
   SavedSets saved;
@@ -310,15 +273,15 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
       saved.saved_values.push_back(id);
     }
   }
-  return emit(joint, g, std::move(saved), log, options, /*dce_collectives=*/false,
+  return emit(joint, p, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
               /*reorder=*/true, "min_cut", start);
 }
 
-PartitionResult default_on(const JointGraph& joint, Graph g, PrepareLog log,
+PartitionResult default_on(const JointGraph& joint, Prepared p,
                            const PartitionOptions& options, Clock::time_point start,
                            bool from_min_cut) {
-  const bool recomputable = has_recomputable_ops(g);
-  if (recomputable && !is_functional_graph(g)) {
+  const bool recomputable = has_recomputable_ops(p.graph);
+  if (recomputable && !is_functional_graph(p.graph)) {
     // torch warns and falls back to the min-cut partitioner here. Coming from
     // the min-cut, torch would bounce between the two until Python's
     // recursion limit; say so instead.
@@ -329,17 +292,13 @@ PartitionResult default_on(const JointGraph& joint, Graph g, PrepareLog log,
     }
     return min_cut_on(joint, options, start);
   }
-  PrepareLog tags;
-  force_saves(g, options, /*is_default=*/true, tags);
-  for (NodeId id : tags.forced_must_save) log.forced_must_save.push_back(id);
-  log.had_recomputable_ops = tags.had_recomputable_ops;
-  log.had_recomputable_rng_ops = tags.had_recomputable_rng_ops;
+  prepare_for_default(p, options);
 
-  NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
+  NodeInfo info = classify_nodes(p.graph, joint.static_lifetime_input_indices,
                                  joint.num_fwd_outputs, options);
-  SavedSets saved = default_saved_values(g, info, options, recomputable ? 1 : 0);
-  return emit(joint, g, std::move(saved), log, options, /*dce_collectives=*/true,
-              /*reorder=*/log.had_recomputable_ops, "default", start);
+  SavedSets saved = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
+  return emit(joint, p, std::move(saved), {}, options, /*dce_collectives=*/true,
+              /*reorder=*/p.had_recomputable_ops, "default", start);
 }
 
 // Graphs derived from the joint graph record their origin; the joint graph
@@ -378,8 +337,10 @@ PartitionResult default_partition(const JointGraph& joint, const PartitionOption
   options.validate();
   check_joint(joint);
   // torch's default_partition does no DCE or CSE.
-  return default_on(joint, rooted(joint), PrepareLog{}, with_overrides(joint, options),
-                    Clock::now(), /*from_min_cut=*/false);
+  Prepared p;
+  p.graph = rooted(joint);
+  return default_on(joint, std::move(p), with_overrides(joint, options), Clock::now(),
+                    /*from_min_cut=*/false);
 }
 
 std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
@@ -389,8 +350,8 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
   options.validate();
   check_joint(joint);
   const PartitionOptions o = with_overrides(joint, options);
-  PrepareLog log;
-  Graph g = prepare_for_min_cut(joint, o, log);
+  const Prepared p = prepare_for_min_cut(joint.graph, o);
+  const Graph& g = p.graph;
   NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices, joint.num_fwd_outputs, o);
   if (info.num_required_bw == 0) {
     throw Error(ErrorCode::kUnsupported,

@@ -19,22 +19,12 @@ Graph eliminate_dead_code(const Graph& g, bool impure_random) {
   std::vector<uint32_t> live_users(n);
   for (NodeId id = 0; id < n; ++id) live_users[id] = static_cast<uint32_t>(g.users(id).size());
   std::vector<uint8_t> alive(n, 1);
-  size_t removed = 0;
   for (NodeId id = static_cast<NodeId>(n); id-- > 0;) {
     if (live_users[id] != 0 || is_impure_node(g, id, impure_random)) continue;
     alive[id] = 0;
-    ++removed;
     for (NodeId in : g.inputs(id)) --live_users[in];
   }
-  if (removed == 0) return unchanged_copy(g);
-
-  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
-  NodeCopier copier(g, b);
-  std::vector<NodeId> remap(n, kNoNode);
-  for (NodeId id = 0; id < n; ++id) {
-    if (alive[id]) remap[id] = copier.copy(id, remap);
-  }
-  return b.finish();
+  return copy_kept(g, alive);
 }
 
 }  // namespace remat

@@ -2,15 +2,10 @@
 // passes (internal to the stage).
 #pragma once
 
+#include "graph/impure.h"
 #include "remat/graph.h"
 
 namespace remat {
-
-// fx Node.is_impure(impure_random): placeholders and output always;
-// call_function when the adapter recorded it impure (kFlagImpure, which is
-// is_impure(impure_random=False)), or when `impure_random` and the target is
-// an OpOverload tagged nondeterministic_seeded.
-bool is_impure_node(const Graph& g, NodeId id, bool impure_random);
 
 // inductor pattern_matcher.is_mutation_op: the boundary of a CSE mutation
 // region.

@@ -45,7 +45,9 @@ Prepared prepare_for_min_cut(const Graph& joint, const PartitionOptions& options
     }
     p.graph = std::move(merged);
   }
-  if (has_recomputable_ops(p.graph)) {
+  p.had_recomputable_ops = has_recomputable_ops(p.graph);
+  p.had_recomputable_rng_ops = has_recomputable_rng_ops(p.graph);
+  if (p.had_recomputable_ops) {
     cleanup_recompute_tags(p.graph, /*is_default_partition=*/false, p.forced_must_save);
   }
   force_saves(p.graph, options, p.forced_must_save);
@@ -53,7 +55,9 @@ Prepared prepare_for_min_cut(const Graph& joint, const PartitionOptions& options
 }
 
 void prepare_for_default(Prepared& p, const PartitionOptions& options) {
-  if (has_recomputable_ops(p.graph)) {
+  p.had_recomputable_ops = has_recomputable_ops(p.graph);
+  p.had_recomputable_rng_ops = has_recomputable_rng_ops(p.graph);
+  if (p.had_recomputable_ops) {
     cleanup_recompute_tags(p.graph, /*is_default_partition=*/true, p.forced_must_save);
   }
   force_saves(p.graph, options, p.forced_must_save);

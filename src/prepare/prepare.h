@@ -30,8 +30,14 @@ struct Prepared {
   // Per input node: the input node that replaced it (CSE), itself, or
   // kNoNode when DCE removed it.
   std::vector<NodeId> survivor;
-  // Input-graph ids whose policy a pass forced to MUST_SAVE, in graph order.
+  // Input-graph ids whose policy a pass forced to MUST_SAVE, in the order
+  // they were forced.
   std::vector<NodeId> forced_must_save;
+  // Whether the graph had recompute tags (and recompute-tagged random ops)
+  // before the tag passes ran: torch decides RNG functionalization and
+  // reordering on these.
+  bool had_recomputable_ops = false;
+  bool had_recomputable_rng_ops = false;
 };
 
 Graph eliminate_dead_code(const Graph& g, bool impure_random);

@@ -272,3 +272,27 @@ def test_solver_sees_torch_prepared_graph(remat_torch):
     assert len(injected) == 2 and not injected & set(solvers[0].calls[0][3])
     assert not parity.partition_diffs(results[0], results[1], cap.num_fwd_outputs)
     assert [_lines(gm) for gm in results[0]] == [_lines(gm) for gm in results[1]]
+
+
+def test_profile_estimator_times_ops_in_python(remat_torch, monkeypatch):
+    """runtime_estimator="profile": the Python side times each knapsack item's
+    op (torch itself can only do that on a GPU) and the engine uses the times."""
+    from remat.torch import _custom
+
+    timed = []
+    real = _custom._profile_estimator
+
+    def spy(node):
+        ms = real(node)
+        assert ms >= 0.0
+        timed.append(node.name)
+        return ms
+
+    monkeypatch.setattr(_custom, "_profile_estimator", spy)
+    cap = captured_graphs("mlp_gelu_d3")[0]
+    fw, bw = run_partition(remat_torch.min_cut_rematerialization_partition, cap,
+                           activation_memory_budget=0.1,
+                           activation_memory_budget_runtime_estimator="profile")
+    assert timed, "the knapsack items must have been timed"
+    assert len(timed) == len(set(timed))  # once per item, as torch
+    assert any(n.op == "output" for n in fw.graph.nodes)

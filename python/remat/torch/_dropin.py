@@ -61,8 +61,9 @@ def options_from_torch(**overrides: Any) -> dict:
     opts = {name: getattr(config, name) for name in _CONFIG_FIELDS}
     for name in ("activation_memory_budget_solver", "activation_memory_budget_runtime_estimator"):
         value = getattr(config, name)
-        # A CustomKnapsackSolver / CustomRuntimeEstimator: _custom.hooks runs it.
-        opts[name] = value if isinstance(value, str) else "custom"
+        # A CustomKnapsackSolver / CustomRuntimeEstimator, or "profile" (which
+        # times ops in Python): _custom.hooks runs it.
+        opts[name] = value if isinstance(value, str) and value != "profile" else "custom"
     # fx.Graph.eliminate_dead_code keeps random ops unless a tracing context
     # exists, in which case inductor's fallback_random decides.
     opts["dce_impure_random"] = (
@@ -71,6 +72,12 @@ def options_from_torch(**overrides: Any) -> dict:
     opts["graphsafe_rng_functionalization"] = bool(config.graphsafe_rng_functionalization) and (
         not inductor_config.fallback_random
         or inductor_config.test_configs.graphsafe_rng_func_ignores_fallback_random)
+    # Rewrites remat does not reproduce yet: passed on so the engine refuses
+    # them (UnsupportedError) instead of silently partitioning differently.
+    opts["enable_activation_offloading"] = bool(config.enable_activation_offloading)
+    opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
+    opts["activation_quantization"] = (
+        inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass") is not None)
     opts.update(overrides)
     return opts
 
