@@ -8,13 +8,18 @@ backward graphs. Speedups are ratios measured in the same run.
 
     python bench/bench_partition.py                 # the full table
     python bench/bench_partition.py --smoke         # tiny sizes (CI)
-    python bench/bench_partition.py --write-docs    # also docs/performance.md + plot
+    python bench/bench_partition.py --write-docs    # also docs/performance.{md,json,svg}
+    python bench/bench_partition.py --from-json docs/performance.json --write-docs
+
+The raw rows are saved (docs/performance.json) before anything is plotted,
+so a long run is never lost; the plot needs matplotlib (pip install matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import statistics
 import sys
@@ -78,6 +83,8 @@ def format_table(rows) -> str:
 
 
 def write_docs(rows, table: str, path: str) -> None:
+    with open(os.path.splitext(path)[0] + ".json", "w") as f:
+        json.dump(rows, f, indent=1)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -104,6 +111,10 @@ def write_docs(rows, table: str, path: str) -> None:
                 "the C++ partitioner alone (IR in, result out). *identical* compares the\n"
                 "forward and backward graphs node by node.\n\n")
         f.write(table + "\n\n![partition time](performance.svg)\n")
+        notes = os.path.join(os.path.dirname(path), "performance_notes.md")
+        if os.path.exists(notes):  # hand-kept: targets, scaling, what is left
+            with open(notes) as n:
+                f.write("\n" + n.read())
 
 
 def main(argv=None) -> int:
@@ -115,7 +126,22 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, action="append", default=None,
                    help="also run the transformer cases under this memory budget")
     p.add_argument("--write-docs", action="store_true", help="write docs/performance.md and the plot")
+    p.add_argument("--from-json", help="re-render saved rows instead of measuring")
     a = p.parse_args(argv)
+    docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "performance.md")
+    if a.write_docs:
+        try:
+            import matplotlib  # noqa: F401  (checked first: runs take minutes)
+        except ImportError:
+            p.error("--write-docs needs matplotlib: pip install matplotlib")
+    if a.from_json:
+        with open(a.from_json) as f:
+            rows = json.load(f)
+        table = format_table(rows)
+        print(table)
+        if a.write_docs:
+            write_docs(rows, table, docs)
+        return 0
 
     chosen = cases.SMOKE if a.smoke else cases.CASES
     if a.only:
@@ -132,7 +158,7 @@ def main(argv=None) -> int:
     table = format_table(rows)
     print(table)
     if a.write_docs:
-        write_docs(rows, table, os.path.join(os.path.dirname(__file__), "..", "docs", "performance.md"))
+        write_docs(rows, table, docs)
     return 0 if all(r["identical"] for r in rows) else 1
 
 
