@@ -5,13 +5,15 @@
 //  * Nodes live in one vector and are addressed by a dense NodeId. Their order
 //    is the FX order of the joint graph; it is meaningful (the reference breaks
 //    ties and sorts results by it) and always topological.
-//  * Strings (names, targets, dtypes, symbols) are interned once; StrId 0 is "".
+//  * Strings (names, targets, dtypes, symbols) are interned once, in a pool a
+//    joint graph shares with the graphs derived from it; StrId 0 is "".
 //  * Inputs (FX `all_input_nodes`) and users are id ranges into shared pools;
 //    users are kept in graph order, which is FX's order for a traced graph.
 //  * Everything the reference partitioner reads from `node.meta`, the target
 //    and the op schema has a field here. Fields it does not read are dropped.
-//  * A Graph is built by GraphBuilder, which validates it. Once built, only the
-//    recompute policy of a node may change (prepare passes force saves).
+//  * A Graph is built by GraphBuilder, which validates it. Once built, only a
+//    node's recompute policy (prepare passes force saves) and origin (the
+//    pipeline maps derived graphs back) may change.
 #pragma once
 
 #include <cstdint>
