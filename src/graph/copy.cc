@@ -7,17 +7,16 @@
 
 namespace remat {
 
-Graph unchanged_copy(const Graph& g) {
-  Graph out = g;
-  for (NodeId id = 0; id < out.size(); ++id) {
-    if (out.node(id).origin == kNoNode) out.set_origin(id, id);
+Graph unchanged(Graph g) {
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).origin == kNoNode) g.set_origin(id, id);
   }
-  return out;
+  return g;
 }
 
-Graph copy_kept(const Graph& g, const std::vector<uint8_t>& keep) {
+Graph copy_kept(Graph g, const std::vector<uint8_t>& keep) {
   const size_t n = g.size();
-  if (std::find(keep.begin(), keep.end(), 0) == keep.end()) return unchanged_copy(g);
+  if (std::find(keep.begin(), keep.end(), 0) == keep.end()) return unchanged(std::move(g));
   GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
   NodeCopier copier(g, b);
   std::vector<NodeId> remap(n, kNoNode);

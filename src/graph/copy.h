@@ -14,14 +14,14 @@
 
 namespace remat {
 
-// What a pass returns when it changes nothing: `g` itself, with origins
-// stamped as a copy would have them (a node without one is its own). Far
-// cheaper than copying node by node.
-Graph unchanged_copy(const Graph& g);
+// What a pass returns when it changes nothing: its input itself, with origins
+// stamped as a copy would have them (a node without one is its own). Passes
+// take their graph by value, so a caller that moves it in pays no copy.
+Graph unchanged(Graph g);
 
 // The nodes of g with keep[id] set, in order, as a new graph (g itself when
 // every node is kept): the tail of every dead-code elimination.
-Graph copy_kept(const Graph& g, const std::vector<uint8_t>& keep);
+Graph copy_kept(Graph g, const std::vector<uint8_t>& keep);
 
 class NodeCopier {
  public:

@@ -120,8 +120,8 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   const Graph& g = p.graph;
   Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
   if (dce_collectives) {
-    e.forward = eliminate_dead_collectives(e.forward);
-    e.backward = eliminate_dead_collectives(e.backward);
+    e.forward = eliminate_dead_collectives(std::move(e.forward));
+    e.backward = eliminate_dead_collectives(std::move(e.backward));
   }
   int rng_states = 0;
   if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
@@ -130,8 +130,8 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   if (reorder) e.backward = reorder_to_mimic_autograd_engine(e.backward);
 
   PartitionResult r;
-  r.forward = raise_getitems(e.forward);
-  r.backward = raise_getitems(e.backward);
+  r.forward = raise_getitems(std::move(e.forward));
+  r.backward = raise_getitems(std::move(e.backward));
   finalize_origins(r.forward);
   finalize_origins(r.backward);
   r.saved_values = to_joint(g, e.saved_values);

@@ -121,7 +121,7 @@ class KeyWriter {
 
 }  // namespace
 
-Graph common_subexpression_elimination(const Graph& g, std::vector<NodeId>& replaced) {
+Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced) {
   const size_t n = g.size();
   replaced.resize(n);
   for (NodeId id = 0; id < n; ++id) replaced[id] = id;
@@ -161,7 +161,7 @@ Graph common_subexpression_elimination(const Graph& g, std::vector<NodeId>& repl
       it->second = id;  // later duplicates merge into this one
     }
   }
-  if (merged == 0) return unchanged_copy(g);
+  if (merged == 0) return unchanged(std::move(g));
 
   GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
   NodeCopier copier(g, b);

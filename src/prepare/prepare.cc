@@ -37,13 +37,15 @@ Prepared prepare_for_min_cut(const Graph& joint, const PartitionOptions& options
     if (in < n) p.survivor[in] = in;
   }
   if (options.cse) {
+    // The DCE'd nodes as input ids, kept so the graph itself can be moved
+    // into CSE (which then returns it uncopied when it merges nothing).
+    std::vector<NodeId> before(p.graph.size());
+    for (NodeId id = 0; id < p.graph.size(); ++id) before[id] = input_id(p.graph, id);
     std::vector<NodeId> replaced;
-    Graph merged = common_subexpression_elimination(p.graph, replaced);
-    for (NodeId id = 0; id < p.graph.size(); ++id) {
-      const NodeId in = input_id(p.graph, id);
-      if (in < n) p.survivor[in] = input_id(p.graph, replaced[id]);
+    p.graph = common_subexpression_elimination(std::move(p.graph), replaced);
+    for (NodeId id = 0; id < before.size(); ++id) {
+      if (before[id] < n) p.survivor[before[id]] = before[replaced[id]];
     }
-    p.graph = std::move(merged);
   }
   p.had_recomputable_ops = has_recomputable_ops(p.graph);
   p.had_recomputable_rng_ops = has_recomputable_rng_ops(p.graph);

@@ -40,10 +40,11 @@ struct Prepared {
   bool had_recomputable_rng_ops = false;
 };
 
-Graph eliminate_dead_code(const Graph& g, bool impure_random);
+// Both take their graph by value: moved in, an unchanged graph is not copied.
+Graph eliminate_dead_code(Graph g, bool impure_random);
 // Returns the merged graph; `replaced[i]` receives the survivor of node i
 // (in g's ids), or i itself.
-Graph common_subexpression_elimination(const Graph& g, std::vector<NodeId>& replaced);
+Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced);
 
 bool must_recompute(const Node& n);  // MUST_RECOMPUTE or PREFER_RECOMPUTE
 bool has_recomputable_ops(const Graph& g);

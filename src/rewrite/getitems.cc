@@ -17,7 +17,7 @@
 
 namespace remat {
 
-Graph raise_getitems(const Graph& g) {
+Graph raise_getitems(Graph g) {
   const size_t n = g.size();
   if (n == 0) return g;
   std::vector<NodeId> prev(n), next(n);
@@ -52,7 +52,7 @@ Graph raise_getitems(const Graph& g) {
     next[parent] = id;
   }
 
-  if (!moved) return unchanged_copy(g);
+  if (!moved) return unchanged(std::move(g));
 
   GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
   NodeCopier copier(g, b);

@@ -29,6 +29,6 @@ namespace remat {
 int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe = true);
 
 Graph reorder_to_mimic_autograd_engine(const Graph& bw);
-Graph raise_getitems(const Graph& g);
+Graph raise_getitems(Graph g);  // by value: unchanged graphs are not copied
 
 }  // namespace remat
