@@ -341,4 +341,12 @@ class TestGraph {
   int64_t next_storage_ = 0;
 };
 
+// Every node's name, in graph order: the shape most tests compare.
+inline std::vector<std::string> node_names(const Graph& g) {
+  std::vector<std::string> out;
+  out.reserve(g.size());
+  for (NodeId id = 0; id < g.size(); ++id) out.emplace_back(g.name(id));
+  return out;
+}
+
 }  // namespace remat::testing

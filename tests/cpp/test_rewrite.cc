@@ -19,11 +19,7 @@ using testing::Ref;
 using testing::TestGraph;
 using Names = std::vector<std::string>;
 
-Names names(const Graph& g) {
-  Names out;
-  for (NodeId id = 0; id < g.size(); ++id) out.emplace_back(g.name(id));
-  return out;
-}
+Names names(const Graph& g) { return testing::node_names(g); }
 
 Names outputs(const Graph& g) {
   Names out;
