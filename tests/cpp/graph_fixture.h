@@ -16,11 +16,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "remat/graph.h"
+#include "remat/partition.h"
 #include "remat/ops.h"
 
 namespace remat::testing {
@@ -347,6 +349,26 @@ inline std::vector<std::string> node_names(const Graph& g) {
   out.reserve(g.size());
   for (NodeId id = 0; id < g.size(); ++id) out.emplace_back(g.name(id));
   return out;
+}
+
+// The names of a partition's saved values, in order.
+inline std::vector<std::string> saved_names(const JointGraph& j, const PartitionResult& r) {
+  std::vector<std::string> out;
+  for (NodeId id : r.saved_values) out.emplace_back(j.graph.name(id));
+  return out;
+}
+
+// A whole file as a string; "" when it cannot be read (tests check absence
+// with it, so it must not throw as remat::read_file does).
+inline std::string slurp(const std::string& path) {
+  std::string s;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+    std::fclose(f);
+  }
+  return s;
 }
 
 }  // namespace remat::testing

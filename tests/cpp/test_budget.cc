@@ -24,6 +24,8 @@ namespace {
 
 using testing::Ref;
 using testing::TestGraph;
+using testing::saved_names;
+using testing::slurp;
 using Names = std::vector<std::string>;
 
 struct Solved {
@@ -204,12 +206,6 @@ JointGraph joint_of(const TestGraph& t) {
   return j;
 }
 
-Names saved_names(const JointGraph& j, const PartitionResult& r) {
-  Names out;
-  for (NodeId id : r.saved_values) out.emplace_back(j.graph.name(id));
-  return out;
-}
-
 TEST(BudgetPerGraph, MetaBudgetOutOfRangeNamesTheNode) {
   TestGraph t = two_random_values();
   t[Ref{2}].flags |= kFlagMemoryBudget;
@@ -293,17 +289,6 @@ TEST(BudgetPareto, SweepIsSortedAndSpansBothEnds) {
   EXPECT_EQ(pts.front().memory_ratio, 0.0);
   EXPECT_EQ(pts.back().recompute_runtime, 1);
   for (size_t i = 1; i < pts.size(); ++i) EXPECT_LE(pts[i - 1].budget, pts[i].budget);
-}
-
-std::string slurp(const std::string& path) {
-  std::string s;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-    std::fclose(f);
-  }
-  return s;
 }
 
 size_t count(const std::string& text, const std::string& part) {

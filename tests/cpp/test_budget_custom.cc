@@ -22,6 +22,7 @@ namespace {
 
 using testing::Ref;
 using testing::TestGraph;
+using testing::saved_names;
 using Names = std::vector<std::string>;
 
 // p (16 B) -> two random ops of 256 B each, both needed by the backward, so
@@ -42,12 +43,6 @@ JointGraph two_random_values_with_dead_node() {
   j.graph = t.build();
   j.num_fwd_outputs = 1;
   return j;
-}
-
-Names saved_names(const JointGraph& j, const PartitionResult& r) {
-  Names out;
-  for (NodeId id : r.saved_values) out.emplace_back(j.graph.name(id));
-  return out;
 }
 
 struct KnapsackCall {

@@ -9,26 +9,18 @@
 
 #include <gtest/gtest.h>
 
+#include "graph_fixture.h"
 #include "remat/io.h"
 
 namespace remat {
 namespace {
 
+using testing::slurp;
+
 struct CliRun {
   int status = -1;
   std::string out, err;
 };
-
-std::string slurp(const std::string& path) {
-  std::string s;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-    std::fclose(f);
-  }
-  return s;
-}
 
 // Runs `remat ARGS` through the shell; `env` is prefixed to the command.
 CliRun remat(const std::string& args, const std::string& env = "") {
