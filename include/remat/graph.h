@@ -219,6 +219,17 @@ class StringPool {
   std::unordered_map<std::string_view, StrId> ids_;
 };
 
+// Value metadata: tensors, their dims, and symbol lists (free symbols and
+// mutable-arg names). Shared like the string pool by a graph and the graphs
+// derived from it, so a copied node points at the same entries instead of
+// copying them. Append-only, so ranges stay valid. Not safe for concurrent
+// appends.
+struct ValuePool {
+  std::vector<TensorMeta> tensors;
+  std::vector<Dim> dims;
+  std::vector<StrId> symbols;
+};
+
 class Graph {
  public:
   Graph() = default;
@@ -239,17 +250,17 @@ class Graph {
   }
   std::span<const TensorMeta> tensors(NodeId id) const {
     const Node& n = nodes_[id];
-    return {tensors_.data() + n.tensors_begin, n.tensors_count};
+    return {values_->tensors.data() + n.tensors_begin, n.tensors_count};
   }
   std::span<const Dim> shape(const TensorMeta& t) const {
-    return {dims_.data() + t.shape_begin, t.rank};
+    return {values_->dims.data() + t.shape_begin, t.rank};
   }
   std::span<const Dim> stride(const TensorMeta& t) const {
-    return {dims_.data() + t.stride_begin, t.has_stride ? t.rank : 0u};
+    return {values_->dims.data() + t.stride_begin, t.has_stride ? t.rank : 0u};
   }
   std::span<const StrId> free_symbols(NodeId id) const {
     const Node& n = nodes_[id];
-    return {symbol_pool_.data() + n.symbols_begin, n.symbols_count};
+    return {values_->symbols.data() + n.symbols_begin, n.symbols_count};
   }
 
   // Arguments, as pre-order trees. children() lists direct children.
@@ -264,11 +275,12 @@ class Graph {
   }
   OpId find_op(std::string_view name) const;  // kNoOp if absent
   std::span<const StrId> mutable_args(const OpInfo& op) const {
-    return {symbol_pool_.data() + op.mutable_args_begin, op.mutable_args_count};
+    return {values_->symbols.data() + op.mutable_args_begin, op.mutable_args_count};
   }
 
-  // Lookups. find() returns kNoNode when absent.
+  // Lookups. find() and node_named() return kNoNode when absent.
   NodeId find(std::string_view name) const;
+  NodeId node_named(StrId name) const;
   StrId find_str(std::string_view s) const;  // 0 when not interned
   NodeId output() const { return output_; }
 
@@ -279,12 +291,17 @@ class Graph {
 
   // Pools, for writers and builders that copy a graph wholesale.
   const StringPool& strings() const { return *strings_; }
+  // The pool itself, for what names nodes of derived graphs (FxNamespace).
+  // It is append-only, so interning through it leaves this graph intact.
+  std::shared_ptr<StringPool> shared_strings() const { return strings_; }
   // Whether two graphs intern into the same pool (their StrIds agree).
   bool shares_strings_with(const Graph& other) const { return strings_ == other.strings_; }
+  // Whether two graphs share value metadata (their tensor ranges agree).
+  bool shares_values_with(const Graph& other) const { return values_ == other.values_; }
   const std::vector<Arg>& arg_pool() const { return args_; }
-  const std::vector<Dim>& dim_pool() const { return dims_; }
-  const std::vector<TensorMeta>& tensor_pool() const { return tensors_; }
-  const std::vector<StrId>& symbol_pool() const { return symbol_pool_; }
+  // The shared value pool: entries of other graphs derived from the same
+  // joint graph may be in it too.
+  const ValuePool& values() const { return *values_; }
 
  private:
   friend class GraphBuilder;
@@ -293,9 +310,7 @@ class Graph {
   std::shared_ptr<StringPool> strings_ = std::make_shared<StringPool>();
   std::vector<OpInfo> ops_;
   std::vector<Arg> args_;
-  std::vector<Dim> dims_;
-  std::vector<TensorMeta> tensors_;
-  std::vector<StrId> symbol_pool_;  // free symbols and mutable-arg names
+  std::shared_ptr<ValuePool> values_ = std::make_shared<ValuePool>();
   std::vector<NodeId> input_pool_;
   std::vector<uint32_t> user_offsets_{0};
   std::vector<NodeId> user_pool_;
@@ -314,14 +329,17 @@ class Graph {
 class GraphBuilder {
  public:
   GraphBuilder();
-  // Builds a graph derived from `base`: it interns into base's string pool,
-  // so StrIds carry over unchanged (see NodeCopier).
+  // Builds a graph derived from `base`: it interns into base's string pool
+  // and appends to its value pool, so StrIds and value ranges carry over
+  // unchanged (see NodeCopier).
   explicit GraphBuilder(const Graph& base);
   ~GraphBuilder();  // out of line: Interner is complete only in graph.cc
 
   StrId intern(std::string_view s);
-  // Whether this builder interns into g's string pool (StrIds agree).
+  // Whether this builder interns into g's string pool (StrIds agree), and
+  // appends to g's value pool (value ranges agree).
   bool shares_strings_with(const Graph& g) const { return g.shares_strings_with(g_); }
+  bool shares_values_with(const Graph& g) const { return g.shares_values_with(g_); }
 
   // Registers an op; a second call with the same name returns the first id.
   // Ops not registered explicitly get facts guessed from their name by
@@ -335,6 +353,10 @@ class GraphBuilder {
   ArgId leaf(const Arg& a);
   ArgId begin(ArgKind container);  // kList, kTuple, kDict or kSlice
   void end(ArgId container);
+  // A whole tree in one go: `items` in pre-order (spans set), strings already
+  // in this builder's pool, node references mapped through `remap`. Returns
+  // the root.
+  ArgId add_tree(std::span<const Arg> items, std::span<const NodeId> remap);
 
   // Value metadata for the node about to be added.
   uint32_t add_dim(const Dim& d);
@@ -348,12 +370,22 @@ class GraphBuilder {
 
   // The id the next add_node will return.
   NodeId next_id() const { return static_cast<NodeId>(g_.nodes_.size()); }
-  size_t tensor_count() const { return g_.tensors_.size(); }
-  size_t symbol_count() const { return g_.symbol_pool_.size(); }
-  size_t dim_count() const { return g_.dims_.size(); }
+  size_t tensor_count() const { return g_.values_->tensors.size(); }
+  size_t symbol_count() const { return g_.values_->symbols.size(); }
+  size_t dim_count() const { return g_.values_->dims.size(); }
 
   // Validates and returns the graph. The builder is empty afterwards.
   Graph finish();
+
+  // The nodes of `g` listed in `order`, in that order, as a new graph built
+  // without copying node by node: for passes that only drop, merge or
+  // reorder nodes (DCE, CSE, reordering). A reference to node x becomes one
+  // to the copy of x, or, when x is not in `order`, to the copy of
+  // `alias[x]` (alias may be empty). Nodes get the origin a NodeCopier copy
+  // would: their own origin when they have one, else their id in g. Value
+  // metadata, ops and strings are g's own, moved; unused entries may remain.
+  static Graph rearrange(Graph g, std::span<const NodeId> order,
+                         std::span<const NodeId> alias = {});
 
  private:
   Graph g_;

@@ -44,6 +44,12 @@ struct NodeDecision {
   NodeId merged_into = kNoNode;  // CSE: the equal node that replaced this one
 };
 
+// Engine time spent in one pipeline stage.
+struct StageTime {
+  std::string stage;  // "prepare", "classify", "decide", "extract", ...
+  double seconds = 0;
+};
+
 struct PartitionResult {
   // The two graphs. Each node's `origin` is its node in the input joint graph
   // (kNoNode for nodes the partitioner created, such as RNG state plumbing).
@@ -64,6 +70,7 @@ struct PartitionResult {
   std::vector<NodeDecision> decisions;
   std::string partitioner;  // "min_cut" or "default"
   double seconds = 0;       // engine time
+  std::vector<StageTime> stages;  // where it went, in the order the stages ran
 };
 
 PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,

@@ -327,7 +327,11 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
     return 1;
   }
   const double elapsed = ms_since(t0);
-  if (timing) std::fprintf(stderr, "remat: partitioned in %.1f ms\n", elapsed);
+  if (timing) {
+    std::string stages;
+    for (const StageTime& t : r.stages) stages += fmt::format(", {} {:.1f}", t.stage, t.seconds * 1e3);
+    std::fprintf(stderr, "remat: partitioned in %.1f ms (ms per stage%s)\n", elapsed, stages.c_str());
+  }
 
   std::printf("graph: %s (%zu nodes)\n", path.c_str(), g.size());
   std::printf("partitioner: %s\n", r.partitioner.c_str());

@@ -43,6 +43,12 @@ uint32_t CapacityGraph::out(NodeId n) {
 
 uint32_t CapacityGraph::intern_reason(std::string_view r) {
   if (r.empty()) return 0;
+  // A graph has a handful of distinct reasons: scanning them beats hashing.
+  if (reasons_.size() <= 16) {
+    for (uint32_t k = 1; k < reasons_.size(); ++k) {
+      if (reasons_[k] == r) return k;
+    }
+  }
   auto [it, fresh] = reason_ids_.try_emplace(std::string(r), static_cast<uint32_t>(reasons_.size()));
   if (fresh) reasons_.emplace_back(r);
   return it->second;

@@ -48,8 +48,9 @@ struct DecideContext {
 struct MinCutResult {
   std::vector<NodeId> saved_values;  // graph order
   std::vector<NodeId> banned_nodes;  // in the order they were banned
-  // Per node: why recomputation was banned, "" when it was not.
-  std::vector<std::string> ban_reason;
+  // Per node: why recomputation was banned (a static string), "" when it
+  // was not.
+  std::vector<std::string_view> ban_reason;
 };
 
 // `dont_ban` (per node, may be empty) lists nodes the memory budget allows

@@ -55,7 +55,7 @@ class MinCutSolver {
         banned_(ctx.graph.size(), 0),
         size_(ctx.graph.size(), kUnknownSize),
         stamp_(ctx.graph.size(), 0) {
-    result_.ban_reason.assign(g_.size(), std::string());
+    result_.ban_reason.assign(g_.size(), std::string_view());
     for (int k = 1; k <= 100; ++k) pow11_[k] = std::pow(1.1, static_cast<double>(k));
   }
 
@@ -95,12 +95,12 @@ class MinCutSolver {
       banned_[n] = 1;
       result_.banned_nodes.push_back(n);
     }
-    result_.ban_reason[n] = std::string(torch_reason.empty() ? label : torch_reason);
-    std::string reason = torch_reason.empty() ? std::string("cannot recompute")
-                                              : "cannot recompute: " + std::string(torch_reason);
+    result_.ban_reason[n] = torch_reason.empty() ? label : torch_reason;
+    reason_.assign("cannot recompute");
+    if (!torch_reason.empty()) reason_.append(": ").append(torch_reason);
     uint32_t s = cg_.source();
     uint32_t v = cg_.in(n);
-    cg_.add_edge(s, v, CapacityGraph::kInf, reason);
+    cg_.add_edge(s, v, CapacityGraph::kInf, reason_);
     return true;
   }
 
@@ -372,6 +372,7 @@ class MinCutSolver {
   std::vector<uint32_t> seen_;
   std::vector<NodeId> stack_;
   std::vector<uint64_t> heap_;
+  std::string reason_;  // the source edge's reason, rebuilt per ban without allocating
   double pow11_[101] = {};
 };
 

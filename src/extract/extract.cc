@@ -43,7 +43,7 @@ constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
 // fx.Graph._target_to_str for a string target: "__x__" loses its dunders,
 // then camelCase becomes snake_case. fx.Graph.placeholder(name) names the
 // node from this, not from `name` itself.
-std::string placeholder_candidate(std::string_view target) {
+std::string target_to_str(std::string_view target) {
   if (target.size() >= 2 && target.substr(0, 2) == "__" &&
       target.substr(target.size() - 2) == "__") {
     target = target.size() >= 4 ? target.substr(2, target.size() - 4) : std::string_view{};
@@ -62,6 +62,16 @@ std::string placeholder_candidate(std::string_view target) {
   return out;
 }
 
+// The name fx.Graph.placeholder gives a placeholder for node `id`.
+StrId placeholder_name(FxNamespace& names, const Graph& g, NodeId id) {
+  const std::string_view name = g.name(id);
+  const bool plain = !(name.starts_with("__") && name.ends_with("__")) &&
+                     std::none_of(name.begin(), name.end(),
+                                  [](char c) { return c >= 'A' && c <= 'Z'; });
+  if (plain) return names.create(g.node(id).name);  // the common case: no new string
+  return names.create(g.shared_strings()->intern(target_to_str(name)));
+}
+
 // A selection turned into a Graph, with FX's name state after building it.
 struct Built {
   Graph graph;
@@ -70,20 +80,16 @@ struct Built {
 
 Built build(const Graph& g, const SubgraphSelection& sel) {
   const size_t n = g.size();
-  Built out;
+  Built out{Graph(), FxNamespace(g.shared_strings())};
   // Names first, in creation order: placeholders, every copy (even those
   // DCE removed afterwards), then the output node.
-  std::vector<std::string_view> input_names;  // owned by out.names
+  std::vector<StrId> input_names;
   input_names.reserve(sel.inputs.size());
-  for (NodeId id : sel.inputs) {
-    input_names.push_back(out.names.create_name(placeholder_candidate(g.name(id))));
-  }
-  std::vector<uint32_t> copy_index(n, kNone32);
-  std::vector<std::string_view> copy_names;
-  copy_names.reserve(sel.created.size() - sel.inputs.size());
+  for (NodeId id : sel.inputs) input_names.push_back(placeholder_name(out.names, g, id));
+  std::vector<StrId> copy_name(n, 0);
   for (size_t k = sel.inputs.size(); k < sel.created.size(); ++k) {
-    copy_index[sel.created[k]] = static_cast<uint32_t>(copy_names.size());
-    copy_names.push_back(out.names.create_name(g.name(sel.created[k])));
+    const NodeId id = sel.created[k];
+    copy_name[id] = out.names.create(g.node(id).name);
   }
   const std::string_view output_name = out.names.create_name("output");
 
@@ -95,7 +101,7 @@ Built build(const Graph& g, const SubgraphSelection& sel) {
     remap[sel.inputs[i]] = copier.copy_as_placeholder(sel.inputs[i], kNoNode, input_names[i]);
   }
   for (NodeId id : sel.body) {
-    remap[id] = copier.copy(id, remap, kNoNode, copy_names[copy_index[id]]);
+    remap[id] = copier.copy(id, remap, kNoNode, copy_name[id]);
   }
 
   // graph.output(tuple(values)): args is (values,), as FX stores it.
@@ -183,12 +189,12 @@ void prune_saved(const Graph& g, SavedSets& saved, const std::vector<NodeId>& ta
   std::vector<uint32_t> last(n, kNone32);
   for (size_t i = 0; i < inputs.size(); ++i) last[inputs[i]] = static_cast<uint32_t>(i);
 
-  FxNamespace names;  // the placeholders' names in that backward
+  FxNamespace names(g.shared_strings());  // the placeholders' names in that backward
   std::vector<uint32_t> drop_values(n, 0), drop_syms(n, 0), drop_opaque(n, 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const NodeId x = inputs[i];
-    const std::string_view name = names.create_name(placeholder_candidate(g.name(x)));
-    const NodeId named = g.find(name);  // what `_remove_by_name` matches
+    // What `_remove_by_name` matches: the joint node of the same name.
+    const NodeId named = g.node_named(placeholder_name(names, g, x));
     const bool used = last[x] == i && has_users(x);
     bool drop_all = !used;
     if (used && options.distributed_available && !in_output[x]) {

@@ -17,19 +17,19 @@ Graph unchanged(Graph g) {
 Graph copy_kept(Graph g, const std::vector<uint8_t>& keep) {
   const size_t n = g.size();
   if (std::find(keep.begin(), keep.end(), 0) == keep.end()) return unchanged(std::move(g));
-  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
-  NodeCopier copier(g, b);
-  std::vector<NodeId> remap(n, kNoNode);
+  std::vector<NodeId> order;
+  order.reserve(n);
   for (NodeId id = 0; id < n; ++id) {
-    if (keep[id]) remap[id] = copier.copy(id, remap);
+    if (keep[id]) order.push_back(id);
   }
-  return b.finish();
+  return GraphBuilder::rearrange(std::move(g), order);
 }
 
 NodeCopier::NodeCopier(const Graph& src, GraphBuilder& dst)
     : src_(src),
       dst_(dst),
       same_pool_(dst.shares_strings_with(src)),
+      same_values_(same_pool_ && dst.shares_values_with(src)),
       str_map_(same_pool_ ? 0 : src.strings().size(), 0),
       op_map_(src.ops().size(), kNoOp) {}
 
@@ -56,6 +56,18 @@ OpId NodeCopier::op(OpId o) {
 
 ArgId NodeCopier::copy_args(ArgId root, std::span<const NodeId> remap) {
   if (root == kNoArg) return kNoArg;
+  auto missing = [&](NodeId used) {
+    return Error(ErrorCode::kInternal,
+                 "NodeCopier: node '" + std::string(src_.name(used)) + "' is used but has no copy");
+  };
+  if (same_pool_) {  // strings carry over: the tree is copied in one piece
+    const std::span<const Arg> items(&src_.arg(root), src_.arg(root).span);
+    for (const Arg& a : items) {
+      if (a.kind == ArgKind::kNode && (a.id >= remap.size() || remap[a.id] == kNoNode))
+        throw missing(a.id);
+    }
+    return dst_.add_tree(items, remap);
+  }
   // Pre-order with spans: reopen containers as we meet them and close each
   // when its subtree ends.
   std::vector<std::pair<ArgId, ArgId>> open;  // (dst container, src end)
@@ -78,11 +90,7 @@ ArgId NodeCopier::copy_args(ArgId root, std::span<const NodeId> remap) {
         break;
       case ArgKind::kNode: {
         Arg out = in;
-        if (in.id >= remap.size() || remap[in.id] == kNoNode) {
-          throw Error(ErrorCode::kInternal,
-                      "NodeCopier: node '" + std::string(src_.name(in.id)) +
-                          "' is used but has no copy");
-        }
+        if (in.id >= remap.size() || remap[in.id] == kNoNode) throw missing(in.id);
         out.id = remap[in.id];
         made = dst_.leaf(out);
         break;
@@ -132,8 +140,14 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
   out.memory_budget = in.memory_budget;
   out.region_memory_budget = in.region_memory_budget;
 
-  out.tensors_begin = static_cast<uint32_t>(dst_.tensor_count());
   out.tensors_count = in.tensors_count;
+  out.symbols_count = in.symbols_count;
+  if (same_values_) {  // the entries are already in the destination's pool
+    out.tensors_begin = in.tensors_begin;
+    out.symbols_begin = in.symbols_begin;
+    return;
+  }
+  out.tensors_begin = static_cast<uint32_t>(dst_.tensor_count());
   for (const TensorMeta& t : src_.tensors(id)) {
     TensorMeta c = t;
     c.dtype = str(t.dtype);
@@ -151,16 +165,13 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
     dst_.add_tensor(c);
   }
   out.symbols_begin = static_cast<uint32_t>(dst_.symbol_count());
-  out.symbols_count = in.symbols_count;
   for (StrId s : src_.free_symbols(id)) dst_.add_symbol(str(s));
 }
 
-NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin,
-                        std::string_view name) {
+NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin, StrId name) {
   Node out;
   copy_value(id, out);
-  // Renamed copies are rare; comparing first spares a hash lookup per node.
-  if (!name.empty() && name != src_.name(id)) out.name = dst_.intern(name);
+  if (name != 0) out.name = name;
   const Node& in = src_.node(id);
   out.args = copy_args(in.args, remap);
   out.kwargs = copy_args(in.kwargs, remap);
@@ -168,12 +179,12 @@ NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin,
   return dst_.add_node(out);
 }
 
-NodeId NodeCopier::copy_as_placeholder(NodeId id, NodeId origin, std::string_view name) {
+NodeId NodeCopier::copy_as_placeholder(NodeId id, NodeId origin, StrId name) {
   Node out;
   copy_value(id, out);
   out.kind = NodeKind::kPlaceholder;
   out.target = out.name;
-  if (!name.empty() && name != src_.name(id)) out.name = dst_.intern(name);
+  if (name != 0) out.name = name;
   out.op = kNoOp;
   const Node& in = src_.node(id);
   out.origin = origin != kNoNode ? origin : (in.origin != kNoNode ? in.origin : id);

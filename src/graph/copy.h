@@ -35,16 +35,16 @@ class NodeCopier {
   // op. The copy's origin is `origin` if given; otherwise the source's origin
   // when it has one (kCreatedNode included), else the source id. So chained
   // passes keep pointing at the joint graph. Returns the new id.
-  // `name`, when not empty, replaces the source name (FX renames a copy whose
-  // name is already taken in the destination).
+  // `name`, when not 0, is a string of the destination's pool that replaces
+  // the source name (FX renames a copy whose name is already taken there).
   NodeId copy(NodeId id, std::span<const NodeId> remap, NodeId origin = kNoNode,
-              std::string_view name = {});
+              StrId name = 0);
 
   // Copies node `id` as a placeholder with the same name and value metadata
   // (torch turns saved values into backward placeholders this way).
-  // The FX target stays the source name even when `name` (not empty) renames
+  // The FX target stays the source name even when `name` (not 0) renames
   // the node: fx.Graph.placeholder(n) targets n and names it create_name(n).
-  NodeId copy_as_placeholder(NodeId id, NodeId origin = kNoNode, std::string_view name = {});
+  NodeId copy_as_placeholder(NodeId id, NodeId origin = kNoNode, StrId name = 0);
 
   // Re-interns a string / op of the source graph in the destination.
   StrId str(StrId s);
@@ -60,6 +60,7 @@ class NodeCopier {
   const Graph& src_;
   GraphBuilder& dst_;
   const bool same_pool_;        // src and dst share a string pool: ids map to themselves
+  const bool same_values_;      // and a value pool: value ranges do too
   std::vector<StrId> str_map_;  // otherwise src StrId -> dst StrId (0 = not yet mapped)
   std::vector<OpId> op_map_;
 };

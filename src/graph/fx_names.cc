@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
-#include <functional>
 #include <unordered_set>
 
 namespace remat {
@@ -68,120 +66,107 @@ void split(std::string_view s, std::string_view& base, long& num, bool& has_num)
   has_num = true;
 }
 
+// Whether FX's _name_regex matches as is: an identifier of ASCII letters,
+// digits and underscores that does not start with a digit.
+bool is_identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// FX's re.sub("[^0-9a-zA-Z_]+", "_", ...), then its fixes for an empty
+// name or one starting with a digit.
+std::string sanitize(std::string_view s) {
+  std::string out;
+  bool in_run = false;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      out.push_back(c);
+      in_run = false;
+    } else if (!in_run) {
+      out.push_back('_');
+      in_run = true;
+    }
+  }
+  if (out.empty()) out = "_unnamed";
+  if (std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
+}
+
 }  // namespace
 
-std::string_view FxNamespace::keep(std::string_view s) {
-  if (s.size() > chunk_left_) {
-    const size_t size = std::max<size_t>(s.size(), 64 * 1024);
-    chunks_.push_back(std::make_unique<char[]>(size));
-    chunk_next_ = chunks_.back().get();
-    chunk_left_ = size;
-  }
-  std::memcpy(chunk_next_, s.data(), s.size());
-  std::string_view kept(chunk_next_, s.size());
-  chunk_next_ += s.size();
-  chunk_left_ -= s.size();
-  return kept;
+FxNamespace::FxNamespace() : FxNamespace(std::make_shared<StringPool>()) {}
+
+FxNamespace::FxNamespace(std::shared_ptr<StringPool> pool) : pool_(std::move(pool)) {}
+
+StrId FxNamespace::take(StrId s) {
+  if (s >= used_.size()) used_.resize(std::max<size_t>(pool_->size(), s + 1), 0);
+  used_[s] = 1;
+  return s;
 }
 
-const FxNamespace::Slot* FxNamespace::find(std::string_view key) const {
-  if (table_.empty()) return nullptr;
-  const uint64_t h = std::hash<std::string_view>{}(key);
-  for (size_t i = h & (table_.size() - 1);; i = (i + 1) & (table_.size() - 1)) {
-    const Slot& s = table_[i];
-    if (s.key.data() == nullptr) return nullptr;
-    if (s.hash == h && s.key == key) return &s;
+void FxNamespace::apply_pending_counts() {
+  for (StrId s : pending_counts_) {
+    std::string_view base;
+    long num;
+    bool has_num;
+    split(pool_->view(s), base, num, has_num);
+    base_count_[std::string(base)] = num;
   }
+  pending_counts_.clear();
 }
 
-FxNamespace::Slot& FxNamespace::slot(std::string_view key) {
-  if (2 * (filled_ + 1) > table_.size()) {  // keep the load factor under 1/2
-    std::vector<Slot> old = std::move(table_);
-    table_.assign(std::max<size_t>(64, 2 * old.size()), Slot{});
-    for (const Slot& s : old) {
-      if (s.key.data() == nullptr) continue;
-      size_t i = s.hash & (table_.size() - 1);
-      while (table_[i].key.data() != nullptr) i = (i + 1) & (table_.size() - 1);
-      table_[i] = s;
+StrId FxNamespace::create(StrId candidate) {
+  const std::string_view s = pool_->view(candidate);
+  // The common cases, where FX returns the candidate itself: a free
+  // "base_N" (the base's count becomes N), or a free legal "base" (FX
+  // stores back the count it read, which changes nothing).
+  if (is_identifier(s) && !used(candidate)) {
+    std::string_view base;
+    long num;
+    bool has_num;
+    split(s, base, num, has_num);
+    if (has_num) {
+      pending_counts_.push_back(candidate);
+      return take(candidate);
     }
+    if (!is_illegal(s)) return take(candidate);
   }
-  const uint64_t h = std::hash<std::string_view>{}(key);
-  size_t i = h & (table_.size() - 1);
-  for (; table_[i].key.data() != nullptr; i = (i + 1) & (table_.size() - 1)) {
-    if (table_[i].hash == h && table_[i].key == key) return table_[i];
-  }
-  ++filled_;
-  table_[i].key = key.empty() ? std::string_view("", 0) : keep(key);
-  table_[i].hash = h;
-  return table_[i];
+  return create_slow(std::string(s));
 }
 
-std::string_view FxNamespace::create_name(std::string_view candidate_in) {
-  // Each run of characters illegal in an identifier becomes one '_', as
-  // FX's re.sub("[^0-9a-zA-Z_]+", "_", ...). Node names almost always are
-  // identifiers already; only then is nothing copied.
-  std::string sanitized;
-  std::string_view candidate = candidate_in;
-  bool identifier = !candidate.empty() && !std::isdigit(static_cast<unsigned char>(candidate[0]));
-  for (char c : candidate) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') identifier = false;
-  }
-  if (!identifier) {
-    bool in_run = false;
-    for (char c : candidate_in) {
-      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
-        sanitized.push_back(c);
-        in_run = false;
-      } else if (!in_run) {
-        sanitized.push_back('_');
-        in_run = true;
-      }
-    }
-    if (sanitized.empty()) sanitized = "_unnamed";
-    if (std::isdigit(static_cast<unsigned char>(sanitized[0]))) sanitized = "_" + sanitized;
-    candidate = sanitized;
-  }
+std::string_view FxNamespace::create_name(std::string_view candidate) {
+  return pool_->view(create(pool_->intern(candidate)));
+}
 
+StrId FxNamespace::create_slow(std::string candidate) {
+  if (!is_identifier(candidate)) candidate = sanitize(candidate);
   std::string_view base;
   long num;
   bool has_num;
   split(candidate, base, num, has_num);
-  const Slot* existing = find(candidate);
-  const bool taken = existing != nullptr && existing->used;
-  // The common cases, where FX returns the candidate itself: a free
-  // "base_N" (the base's count becomes N), or a free legal "base" (FX
-  // stores back the count it read, which changes nothing).
-  if (!taken && (has_num || !is_illegal(candidate))) {
-    Slot& s = slot(candidate);
-    s.used = true;
-    const std::string_view kept = s.key;
-    if (has_num) {
-      Slot& b = slot(kept.substr(0, base.size()));
-      b.base_count = num;
-      b.is_base = true;
-    }
-    return kept;
+  const std::string base_name(base);
+  apply_pending_counts();
+  if (!used(candidate) && (has_num || !is_illegal(candidate))) {
+    if (has_num) base_count_[base_name] = num;
+    return take(pool_->intern(candidate));
   }
-
   // Otherwise: continue counting from the base's last number.
-  const Slot* b = find(base);
-  num = b != nullptr && b->is_base ? b->base_count : 0;
-  std::string name(candidate);
+  const auto it = base_count_.find(base_name);
+  num = it == base_count_.end() ? 0 : it->second;
+  std::string name = candidate;
   if (is_illegal(name)) {
     ++num;
-    name = std::string(base) + "_" + std::to_string(num);
+    name = base_name + "_" + std::to_string(num);
   }
-  for (const Slot* s = find(name); s != nullptr && s->used; s = find(name)) {
+  while (used(name)) {
     ++num;
-    name = std::string(base) + "_" + std::to_string(num);
+    name = base_name + "_" + std::to_string(num);
   }
-  Slot& s = slot(name);
-  s.used = true;
-  const std::string_view kept = s.key;
-  Slot& bs = slot(base);
-  bs.base_count = num;
-  bs.is_base = true;
-  return kept;
+  base_count_[base_name] = num;
+  return take(pool_->intern(name));
 }
 
 }  // namespace remat

@@ -1,48 +1,52 @@
 // graph/fx_names.h — FX's node-naming rule, so that nodes remat creates get
 // the names torch.fx would give them.
 //
-// Contract: mirrors torch.fx.graph._Namespace.create_name for candidates
-// that are already valid identifiers: a name "base_N" or "base" is taken as
-// is when free; otherwise the next free "base_K" after the last number used
-// for that base. Every name a graph ever held counts as used, including
-// nodes that dead-code elimination later removed, as in FX.
+// Contract: mirrors torch.fx.graph._Namespace.create_name: a candidate that
+// is not an identifier is sanitized first; a name "base_N" or a legal "base"
+// is taken as is when free; otherwise the next free "base_K" after the last
+// number used for that base. Every name a graph ever held counts as used,
+// including nodes that dead-code elimination later removed, as in FX.
+//
+// Names live in a StringPool, normally the one the graphs share, so that
+// extraction can name a million copies by StrId: the common case (a free
+// name that is already an identifier) costs a byte lookup, and the base
+// counts FX keeps are only built when a name collides.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
+
+#include "remat/graph.h"
 
 namespace remat {
 
 class FxNamespace {
  public:
-  // Records a name created with an explicit name (node_copy, placeholder).
-  // Returns the name FX would actually give (equal unless taken). The view
-  // stays valid as long as this namespace (moves included).
+  FxNamespace();  // over a string pool of its own
+  explicit FxNamespace(std::shared_ptr<StringPool> pool);
+
+  // The name FX gives a node created with this candidate name (equal to it
+  // unless taken or not an identifier), as an id in the pool.
+  StrId create(StrId candidate);
+  // The same for a candidate not yet interned. The view lives in the pool.
   std::string_view create_name(std::string_view candidate);
 
  private:
-  // One entry per string seen as a used name and/or as a base. Open
-  // addressing over a flat array: extraction names every node it copies, and
-  // node-based std containers cost two allocations per name.
-  struct Slot {
-    std::string_view key;  // empty: free slot
-    uint64_t hash = 0;
-    long base_count = 0;
-    bool used = false;     // a name FX handed out
-    bool is_base = false;  // base_count is set
-  };
-  Slot& slot(std::string_view key);              // finds or inserts (key kept)
-  const Slot* find(std::string_view key) const;  // nullptr when absent
-  std::string_view keep(std::string_view s);
+  bool used(StrId s) const { return s < used_.size() && used_[s] != 0; }
+  bool used(std::string_view s) const { return used(pool_->find(s)); }
+  StrId take(StrId s);  // marks s used and returns it
+  StrId create_slow(std::string candidate);
+  void apply_pending_counts();
 
-  std::vector<Slot> table_;
-  size_t filled_ = 0;
-  std::vector<std::unique_ptr<char[]>> chunks_;  // the arena for kept strings
-  size_t chunk_left_ = 0;
-  char* chunk_next_ = nullptr;
+  std::shared_ptr<StringPool> pool_;
+  std::vector<uint8_t> used_;  // by StrId
+  // FX's _base_count. Names "base_N" taken on the fast path only queue here
+  // (in order); the map is brought up to date before a collision reads it.
+  std::vector<StrId> pending_counts_;
+  std::unordered_map<std::string, long> base_count_;
 };
 
 }  // namespace remat

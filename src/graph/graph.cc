@@ -39,7 +39,10 @@ StrId StringPool::find(std::string_view s) const {
 }
 
 GraphBuilder::GraphBuilder() : interner_(std::make_unique<Interner>()) {}
-GraphBuilder::GraphBuilder(const Graph& base) : GraphBuilder() { g_.strings_ = base.strings_; }
+GraphBuilder::GraphBuilder(const Graph& base) : GraphBuilder() {
+  g_.strings_ = base.strings_;
+  g_.values_ = base.values_;
+}
 GraphBuilder::~GraphBuilder() = default;
 
 StrId GraphBuilder::intern(std::string_view s) { return g_.strings_->intern(s); }
@@ -49,9 +52,10 @@ OpId GraphBuilder::add_op(const OpInfo& info, std::span<const std::string> mutab
     return it->second;
   }
   OpInfo op = info;
-  op.mutable_args_begin = static_cast<uint32_t>(g_.symbol_pool_.size());
+  std::vector<StrId>& symbols = g_.values_->symbols;
+  op.mutable_args_begin = static_cast<uint32_t>(symbols.size());
   op.mutable_args_count = static_cast<uint32_t>(mutable_args.size());
-  for (const std::string& a : mutable_args) g_.symbol_pool_.push_back(intern(a));
+  for (const std::string& a : mutable_args) symbols.push_back(intern(a));
   g_.ops_.push_back(op);
   const OpId id = static_cast<OpId>(g_.ops_.size() - 1);
   interner_->op_by_name.emplace(info.name, id);
@@ -99,19 +103,28 @@ void GraphBuilder::end(ArgId container) {
   g_.args_[container].span = static_cast<uint32_t>(g_.args_.size() - container);
 }
 
+ArgId GraphBuilder::add_tree(std::span<const Arg> items, std::span<const NodeId> remap) {
+  const ArgId root = static_cast<ArgId>(g_.args_.size());
+  g_.args_.insert(g_.args_.end(), items.begin(), items.end());
+  for (auto a = g_.args_.begin() + root; a != g_.args_.end(); ++a) {
+    if (a->kind == ArgKind::kNode) a->id = a->id < remap.size() ? remap[a->id] : kNoNode;
+  }
+  return root;
+}
+
 uint32_t GraphBuilder::add_dim(const Dim& d) {
-  g_.dims_.push_back(d);
-  return static_cast<uint32_t>(g_.dims_.size() - 1);
+  g_.values_->dims.push_back(d);
+  return static_cast<uint32_t>(g_.values_->dims.size() - 1);
 }
 
 uint32_t GraphBuilder::add_tensor(const TensorMeta& t) {
-  g_.tensors_.push_back(t);
-  return static_cast<uint32_t>(g_.tensors_.size() - 1);
+  g_.values_->tensors.push_back(t);
+  return static_cast<uint32_t>(g_.values_->tensors.size() - 1);
 }
 
 uint32_t GraphBuilder::add_symbol(StrId s) {
-  g_.symbol_pool_.push_back(s);
-  return static_cast<uint32_t>(g_.symbol_pool_.size() - 1);
+  g_.values_->symbols.push_back(s);
+  return static_cast<uint32_t>(g_.values_->symbols.size() - 1);
 }
 
 NodeId GraphBuilder::add_node(const Node& n) {
@@ -271,9 +284,49 @@ Graph GraphBuilder::finish() {
   g.index_ = std::move(index);
   Graph out = std::move(g_);
   g_ = Graph();
-  g_.strings_ = out.strings_;  // a reused builder keeps interning into the same pool
+  g_.strings_ = out.strings_;  // a reused builder keeps interning into the same pools
+  g_.values_ = out.values_;
   interner_ = std::make_unique<Interner>();
   return out;
+}
+
+Graph GraphBuilder::rearrange(Graph g, std::span<const NodeId> order,
+                              std::span<const NodeId> alias) {
+  const size_t n = g.size();
+  std::vector<NodeId> remap(n, kNoNode);
+  for (size_t k = 0; k < order.size(); ++k) remap[order[k]] = static_cast<NodeId>(k);
+  if (!alias.empty()) {
+    for (NodeId id = 0; id < n; ++id) {
+      if (remap[id] == kNoNode && alias[id] < n) remap[id] = remap[alias[id]];
+    }
+  }
+
+  GraphBuilder b;
+  Graph& out = b.g_;
+  out.strings_ = g.strings_;
+  out.ops_ = std::move(g.ops_);
+  out.values_ = g.values_;
+  if (g.index_ != nullptr) b.interner_->op_by_name = g.index_->op_by_name;
+  out.nodes_.reserve(order.size());
+  out.args_.reserve(g.args_.size());
+  for (NodeId id : order) {
+    Node node = g.nodes_[id];
+    if (node.origin == kNoNode) node.origin = id;
+    for (ArgId* root : {&node.args, &node.kwargs}) {
+      if (*root == kNoArg) continue;
+      const std::span<const Arg> tree(&g.args_[*root], g.args_[*root].span);
+      for (const Arg& a : tree) {
+        if (a.kind == ArgKind::kNode && (a.id >= n || remap[a.id] == kNoNode)) {
+          throw Error(ErrorCode::kInternal,
+                      fmt::format("rearrange: node '{}' uses '{}', which has no place",
+                                  g.name(id), a.id < n ? g.name(a.id) : "?"));
+        }
+      }
+      *root = b.add_tree(tree, remap);
+    }
+    out.nodes_.push_back(node);
+  }
+  return b.finish();
 }
 
 std::vector<ArgId> Graph::children(ArgId id) const {
@@ -290,9 +343,11 @@ OpId Graph::find_op(std::string_view name) const {
   return it == index_->op_by_name.end() ? kNoOp : it->second;
 }
 
-NodeId Graph::find(std::string_view name) const {
-  StrId s = find_str(name);
-  return s == 0 ? kNoNode : index_->node_by_name[s];
+NodeId Graph::find(std::string_view name) const { return node_named(find_str(name)); }
+
+NodeId Graph::node_named(StrId name) const {
+  const std::vector<NodeId>& by_name = index_->node_by_name;
+  return name == 0 || name >= by_name.size() ? kNoNode : by_name[name];
 }
 
 StrId Graph::find_str(std::string_view s) const {

@@ -25,6 +25,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Records how long each stage took since the previous lap; the pipeline's
+// answer to "where does the time go" without a profiler.
+class StageClock {
+ public:
+  explicit StageClock(Clock::time_point start) : start_(start), last_(start) {}
+  void lap(const char* stage) {
+    const Clock::time_point now = Clock::now();
+    laps_.push_back({stage, std::chrono::duration<double>(now - last_).count()});
+    last_ = now;
+  }
+  double total() const { return std::chrono::duration<double>(last_ - start_).count(); }
+  std::vector<StageTime> take() { return std::move(laps_); }
+
+ private:
+  Clock::time_point start_, last_;
+  std::vector<StageTime> laps_;
+};
+
 // aot_autograd's _is_functional_graph: the only mutations allowed are copy_
 // and set_ into graph inputs.
 bool is_functional_graph(const Graph& g) {
@@ -70,7 +88,7 @@ std::vector<NodeId> to_joint(const Graph& g, const std::vector<NodeId>& ids) {
 // Fills the report part of the result: where each joint node ended up.
 // `ban_reason` is per joint node (empty when no cut ran).
 void record_decisions(const JointGraph& joint, const Prepared& p,
-                      const std::vector<std::string>& ban_reason, PartitionResult& r) {
+                      const std::vector<std::string_view>& ban_reason, PartitionResult& r) {
   const size_t n = joint.graph.size();
   std::vector<uint8_t> present(n, 0), in_fw(n, 0), in_bw(n, 0), saved(n, 0);
   for (const Node& node : p.graph.nodes()) present[node.origin] = 1;
@@ -114,26 +132,32 @@ void finalize_origins(Graph& g) {
 // Extraction and rewrites shared by both partitioners. `reorder` is whether
 // the backward is reordered to mimic the autograd engine.
 PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved,
-                     const std::vector<std::string>& ban_reason, const PartitionOptions& options,
+                     const std::vector<std::string_view>& ban_reason, const PartitionOptions& options,
                      bool dce_collectives, bool reorder, const char* partitioner,
-                     Clock::time_point start) {
+                     StageClock& clock) {
   const Graph& g = p.graph;
   Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
   if (dce_collectives) {
     e.forward = eliminate_dead_collectives(std::move(e.forward));
     e.backward = eliminate_dead_collectives(std::move(e.backward));
   }
+  clock.lap("extract");
   int rng_states = 0;
   if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
     rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization);
+    clock.lap("rng");
   }
-  if (reorder) e.backward = reorder_to_mimic_autograd_engine(e.backward);
+  if (reorder) {
+    e.backward = reorder_to_mimic_autograd_engine(std::move(e.backward));
+    clock.lap("reorder");
+  }
 
   PartitionResult r;
   r.forward = raise_getitems(std::move(e.forward));
   r.backward = raise_getitems(std::move(e.backward));
   finalize_origins(r.forward);
   finalize_origins(r.backward);
+  clock.lap("getitems");
   r.saved_values = to_joint(g, e.saved_values);
   r.saved_opaque_nodes = to_joint(g, e.saved_script_objects);
   for (NodeId id : to_joint(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
@@ -143,14 +167,16 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   r.forced_must_save = p.forced_must_save;
   r.partitioner = partitioner;
   record_decisions(joint, p, ban_reason, r);
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  clock.lap("report");
+  r.seconds = clock.total();
+  r.stages = clock.take();
   return r;
 }
 
 // default_partition on a graph whose nodes already point at `joint`.
 // `from_min_cut`: the min-cut handed this graph over; it must not come back.
 PartitionResult default_on(const JointGraph& joint, Prepared p,
-                           const PartitionOptions& options, Clock::time_point start,
+                           const PartitionOptions& options, StageClock& clock,
                            bool from_min_cut);
 
 // Python's repr of a float, for messages that quote torch's.
@@ -233,12 +259,13 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
 }
 
 PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
-                           Clock::time_point start) {
+                           StageClock& clock) {
   const size_t n = joint.graph.size();
 
   // prepare: its graph's nodes point at the joint graph's ids.
   Prepared p = prepare_for_min_cut(joint.graph, options);
   const Graph& g = p.graph;
+  clock.lap("prepare");
 
   // analyze
   NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
@@ -246,9 +273,11 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   // With nothing required by the backward there is nothing to cut; torch
   // hands such graphs to the default partitioner.
   if (info.num_required_bw == 0) {
-    return default_on(joint, std::move(p), options, start, /*from_min_cut=*/true);
+    clock.lap("classify");
+    return default_on(joint, std::move(p), options, clock, /*from_min_cut=*/true);
   }
   std::vector<int64_t> dist = dist_from_bw(g, info);
+  clock.lap("classify");
 
   // The budget: the global option, unless the graph carries its own.
   const double budget = resolve_memory_budget(g, info, options);
@@ -258,7 +287,8 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   DecideContext ctx{g, info, dist, categories, options};
   MinCutResult cut;
   std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
-  std::vector<std::string> ban_reason(n);
+  clock.lap("decide");
+  std::vector<std::string_view> ban_reason(n);
   for (NodeId id = 0; id < cut.ban_reason.size(); ++id) {
     ban_reason[g.node(id).origin] = cut.ban_reason[id];
   }
@@ -274,11 +304,11 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
     }
   }
   return emit(joint, p, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
-              /*reorder=*/true, "min_cut", start);
+              /*reorder=*/true, "min_cut", clock);
 }
 
 PartitionResult default_on(const JointGraph& joint, Prepared p,
-                           const PartitionOptions& options, Clock::time_point start,
+                           const PartitionOptions& options, StageClock& clock,
                            bool from_min_cut) {
   const bool recomputable = has_recomputable_ops(p.graph);
   if (recomputable && !is_functional_graph(p.graph)) {
@@ -290,15 +320,18 @@ PartitionResult default_on(const JointGraph& joint, Prepared p,
                   "graph has recompute tags, mutates non-inputs and needs nothing in "
                   "backward: torch's partitioners recurse forever on it");
     }
-    return min_cut_on(joint, options, start);
+    return min_cut_on(joint, options, clock);
   }
   prepare_for_default(p, options);
+  clock.lap("prepare");
 
   NodeInfo info = classify_nodes(p.graph, joint.static_lifetime_input_indices,
                                  joint.num_fwd_outputs, options);
+  clock.lap("classify");
   SavedSets saved = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
+  clock.lap("decide");
   return emit(joint, p, std::move(saved), {}, options, /*dce_collectives=*/true,
-              /*reorder=*/p.had_recomputable_ops, "default", start);
+              /*reorder=*/p.had_recomputable_ops, "default", clock);
 }
 
 // Graphs derived from the joint graph record their origin; the joint graph
@@ -330,16 +363,18 @@ PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
                                                     const PartitionOptions& options) {
   options.validate();
   check_joint(joint);
-  return min_cut_on(joint, with_overrides(joint, options), Clock::now());
+  StageClock clock(Clock::now());
+  return min_cut_on(joint, with_overrides(joint, options), clock);
 }
 
 PartitionResult default_partition(const JointGraph& joint, const PartitionOptions& options) {
   options.validate();
   check_joint(joint);
   // torch's default_partition does no DCE or CSE.
+  StageClock clock(Clock::now());
   Prepared p;
   p.graph = rooted(joint);
-  return default_on(joint, std::move(p), with_overrides(joint, options), Clock::now(),
+  return default_on(joint, std::move(p), with_overrides(joint, options), clock,
                     /*from_min_cut=*/false);
 }
 

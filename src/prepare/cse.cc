@@ -17,10 +17,8 @@
 // with free unbacked symbols; a graph's val is never a sympy.Symbol (it is
 // a SymInt), so the clause never fires on traced graphs.
 #include <bit>
-#include <cstring>
-#include <string>
+#include <span>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -49,74 +47,124 @@ bool never_merged_op(const Graph& g, const OpInfo& op) {
   return false;
 }
 
-// Serializes a node's target and argument trees into a byte key: equal keys
-// <=> equal tokens in fx_graph_cse (same target, same flattened leaves with
-// their types, same tree structure).
-class KeyWriter {
+// fx_graph_cse's token equality (same target, same flattened leaves with
+// their types, same tree structure) as a 64-bit hash plus an exact check, so
+// no key is ever materialized. An absent tree equals an empty container of
+// its default kind.
+class NodeKeys {
  public:
-  KeyWriter(const Graph& g, const std::vector<NodeId>& replaced) : g_(g), replaced_(replaced) {}
+  NodeKeys(const Graph& g, const std::vector<NodeId>& replaced) : g_(g), replaced_(replaced) {}
 
-  std::string key(const Node& n) {
-    out_.clear();
-    put(static_cast<uint64_t>(n.target));
-    tree(n.args, ArgKind::kTuple);
-    tree(n.kwargs, ArgKind::kDict);
-    return out_;
+  uint64_t hash(const Node& n) const {
+    uint64_t h = mix(kSeed, n.target);
+    h = hash_tree(h, n.args, ArgKind::kTuple);
+    return hash_tree(h, n.kwargs, ArgKind::kDict);
+  }
+
+  bool equal(const Node& a, const Node& b) const {
+    return a.target == b.target && equal_trees(a.args, b.args, ArgKind::kTuple) &&
+           equal_trees(a.kwargs, b.kwargs, ArgKind::kDict);
   }
 
  private:
-  void put(uint64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
-
-  // An absent tree is an empty container of its default kind.
-  void tree(ArgId root, ArgKind empty_kind) {
-    if (root == kNoArg) {
-      put(static_cast<uint64_t>(empty_kind));
-      put(1);  // span
-      return;
-    }
-    const ArgId stop = root + g_.arg(root).span;
-    for (ArgId a = root; a < stop; ++a) leaf(g_.arg(a));
+  static constexpr uint64_t kSeed = 0x9e3779b97f4a7c15ull;
+  static uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
   }
 
-  void leaf(const Arg& a) {
-    put(static_cast<uint64_t>(a.kind));
-    put(a.span);  // containers: the span fixes the tree's shape
+  // The items of a tree; an absent one reads as `empty`.
+  std::span<const Arg> items(ArgId root, const Arg& empty) const {
+    if (root == kNoArg) return {&empty, 1};
+    return {&g_.arg(root), g_.arg(root).span};
+  }
+
+  uint64_t hash_tree(uint64_t h, ArgId root, ArgKind empty_kind) const {
+    Arg empty;
+    empty.kind = empty_kind;
+    for (const Arg& a : items(root, empty)) h = mix(mix(h, static_cast<uint64_t>(a.kind)), value(a));
+    return h;
+  }
+
+  // What identifies a leaf's value. NaN and handle-less opaque values never
+  // compare equal, so any hash does for them.
+  uint64_t value(const Arg& a) const {
     switch (a.kind) {
       case ArgKind::kNone:
       case ArgKind::kList:
       case ArgKind::kTuple:
       case ArgKind::kDict:
       case ArgKind::kSlice:
-        break;
+        return a.span;  // containers: the span fixes the tree's shape
       case ArgKind::kBool:
       case ArgKind::kInt:
-        put(static_cast<uint64_t>(a.i));
-        break;
-      case ArgKind::kFloat:
-        if (a.f != a.f) {
-          put(unique_++);  // NaN: hashed by identity in Python, never equal
-        } else {
-          put(std::bit_cast<uint64_t>(a.f == 0.0 ? 0.0 : a.f));  // -0.0 == 0.0
-        }
-        break;
-      case ArgKind::kNode:
-        put(replaced_[a.id]);
-        break;
       case ArgKind::kOpaque:
-        // Compared by identity: the host's handle, when it gave one.
-        put(a.i >= 0 ? static_cast<uint64_t>(a.i) : unique_++);
-        put(a.i >= 0 ? 0 : 1);
-        break;
-      default:  // string-like leaves compare by value
-        put(a.id);
-        break;
+        return static_cast<uint64_t>(a.i);
+      case ArgKind::kFloat:
+        return std::bit_cast<uint64_t>(a.f == 0.0 ? 0.0 : a.f);  // -0.0 == 0.0
+      case ArgKind::kNode:
+        return replaced_[a.id];
+      default:  // string-like leaves compare by value (interned)
+        return a.id;
     }
+  }
+
+  bool equal_leaves(const Arg& a, const Arg& b) const {
+    if (a.kind != b.kind) return false;
+    switch (a.kind) {
+      case ArgKind::kFloat:
+        return a.f == b.f;  // NaN: hashed by identity in Python, never equal
+      case ArgKind::kOpaque:
+        return a.i >= 0 && a.i == b.i;  // by the host's handle, when it gave one
+      default:
+        return value(a) == value(b);
+    }
+  }
+
+  bool equal_trees(ArgId x, ArgId y, ArgKind empty_kind) const {
+    Arg empty;
+    empty.kind = empty_kind;
+    const std::span<const Arg> a = items(x, empty), b = items(y, empty);
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k) {
+      if (!equal_leaves(a[k], b[k])) return false;
+    }
+    return true;
   }
 
   const Graph& g_;
   const std::vector<NodeId>& replaced_;
-  std::string out_;
-  uint64_t unique_ = uint64_t{1} << 63;
+};
+
+// Open addressing over (hash, node): one flat array, no allocation per node.
+// Several nodes may share a hash; lookups walk until an equal one or a hole.
+class SeenTable {
+ public:
+  explicit SeenTable(size_t expected) {
+    size_t cap = 16;
+    while (cap < 2 * expected) cap *= 2;
+    slots_.assign(cap, Slot{});
+  }
+
+  // The slot holding a node equal to `id`, or the empty slot to claim for it.
+  template <class Equal>
+  NodeId& find(uint64_t hash, Equal&& equal_to) {
+    for (size_t i = hash & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      Slot& s = slots_[i];
+      if (s.node == kNoNode) {
+        s.hash = hash;
+        return s.node;
+      }
+      if (s.hash == hash && equal_to(s.node)) return s.node;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    NodeId node = kNoNode;
+  };
+  std::vector<Slot> slots_;
 };
 
 }  // namespace
@@ -138,8 +186,8 @@ Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced) {
     if (checkable(in)) output_storages.insert(g.tensors(in)[0].storage);
   }
 
-  KeyWriter writer(g, replaced);
-  std::unordered_map<std::string, NodeId> seen;  // key -> node later equals merge into
+  NodeKeys keys(g, replaced);
+  SeenTable seen(n);  // equal nodes -> the one later equals merge into
   std::vector<uint32_t> region(n, 0);
   uint32_t region_id = 0;
   size_t merged = 0;
@@ -152,28 +200,26 @@ Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced) {
     if (op != nullptr && never_merged_op(g, *op)) continue;
     if (checkable(id) && output_storages.count(g.tensors(id)[0].storage)) continue;
 
-    auto [it, inserted] = seen.try_emplace(writer.key(node), id);
-    if (inserted) continue;
-    if (region[it->second] == region_id) {
-      replaced[id] = it->second;
+    NodeId& first = seen.find(keys.hash(node), [&](NodeId other) {
+      return keys.equal(g.node(other), node);
+    });
+    if (first == kNoNode) {
+      first = id;
+    } else if (region[first] == region_id) {
+      replaced[id] = first;
       ++merged;
     } else {
-      it->second = id;  // later duplicates merge into this one
+      first = id;  // later duplicates merge into this one
     }
   }
   if (merged == 0) return unchanged(std::move(g));
 
-  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
-  NodeCopier copier(g, b);
-  std::vector<NodeId> remap(n, kNoNode);
+  std::vector<NodeId> order;
+  order.reserve(n - merged);
   for (NodeId id = 0; id < n; ++id) {
-    if (replaced[id] == id) {
-      remap[id] = copier.copy(id, remap);
-    } else {
-      remap[id] = remap[replaced[id]];
-    }
+    if (replaced[id] == id) order.push_back(id);
   }
-  return b.finish();
+  return GraphBuilder::rearrange(std::move(g), order, /*alias=*/replaced);
 }
 
 }  // namespace remat

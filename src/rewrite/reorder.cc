@@ -16,12 +16,11 @@
 #include <vector>
 
 #include "analyze/analyze.h"
-#include "graph/copy.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
 
-Graph reorder_to_mimic_autograd_engine(const Graph& bw) {
+Graph reorder_to_mimic_autograd_engine(Graph bw) {
   const size_t n = bw.size();
   NodeId first_bwd = kNoNode;
   for (NodeId id = 0; id < n; ++id) {
@@ -72,14 +71,10 @@ Graph reorder_to_mimic_autograd_engine(const Graph& bw) {
   }
   for (NodeId id = first_bwd; id < n; ++id) insert(id);
 
-  GraphBuilder b(bw);  // shares bw's strings: copies re-hash nothing
-  NodeCopier copier(bw, b);
   // torch copies into a fresh FX graph, which could rename a node; but the
   // backward's names are already distinct and FX-legal (extraction named
   // them), so every copy keeps its name and no namespace is needed.
-  std::vector<NodeId> remap(n, kNoNode);
-  for (NodeId id : order) remap[id] = copier.copy(id, remap);
-  return b.finish();
+  return GraphBuilder::rearrange(std::move(bw), order);
 }
 
 }  // namespace remat

@@ -147,7 +147,9 @@ ArgId leaf_node(GraphBuilder& b, NodeId id) {
 
 int64_t next_storage(const Graph& g) {
   int64_t m = -1;
-  for (const TensorMeta& t : g.tensor_pool()) m = std::max(m, t.storage);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    for (const TensorMeta& t : g.tensors(id)) m = std::max(m, t.storage);
+  }
   return m + 1;
 }
 
