@@ -47,7 +47,7 @@ struct Solved {
     return out;
   }
   std::string reason(const MinCutResult& r, const char* name) const {
-    return r.ban_reason.at(g.find(name));
+    return std::string(r.ban_reason.at(g.find(name)));
   }
 };
 
