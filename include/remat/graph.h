@@ -336,6 +336,8 @@ class GraphBuilder {
   ~GraphBuilder();  // out of line: Interner is complete only in graph.cc
 
   StrId intern(std::string_view s);
+  // Room for this many nodes and argument items, when the caller knows.
+  void reserve(size_t nodes, size_t arg_items);
   // Whether this builder interns into g's string pool (StrIds agree), and
   // appends to g's value pool (value ranges agree).
   bool shares_strings_with(const Graph& g) const { return g.shares_strings_with(g_); }

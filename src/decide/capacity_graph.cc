@@ -15,6 +15,7 @@ CapacityGraph::CapacityGraph(const Graph& g)
   head_.reserve(4 * g.size());
   cap_.reserve(4 * g.size());
   reason_.reserve(4 * g.size());
+  float_.reserve(4 * g.size());
 }
 
 uint32_t CapacityGraph::vertex(uint32_t key) {
@@ -209,6 +210,7 @@ std::vector<NodeId> CapacityGraph::cut(CutSide side) const {
                     "' vertex (networkx.minimum_cut would raise): nothing is " +
                     (source_ == kNoVertex ? "banned from recomputation" : "required by the backward"));
   MaxFlow flow(static_cast<uint32_t>(key_.size()));
+  flow.reserve(tail_.size());
   for (size_t e = 0; e < tail_.size(); ++e) flow.add_edge(tail_[e], head_[e], cap_[e]);
   if (!flow.run(source_, sink_)) {
     Diagnosis d = diagnose();

@@ -13,6 +13,12 @@ constexpr uint32_t kNil = std::numeric_limits<uint32_t>::max();
 constexpr __int128 kMaxFiniteSum = (static_cast<__int128>(1) << 62);
 }  // namespace
 
+void MaxFlow::reserve(size_t num_edges) {
+  tail_.reserve(num_edges);
+  head_.reserve(num_edges);
+  cap_.reserve(num_edges);
+}
+
 uint32_t MaxFlow::add_edge(uint32_t u, uint32_t v, int64_t capacity) {
   if (u >= n_ || v >= n_ || capacity < 0)
     throw Error(ErrorCode::kInternal, "MaxFlow::add_edge: bad vertex or capacity");

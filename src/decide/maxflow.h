@@ -51,6 +51,7 @@ class MaxFlow {
   uint32_t num_vertices() const { return n_; }
   size_t num_edges() const { return tail_.size(); }
 
+  void reserve(size_t num_edges);
   // Adds u -> v with capacity c (>= 0, or kInfinite). Returns the edge id.
   uint32_t add_edge(uint32_t u, uint32_t v, int64_t capacity);
 

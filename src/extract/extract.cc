@@ -93,7 +93,14 @@ Built build(const Graph& g, const SubgraphSelection& sel) {
   }
   const std::string_view output_name = out.names.create_name("output");
 
-  GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
+  GraphBuilder b(g);  // shares g's pools: copies re-hash nothing
+  size_t arg_items = 3 + sel.outputs.size();  // the output node's
+  for (NodeId id : sel.body) {
+    for (ArgId root : {g.node(id).args, g.node(id).kwargs}) {
+      if (root != kNoArg) arg_items += g.arg(root).span;
+    }
+  }
+  b.reserve(sel.inputs.size() + sel.body.size() + 1, arg_items);
   NodeCopier copier(g, b);
   std::vector<NodeId> remap(n, kNoNode);
   // A node listed twice as input: the later placeholder takes the uses.

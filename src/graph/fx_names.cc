@@ -2,7 +2,6 @@
 #include "graph/fx_names.h"
 
 #include <algorithm>
-#include <cctype>
 #include <unordered_set>
 
 namespace remat {
@@ -48,6 +47,12 @@ bool is_illegal(std::string_view name) {
   return kIllegal.count(name) != 0;
 }
 
+// ASCII classes, as Python's regex sees them (no locale lookups per char).
+constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool is_word(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+}
+
 // Splits "base_12" into ("base", 12) like FX's r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$".
 void split(std::string_view s, std::string_view& base, long& num, bool& has_num) {
   has_num = false;
@@ -56,7 +61,7 @@ void split(std::string_view s, std::string_view& base, long& num, bool& has_num)
   size_t us = s.rfind('_');
   if (us == std::string_view::npos || us == 0 || us + 1 == s.size()) return;
   for (size_t i = us + 1; i < s.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return;
+    if (!is_digit(s[i])) return;
   }
   // Digits after the underscore; very long runs cannot be a count FX uses.
   if (s.size() - us - 1 > 18) return;
@@ -69,11 +74,8 @@ void split(std::string_view s, std::string_view& base, long& num, bool& has_num)
 // Whether FX's _name_regex matches as is: an identifier of ASCII letters,
 // digits and underscores that does not start with a digit.
 bool is_identifier(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  }
-  return true;
+  if (s.empty() || is_digit(s[0])) return false;
+  return std::all_of(s.begin(), s.end(), is_word);
 }
 
 // FX's re.sub("[^0-9a-zA-Z_]+", "_", ...), then its fixes for an empty
@@ -82,7 +84,7 @@ std::string sanitize(std::string_view s) {
   std::string out;
   bool in_run = false;
   for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+    if (is_word(c)) {
       out.push_back(c);
       in_run = false;
     } else if (!in_run) {
@@ -91,7 +93,7 @@ std::string sanitize(std::string_view s) {
     }
   }
   if (out.empty()) out = "_unnamed";
-  if (std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  if (is_digit(out[0])) out = "_" + out;
   return out;
 }
 

@@ -47,6 +47,11 @@ GraphBuilder::~GraphBuilder() = default;
 
 StrId GraphBuilder::intern(std::string_view s) { return g_.strings_->intern(s); }
 
+void GraphBuilder::reserve(size_t nodes, size_t arg_items) {
+  g_.nodes_.reserve(nodes);
+  g_.args_.reserve(arg_items);
+}
+
 OpId GraphBuilder::add_op(const OpInfo& info, std::span<const std::string> mutable_args) {
   if (auto it = interner_->op_by_name.find(info.name); it != interner_->op_by_name.end()) {
     return it->second;

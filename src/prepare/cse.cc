@@ -186,6 +186,10 @@ Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced) {
     if (checkable(in)) output_storages.insert(g.tensors(in)[0].storage);
   }
 
+  // Per op, once: never_merged_op compares packet names.
+  std::vector<uint8_t> never_merged(g.ops().size(), 0);
+  for (OpId o = 0; o < g.ops().size(); ++o) never_merged[o] = never_merged_op(g, g.ops()[o]);
+
   NodeKeys keys(g, replaced);
   SeenTable seen(n);  // equal nodes -> the one later equals merge into
   std::vector<uint32_t> region(n, 0);
@@ -196,8 +200,7 @@ Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced) {
     region[id] = region_id;
     const Node& node = g.node(id);
     if (node.kind != NodeKind::kCallFunction) continue;
-    const OpInfo* op = g.op(id);
-    if (op != nullptr && never_merged_op(g, *op)) continue;
+    if (node.op != kNoOp && never_merged[node.op]) continue;
     if (checkable(id) && output_storages.count(g.tensors(id)[0].storage)) continue;
 
     NodeId& first = seen.find(keys.hash(node), [&](NodeId other) {
