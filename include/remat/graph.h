@@ -166,21 +166,12 @@ enum NodeFlag : uint16_t {
   kFlagRegionBudget = 1 << 7,    // a region_activation_memory_budget annotation
 };
 
-struct Node {
-  StrId name = 0;
-  NodeKind kind = NodeKind::kCallFunction;
-  ValueKind value = ValueKind::kMissing;
-  RecomputePolicy recompute = RecomputePolicy::kNone;
-  PartitionerTag tag = PartitionerTag::kNone;
-  uint16_t flags = 0;
+// What a node's value and meta hold beyond the common case: symbolic
+// values, printable constants, checkpoint and budget annotations. Few nodes
+// have any of it, so it lives beside Node (see Graph::extra) and Node stays
+// one cache line.
+struct NodeExtra {
   StrId tag_name = 0;     // the partitioner_tag string, kept for kOther
-  StrId target = 0;       // call_function: the op name; otherwise FX's target
-  OpId op = kNoOp;        // call_function only
-  ArgId args = kNoArg;    // a kTuple root (output: the returned structure)
-  ArgId kwargs = kNoArg;  // a kDict root
-  uint32_t inputs_begin = 0, inputs_count = 0;    // FX all_input_nodes
-  uint32_t tensors_begin = 0, tensors_count = 0;  // tensor parts of the value
-  uint32_t symbols_begin = 0, symbols_count = 0;  // free symbols, sorted by name
   StrId sym_expr = 0;     // SymInt/SymFloat/SymBool: the expression
   int64_t sym_hint = 0;   // and its hint, when has_sym_hint
   bool has_sym_hint = false;
@@ -192,6 +183,27 @@ struct Node {
   // (node.meta["custom"]["_region_activation_memory_budget"]), when
   // kFlagRegionBudget is set.
   double region_memory_budget = 0;
+
+  bool operator==(const NodeExtra&) const = default;
+};
+
+inline constexpr uint32_t kNoExtra = std::numeric_limits<uint32_t>::max();
+
+struct Node {
+  StrId name = 0;
+  NodeKind kind = NodeKind::kCallFunction;
+  ValueKind value = ValueKind::kMissing;
+  RecomputePolicy recompute = RecomputePolicy::kNone;
+  PartitionerTag tag = PartitionerTag::kNone;
+  uint16_t flags = 0;
+  StrId target = 0;       // call_function: the op name; otherwise FX's target
+  OpId op = kNoOp;        // call_function only
+  ArgId args = kNoArg;    // a kTuple root (output: the returned structure)
+  ArgId kwargs = kNoArg;  // a kDict root
+  uint32_t inputs_begin = 0, inputs_count = 0;    // FX all_input_nodes
+  uint32_t tensors_begin = 0, tensors_count = 0;  // tensor parts of the value
+  uint32_t symbols_begin = 0, symbols_count = 0;  // free symbols, sorted by name
+  uint32_t extra = kNoExtra;  // into the value pool's extras; kNoExtra: all default
   // In a derived graph: the joint node this one comes from; kCreatedNode for
   // nodes a rewrite made; kNoNode in a graph that is not derived.
   NodeId origin = kNoNode;
@@ -228,6 +240,16 @@ struct ValuePool {
   std::vector<TensorMeta> tensors;
   std::vector<Dim> dims;
   std::vector<StrId> symbols;
+  std::vector<NodeExtra> extras;
+};
+
+// What a graph never changes once built: its argument trees and the
+// input/user adjacency. Copies of a graph share it.
+struct GraphStructure {
+  std::vector<Arg> args;
+  std::vector<NodeId> input_pool;
+  std::vector<uint32_t> user_offsets{0};
+  std::vector<NodeId> user_pool;
 };
 
 class Graph {
@@ -242,11 +264,11 @@ class Graph {
 
   std::span<const NodeId> inputs(NodeId id) const {
     const Node& n = nodes_[id];
-    return {input_pool_.data() + n.inputs_begin, n.inputs_count};
+    return {structure_->input_pool.data() + n.inputs_begin, n.inputs_count};
   }
   std::span<const NodeId> users(NodeId id) const {
-    return {user_pool_.data() + user_offsets_[id],
-            user_offsets_[id + 1] - user_offsets_[id]};
+    const std::vector<uint32_t>& offsets = structure_->user_offsets;
+    return {structure_->user_pool.data() + offsets[id], offsets[id + 1] - offsets[id]};
   }
   std::span<const TensorMeta> tensors(NodeId id) const {
     const Node& n = nodes_[id];
@@ -258,13 +280,18 @@ class Graph {
   std::span<const Dim> stride(const TensorMeta& t) const {
     return {values_->dims.data() + t.stride_begin, t.has_stride ? t.rank : 0u};
   }
+  const NodeExtra& extra(NodeId id) const {
+    static const NodeExtra kDefault;
+    const uint32_t x = nodes_[id].extra;
+    return x == kNoExtra ? kDefault : values_->extras[x];
+  }
   std::span<const StrId> free_symbols(NodeId id) const {
     const Node& n = nodes_[id];
     return {values_->symbols.data() + n.symbols_begin, n.symbols_count};
   }
 
   // Arguments, as pre-order trees. children() lists direct children.
-  const Arg& arg(ArgId id) const { return args_[id]; }
+  const Arg& arg(ArgId id) const { return structure_->args[id]; }
   std::vector<ArgId> children(ArgId id) const;
 
   // Ops.
@@ -298,7 +325,7 @@ class Graph {
   bool shares_strings_with(const Graph& other) const { return strings_ == other.strings_; }
   // Whether two graphs share value metadata (their tensor ranges agree).
   bool shares_values_with(const Graph& other) const { return values_ == other.values_; }
-  const std::vector<Arg>& arg_pool() const { return args_; }
+  const std::vector<Arg>& arg_pool() const { return structure_->args; }
   // The shared value pool: entries of other graphs derived from the same
   // joint graph may be in it too.
   const ValuePool& values() const { return *values_; }
@@ -309,11 +336,8 @@ class Graph {
   std::vector<Node> nodes_;
   std::shared_ptr<StringPool> strings_ = std::make_shared<StringPool>();
   std::vector<OpInfo> ops_;
-  std::vector<Arg> args_;
   std::shared_ptr<ValuePool> values_ = std::make_shared<ValuePool>();
-  std::vector<NodeId> input_pool_;
-  std::vector<uint32_t> user_offsets_{0};
-  std::vector<NodeId> user_pool_;
+  std::shared_ptr<const GraphStructure> structure_ = std::make_shared<GraphStructure>();
   NodeId output_ = kNoNode;
   // name -> id and op name -> id; built by GraphBuilder::finish.
   struct Index;
@@ -367,8 +391,12 @@ class GraphBuilder {
 
   // Adds a node. `n.inputs_*` are ignored: inputs are derived from the args.
   // `n.tensors_*` and `n.symbols_*` must be ranges returned by add_tensor /
-  // add_symbol. Returns the new id.
+  // add_symbol; `n.extra` an index returned by add_extra (or kNoExtra).
+  // Returns the new id.
   NodeId add_node(const Node& n);
+  // The same, storing `extra` for it unless it is all default.
+  NodeId add_node(Node n, const NodeExtra& extra);
+  uint32_t add_extra(const NodeExtra& e);
 
   // The id the next add_node will return.
   NodeId next_id() const { return static_cast<NodeId>(g_.nodes_.size()); }
@@ -385,12 +413,13 @@ class GraphBuilder {
   // to the copy of x, or, when x is not in `order`, to the copy of
   // `alias[x]` (alias may be empty). Nodes get the origin a NodeCopier copy
   // would: their own origin when they have one, else their id in g. Value
-  // metadata, ops and strings are g's own, moved; unused entries may remain.
-  static Graph rearrange(Graph g, std::span<const NodeId> order,
+  // metadata and strings are shared with g; unused entries may remain.
+  static Graph rearrange(const Graph& g, std::span<const NodeId> order,
                          std::span<const NodeId> alias = {});
 
  private:
   Graph g_;
+  std::shared_ptr<GraphStructure> structure_ = std::make_shared<GraphStructure>();  // g_'s, while building
   struct Interner;
   std::unique_ptr<Interner> interner_;
   std::vector<ArgId> open_;

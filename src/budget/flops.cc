@@ -123,8 +123,8 @@ class ArgReader {
     const Arg& arg = g_.arg(a);
     if (arg.kind == ArgKind::kInt || arg.kind == ArgKind::kBool) return arg.i;
     if (arg.kind == ArgKind::kNode) {
-      const Node& src = g_.node(arg.id);
-      if (src.value == ValueKind::kSymInt) {
+      if (g_.node(arg.id).value == ValueKind::kSymInt) {
+        const NodeExtra& src = g_.extra(arg.id);
         return src.has_sym_hint ? src.sym_hint : kNoHintFallback;
       }
     }

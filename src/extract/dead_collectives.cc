@@ -14,7 +14,7 @@
 
 namespace remat {
 
-Graph eliminate_dead_collectives(Graph g) {
+Graph eliminate_dead_collectives(const Graph& g) {
   const size_t n = g.size();
   // Users that survive, counted as the reverse walk keeps them.
   std::vector<uint32_t> live_users(n, 0);
@@ -27,7 +27,7 @@ Graph eliminate_dead_collectives(Graph g) {
     keep[id] = 1;
     for (NodeId in : g.inputs(id)) ++live_users[in];
   }
-  return copy_kept(std::move(g), keep);
+  return copy_kept(g, keep);
 }
 
 }  // namespace remat

@@ -244,7 +244,7 @@ void bind_symbols(const Graph& g, std::vector<NodeId>& saved_sym_nodes,
   std::vector<uint8_t> saved_symbol(num_strings, 0);
   std::vector<NodeId> binding, derived;
   for (NodeId x : saved_sym_nodes) {
-    const StrId s = g.node(x).binds_symbol;
+    const StrId s = g.extra(x).binds_symbol;
     if (s != 0) {
       saved_symbol[s] = 1;
       binding.push_back(x);
@@ -255,7 +255,8 @@ void bind_symbols(const Graph& g, std::vector<NodeId>& saved_sym_nodes,
   // find_symbol_binding_fx_nodes: the first binder of each symbol.
   std::vector<NodeId> binder(num_strings, kNoNode);
   for (NodeId id = 0; id < g.size(); ++id) {
-    const StrId s = g.node(id).binds_symbol;
+    if (g.node(id).extra == kNoExtra) continue;
+    const StrId s = g.extra(id).binds_symbol;
     if (s != 0 && binder[s] == kNoNode) binder[s] = id;
   }
   std::vector<StrId> fresh;

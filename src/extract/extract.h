@@ -40,6 +40,6 @@ Extracted extract_fwd_bwd(const Graph& g, SavedSets saved, int num_fwd_outputs,
 
 // DCE where only dead collectives (namespace _c10d_functional) are removed:
 // default_partition's `eliminate_dead_code(is_impure_node=is_not_collective)`.
-Graph eliminate_dead_collectives(Graph g);  // by value: see copy_kept
+Graph eliminate_dead_collectives(const Graph& g);
 
 }  // namespace remat

@@ -14,15 +14,15 @@ Graph unchanged(Graph g) {
   return g;
 }
 
-Graph copy_kept(Graph g, const std::vector<uint8_t>& keep) {
+Graph copy_kept(const Graph& g, const std::vector<uint8_t>& keep) {
   const size_t n = g.size();
-  if (std::find(keep.begin(), keep.end(), 0) == keep.end()) return unchanged(std::move(g));
+  if (std::find(keep.begin(), keep.end(), 0) == keep.end()) return unchanged(g);
   std::vector<NodeId> order;
   order.reserve(n);
   for (NodeId id = 0; id < n; ++id) {
     if (keep[id]) order.push_back(id);
   }
-  return GraphBuilder::rearrange(std::move(g), order);
+  return GraphBuilder::rearrange(g, order);
 }
 
 NodeCopier::NodeCopier(const Graph& src, GraphBuilder& dst)
@@ -127,25 +127,23 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
   out.value = in.value;
   out.recompute = in.recompute;
   out.tag = in.tag;
-  out.tag_name = str(in.tag_name);
   out.flags = in.flags;
   out.target = str(in.target);
   out.op = op(in.op);
-  out.sym_expr = str(in.sym_expr);
-  out.sym_hint = in.sym_hint;
-  out.has_sym_hint = in.has_sym_hint;
-  out.binds_symbol = str(in.binds_symbol);
-  out.repr = str(in.repr);
-  out.ac_graph_id = in.ac_graph_id;
-  out.memory_budget = in.memory_budget;
-  out.region_memory_budget = in.region_memory_budget;
 
   out.tensors_count = in.tensors_count;
   out.symbols_count = in.symbols_count;
   if (same_values_) {  // the entries are already in the destination's pool
     out.tensors_begin = in.tensors_begin;
     out.symbols_begin = in.symbols_begin;
+    out.extra = in.extra;
     return;
+  }
+  out.extra = kNoExtra;
+  if (in.extra != kNoExtra) {
+    NodeExtra x = src_.extra(id);
+    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr}) *s = str(*s);
+    out.extra = dst_.add_extra(x);
   }
   out.tensors_begin = static_cast<uint32_t>(dst_.tensor_count());
   for (const TensorMeta& t : src_.tensors(id)) {

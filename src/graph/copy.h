@@ -19,9 +19,10 @@ namespace remat {
 // take their graph by value, so a caller that moves it in pays no copy.
 Graph unchanged(Graph g);
 
-// The nodes of g with keep[id] set, in order, as a new graph (g itself when
-// every node is kept): the tail of every dead-code elimination.
-Graph copy_kept(Graph g, const std::vector<uint8_t>& keep);
+// The nodes of g with keep[id] set, in order, as a new graph (a copy of g,
+// as unchanged() gives it, when every node is kept): the tail of every
+// dead-code elimination.
+Graph copy_kept(const Graph& g, const std::vector<uint8_t>& keep);
 
 class NodeCopier {
  public:

@@ -49,7 +49,7 @@ StrId GraphBuilder::intern(std::string_view s) { return g_.strings_->intern(s); 
 
 void GraphBuilder::reserve(size_t nodes, size_t arg_items) {
   g_.nodes_.reserve(nodes);
-  g_.args_.reserve(arg_items);
+  structure_->args.reserve(arg_items);
 }
 
 OpId GraphBuilder::add_op(const OpInfo& info, std::span<const std::string> mutable_args) {
@@ -86,16 +86,17 @@ OpId GraphBuilder::add_op_by_name(std::string_view name) {
 }
 
 ArgId GraphBuilder::leaf(const Arg& a) {
-  g_.args_.push_back(a);
-  g_.args_.back().span = 1;
-  return static_cast<ArgId>(g_.args_.size() - 1);
+  std::vector<Arg>& args = structure_->args;
+  args.push_back(a);
+  args.back().span = 1;
+  return static_cast<ArgId>(args.size() - 1);
 }
 
 ArgId GraphBuilder::begin(ArgKind container) {
   Arg a;
   a.kind = container;
-  g_.args_.push_back(a);
-  ArgId id = static_cast<ArgId>(g_.args_.size() - 1);
+  structure_->args.push_back(a);
+  ArgId id = static_cast<ArgId>(structure_->args.size() - 1);
   open_.push_back(id);
   return id;
 }
@@ -105,13 +106,15 @@ void GraphBuilder::end(ArgId container) {
     throw Error(ErrorCode::kInternal, "GraphBuilder::end: containers closed out of order");
   }
   open_.pop_back();
-  g_.args_[container].span = static_cast<uint32_t>(g_.args_.size() - container);
+  std::vector<Arg>& args = structure_->args;
+  args[container].span = static_cast<uint32_t>(args.size() - container);
 }
 
 ArgId GraphBuilder::add_tree(std::span<const Arg> items, std::span<const NodeId> remap) {
-  const ArgId root = static_cast<ArgId>(g_.args_.size());
-  g_.args_.insert(g_.args_.end(), items.begin(), items.end());
-  for (auto a = g_.args_.begin() + root; a != g_.args_.end(); ++a) {
+  std::vector<Arg>& args = structure_->args;
+  const ArgId root = static_cast<ArgId>(args.size());
+  args.insert(args.end(), items.begin(), items.end());
+  for (auto a = args.begin() + root; a != args.end(); ++a) {
     if (a->kind == ArgKind::kNode) a->id = a->id < remap.size() ? remap[a->id] : kNoNode;
   }
   return root;
@@ -130,6 +133,16 @@ uint32_t GraphBuilder::add_tensor(const TensorMeta& t) {
 uint32_t GraphBuilder::add_symbol(StrId s) {
   g_.values_->symbols.push_back(s);
   return static_cast<uint32_t>(g_.values_->symbols.size() - 1);
+}
+
+uint32_t GraphBuilder::add_extra(const NodeExtra& e) {
+  g_.values_->extras.push_back(e);
+  return static_cast<uint32_t>(g_.values_->extras.size() - 1);
+}
+
+NodeId GraphBuilder::add_node(Node n, const NodeExtra& extra) {
+  n.extra = extra == NodeExtra{} ? kNoExtra : add_extra(extra);
+  return add_node(n);
 }
 
 NodeId GraphBuilder::add_node(const Node& n) {
@@ -229,20 +242,21 @@ Graph GraphBuilder::finish() {
 
   // Inputs from argument trees: node references in pre-order, first
   // occurrence only (FX all_input_nodes), straight into the CSR pool.
-  g.input_pool_.clear();
+  GraphStructure& s = *structure_;
+  s.input_pool.clear();
   std::vector<uint32_t> offsets(n + 1, 0);
   std::vector<NodeId> last_seen(n, kNoNode);
   for (NodeId id = 0; id < n; ++id) {
     const Node& node = g.nodes_[id];
     for (ArgId root : {node.args, node.kwargs}) {
       if (root == kNoArg) continue;
-      if (root >= g.args_.size()) {
+      if (root >= s.args.size()) {
         throw Error(ErrorCode::kInvalidGraph,
                     fmt::format("node '{}': argument tree out of range", node_name(id)));
       }
-      const ArgId stop = root + g.args_[root].span;
+      const ArgId stop = root + s.args[root].span;
       for (ArgId a = root; a < stop; ++a) {
-        const Arg& arg = g.args_[a];
+        const Arg& arg = s.args[a];
         if (arg.kind != ArgKind::kNode) continue;
         if (arg.id >= n) {
           throw Error(ErrorCode::kInvalidGraph,
@@ -255,38 +269,40 @@ Graph GraphBuilder::finish() {
         }
         if (last_seen[arg.id] != id) {
           last_seen[arg.id] = id;
-          g.input_pool_.push_back(arg.id);
+          s.input_pool.push_back(arg.id);
         }
       }
     }
-    offsets[id + 1] = static_cast<uint32_t>(g.input_pool_.size());
+    offsets[id + 1] = static_cast<uint32_t>(s.input_pool.size());
   }
   for (NodeId id = 0; id < n; ++id) {
     for (uint32_t k = offsets[id]; k < offsets[id + 1]; ++k) {
-      if (g.input_pool_[k] > id) {
+      if (s.input_pool[k] > id) {
         throw Error(ErrorCode::kInvalidGraph,
-                    describe_order_violation(g, offsets, g.input_pool_, id, g.input_pool_[k]));
+                    describe_order_violation(g, offsets, s.input_pool, id, s.input_pool[k]));
       }
     }
   }
 
   // Users in CSR form (graph order): count, prefix-sum, fill.
-  g.user_offsets_.assign(n + 1, 0);
-  for (NodeId in : g.input_pool_) ++g.user_offsets_[in + 1];
-  for (size_t i = 0; i < n; ++i) g.user_offsets_[i + 1] += g.user_offsets_[i];
-  g.user_pool_.assign(g.input_pool_.size(), kNoNode);
-  std::vector<uint32_t> fill(g.user_offsets_.begin(), g.user_offsets_.end() - 1);
+  s.user_offsets.assign(n + 1, 0);
+  for (NodeId in : s.input_pool) ++s.user_offsets[in + 1];
+  for (size_t i = 0; i < n; ++i) s.user_offsets[i + 1] += s.user_offsets[i];
+  s.user_pool.assign(s.input_pool.size(), kNoNode);
+  std::vector<uint32_t> fill(s.user_offsets.begin(), s.user_offsets.end() - 1);
   for (NodeId id = 0; id < n; ++id) {
     Node& node = g.nodes_[id];
     node.inputs_begin = offsets[id];
     node.inputs_count = offsets[id + 1] - offsets[id];
     for (uint32_t k = offsets[id]; k < offsets[id + 1]; ++k) {
-      g.user_pool_[fill[g.input_pool_[k]]++] = id;
+      s.user_pool[fill[s.input_pool[k]]++] = id;
     }
   }
 
   index->op_by_name = std::move(interner_->op_by_name);
   g.index_ = std::move(index);
+  g.structure_ = std::move(structure_);
+  structure_ = std::make_shared<GraphStructure>();
   Graph out = std::move(g_);
   g_ = Graph();
   g_.strings_ = out.strings_;  // a reused builder keeps interning into the same pools
@@ -295,7 +311,7 @@ Graph GraphBuilder::finish() {
   return out;
 }
 
-Graph GraphBuilder::rearrange(Graph g, std::span<const NodeId> order,
+Graph GraphBuilder::rearrange(const Graph& g, std::span<const NodeId> order,
                               std::span<const NodeId> alias) {
   const size_t n = g.size();
   std::vector<NodeId> remap(n, kNoNode);
@@ -309,17 +325,17 @@ Graph GraphBuilder::rearrange(Graph g, std::span<const NodeId> order,
   GraphBuilder b;
   Graph& out = b.g_;
   out.strings_ = g.strings_;
-  out.ops_ = std::move(g.ops_);
+  out.ops_ = g.ops_;
   out.values_ = g.values_;
   if (g.index_ != nullptr) b.interner_->op_by_name = g.index_->op_by_name;
   out.nodes_.reserve(order.size());
-  out.args_.reserve(g.args_.size());
+  b.structure_->args.reserve(g.structure_->args.size());
   for (NodeId id : order) {
     Node node = g.nodes_[id];
     if (node.origin == kNoNode) node.origin = id;
     for (ArgId* root : {&node.args, &node.kwargs}) {
       if (*root == kNoArg) continue;
-      const std::span<const Arg> tree(&g.args_[*root], g.args_[*root].span);
+      const std::span<const Arg> tree(&g.arg(*root), g.arg(*root).span);
       for (const Arg& a : tree) {
         if (a.kind == ArgKind::kNode && (a.id >= n || remap[a.id] == kNoNode)) {
           throw Error(ErrorCode::kInternal,
@@ -336,8 +352,8 @@ Graph GraphBuilder::rearrange(Graph g, std::span<const NodeId> order,
 
 std::vector<ArgId> Graph::children(ArgId id) const {
   std::vector<ArgId> out;
-  const ArgId stop = id + args_[id].span;
-  for (ArgId c = id + 1; c < stop; c += args_[c].span) out.push_back(c);
+  const ArgId stop = id + arg(id).span;
+  for (ArgId c = id + 1; c < stop; c += arg(c).span) out.push_back(c);
   return out;
 }
 

@@ -134,6 +134,7 @@ class Reader {
   void read_tensor(dom::object o, std::string_view field, int32_t index, bool record);
   Dim read_dim(dom::element e, std::string_view field, bool size);
   void read_meta(dom::element e, Node& n);
+  NodeExtra extra_;  // of the node being read
   NodeId resolve(std::string_view name, std::string_view field) const;
 
   GraphBuilder b_;
@@ -362,6 +363,7 @@ void Reader::read_node(dom::element e) {
   node_name_ = name->get_string().value_unsafe();  // checked by collect_names
 
   Node n;
+  extra_ = NodeExtra{};
   n.name = b_.intern(node_name_);
   if (!op) fail(ErrorCode::kParse, "op", "missing");
   const std::string_view kind = as_string(*op, "op");
@@ -412,10 +414,10 @@ void Reader::read_node(dom::element e) {
     n.symbols_begin = static_cast<uint32_t>(b_.symbol_count());
   }
   if (binds_symbol && binds_symbol->type() != element_type::NULL_VALUE) {
-    n.binds_symbol = b_.intern(as_string(*binds_symbol, "binds_symbol"));
+    extra_.binds_symbol = b_.intern(as_string(*binds_symbol, "binds_symbol"));
   }
   if (meta) read_meta(*meta, n);
-  b_.add_node(n);
+  b_.add_node(n, extra_);
 }
 
 void Reader::read_args(dom::element e, bool kwargs) {
@@ -628,20 +630,20 @@ void Reader::read_value(dom::element e, Node& n) {
     case ValueKind::kSymBool: {
       dom::element expr;
       if (o.at_key("expr").get(expr) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.expr", "missing");
-      n.sym_expr = b_.intern(as_string(expr, "val.expr"));
+      extra_.sym_expr = b_.intern(as_string(expr, "val.expr"));
       dom::element hint;
       if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() != element_type::NULL_VALUE) {
-        n.has_sym_hint = true;
+        extra_.has_sym_hint = true;
         if (n.value == ValueKind::kSymBool && hint.type() == element_type::BOOL) {
-          n.sym_hint = hint.get_bool().value_unsafe() ? 1 : 0;
+          extra_.sym_hint = hint.get_bool().value_unsafe() ? 1 : 0;
         } else if (n.value == ValueKind::kSymFloat) {
           // Only whether a hint exists matters to the partitioner; it is kept
           // to integer precision.
           const double h = as_number(hint, "val.hint");
           if (!(std::fabs(h) < 9.2e18)) fail(ErrorCode::kInvalidGraph, "val.hint", "out of range");
-          n.sym_hint = static_cast<int64_t>(h);
+          extra_.sym_hint = static_cast<int64_t>(h);
         } else {
-          n.sym_hint = as_int(hint, "val.hint");
+          extra_.sym_hint = as_int(hint, "val.hint");
         }
       }
       break;
@@ -649,7 +651,7 @@ void Reader::read_value(dom::element e, Node& n) {
     case ValueKind::kOpaque:
     case ValueKind::kConstant: {
       dom::element repr;
-      if (o.at_key("repr").get(repr) == simdjson::SUCCESS) n.repr = b_.intern(as_string(repr, "val.repr"));
+      if (o.at_key("repr").get(repr) == simdjson::SUCCESS) extra_.repr = b_.intern(as_string(repr, "val.repr"));
       break;
     }
     default:
@@ -815,11 +817,11 @@ void Reader::read_meta(dom::element e, Node& n) {
                          p));
       }
     } else if (k == "ac_graph_id") {
-      n.ac_graph_id = as_int(kv.value, "meta.ac_graph_id");
+      extra_.ac_graph_id = as_int(kv.value, "meta.ac_graph_id");
       n.flags |= kFlagAcGraphId;
     } else if (k == "partitioner_tag") {
       const std::string_view t = as_string(kv.value, "meta.partitioner_tag");
-      n.tag_name = b_.intern(t);
+      extra_.tag_name = b_.intern(t);
       if (t == "is_forward") n.tag = PartitionerTag::kIsForward;
       else if (t == "is_backward") n.tag = PartitionerTag::kIsBackward;
       else if (t == "must_be_in_forward") n.tag = PartitionerTag::kMustBeInForward;
@@ -831,11 +833,11 @@ void Reader::read_meta(dom::element e, Node& n) {
       if (as_bool(kv.value, "meta.saved_tensor_with_no_vc_check")) n.flags |= kFlagNoVcCheck;
     } else if (k == "memory_budget") {
       if (kv.value.type() == element_type::NULL_VALUE) continue;
-      n.memory_budget = as_number(kv.value, "meta.memory_budget");
+      extra_.memory_budget = as_number(kv.value, "meta.memory_budget");
       n.flags |= kFlagMemoryBudget;
     } else if (k == "region_memory_budget") {
       if (kv.value.type() == element_type::NULL_VALUE) continue;
-      n.region_memory_budget = as_number(kv.value, "meta.region_memory_budget");
+      extra_.region_memory_budget = as_number(kv.value, "meta.region_memory_budget");
       n.flags |= kFlagRegionBudget;
     }
   }

@@ -103,15 +103,16 @@ class GraphWriter {
       for (StrId s : g_.free_symbols(id)) w_.string(str(s));
       w_.end_array();
     }
-    if (n.binds_symbol != 0) {
+    const NodeExtra& x = g_.extra(id);
+    if (x.binds_symbol != 0) {
       w_.key("binds_symbol");
-      w_.string(str(n.binds_symbol));
+      w_.string(str(x.binds_symbol));
     }
     if (n.has(kFlagImpure)) {
       w_.key("impure");
       w_.boolean(true);
     }
-    meta(n);
+    meta(n, x);
     if (origins_ != nullptr && n.origin != kNoNode && n.origin < origins_->size()) {
       w_.key("origin");
       w_.string(origins_->name(n.origin));
@@ -119,7 +120,7 @@ class GraphWriter {
     w_.end_object();
   }
 
-  void meta(const Node& n) {
+  void meta(const Node& n, const NodeExtra& x) {
     const bool any = n.recompute != RecomputePolicy::kNone || n.has(kFlagAcGraphId) ||
                      n.tag != PartitionerTag::kNone || n.has(kFlagBackwardHook) ||
                      n.has(kFlagNoVcCheck) || n.has(kFlagMemoryBudget) ||
@@ -133,11 +134,11 @@ class GraphWriter {
     }
     if (n.has(kFlagAcGraphId)) {
       w_.key("ac_graph_id");
-      w_.integer(n.ac_graph_id);
+      w_.integer(x.ac_graph_id);
     }
     if (n.tag != PartitionerTag::kNone) {
       w_.key("partitioner_tag");
-      w_.string(n.tag == PartitionerTag::kOther || n.tag_name != 0 ? str(n.tag_name)
+      w_.string(n.tag == PartitionerTag::kOther || x.tag_name != 0 ? str(x.tag_name)
                                                                    : partitioner_tag_name(n.tag));
     }
     if (n.has(kFlagBackwardHook)) {
@@ -150,11 +151,11 @@ class GraphWriter {
     }
     if (n.has(kFlagMemoryBudget)) {
       w_.key("memory_budget");
-      if (std::isfinite(n.memory_budget)) w_.number(n.memory_budget); else w_.null();
+      if (std::isfinite(x.memory_budget)) w_.number(x.memory_budget); else w_.null();
     }
     if (n.has(kFlagRegionBudget)) {
       w_.key("region_memory_budget");
-      if (std::isfinite(n.region_memory_budget)) w_.number(n.region_memory_budget); else w_.null();
+      if (std::isfinite(x.region_memory_budget)) w_.number(x.region_memory_budget); else w_.null();
     }
     w_.end_object();
   }
@@ -310,6 +311,7 @@ class GraphWriter {
   // the items' positions.
   void value(NodeId id, const Node& n) {
     const auto tensors = g_.tensors(id);
+    const NodeExtra& x = g_.extra(id);
     switch (n.value) {
       case ValueKind::kMissing: w_.null(); break;
       case ValueKind::kTensor:
@@ -322,12 +324,12 @@ class GraphWriter {
         w_.key("kind");
         w_.string(value_kind_name(n.value));
         w_.key("expr");
-        w_.string(str(n.sym_expr));
-        if (n.has_sym_hint) {
+        w_.string(str(x.sym_expr));
+        if (x.has_sym_hint) {
           w_.key("hint");
-          if (n.value == ValueKind::kSymBool) w_.boolean(n.sym_hint != 0);
-          else if (n.value == ValueKind::kSymFloat) w_.number(static_cast<double>(n.sym_hint));
-          else w_.integer(n.sym_hint);
+          if (n.value == ValueKind::kSymBool) w_.boolean(x.sym_hint != 0);
+          else if (n.value == ValueKind::kSymFloat) w_.number(static_cast<double>(x.sym_hint));
+          else w_.integer(x.sym_hint);
         }
         w_.end_object();
         break;
@@ -365,9 +367,9 @@ class GraphWriter {
         w_.begin_object();
         w_.key("kind");
         w_.string(value_kind_name(n.value));
-        if (n.repr != 0) {
+        if (x.repr != 0) {
           w_.key("repr");
-          w_.string(str(n.repr));
+          w_.string(str(x.repr));
         }
         w_.end_object();
         break;

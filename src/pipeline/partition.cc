@@ -198,7 +198,7 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
   NodeId from = kNoNode;
   for (NodeId id = 0; id < g.size(); ++id) {
     if (g.node(id).has(kFlagMemoryBudget)) {
-      budget = g.node(id).memory_budget;
+      budget = g.extra(id).memory_budget;
       from = id;
       break;
     }
@@ -210,8 +210,9 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
     const Node& node = g.node(id);
     if (node.has(kFlagRegionBudget)) {
       if (region_from == kNoNode) region_from = id;
-      if (std::find(region.begin(), region.end(), node.region_memory_budget) == region.end())
-        region.push_back(node.region_memory_budget);  // at most a few distinct values
+      const double b = g.extra(id).region_memory_budget;
+      if (std::find(region.begin(), region.end(), b) == region.end())
+        region.push_back(b);  // at most a few distinct values
     } else if (node.kind == NodeKind::kCallFunction && info.is_required_fw(id)) {
       unannotated.push_back(id);
     }

@@ -222,7 +222,7 @@ Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced) {
   for (NodeId id = 0; id < n; ++id) {
     if (replaced[id] == id) order.push_back(id);
   }
-  return GraphBuilder::rearrange(std::move(g), order, /*alias=*/replaced);
+  return GraphBuilder::rearrange(g, order, /*alias=*/replaced);
 }
 
 }  // namespace remat

@@ -12,7 +12,7 @@
 
 namespace remat {
 
-Graph eliminate_dead_code(Graph g, bool impure_random) {
+Graph eliminate_dead_code(const Graph& g, bool impure_random) {
   const size_t n = g.size();
   // Live user counts; users always come later, so a reverse walk sees each
   // node after every one of its users is decided.
@@ -24,7 +24,7 @@ Graph eliminate_dead_code(Graph g, bool impure_random) {
     alive[id] = 0;
     for (NodeId in : g.inputs(id)) --live_users[in];
   }
-  return copy_kept(std::move(g), alive);
+  return copy_kept(g, alive);
 }
 
 }  // namespace remat

@@ -40,8 +40,8 @@ struct Prepared {
   bool had_recomputable_rng_ops = false;
 };
 
-// Both take their graph by value: moved in, an unchanged graph is not copied.
-Graph eliminate_dead_code(Graph g, bool impure_random);
+Graph eliminate_dead_code(const Graph& g, bool impure_random);
+// Takes its graph by value: moved in, an unchanged graph is not copied.
 // Returns the merged graph; `replaced[i]` receives the survivor of node i
 // (in g's ids), or i itself.
 Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced);

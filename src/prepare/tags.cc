@@ -90,7 +90,7 @@ void cleanup_recompute_tags(Graph& g, bool is_default_partition, std::vector<Nod
       for (NodeId u : g.users(id)) {
         const Node& user = g.node(u);
         if (must_recompute(user) && user.has(kFlagAcGraphId) && n.has(kFlagAcGraphId) &&
-            user.ac_graph_id > n.ac_graph_id) {
+            g.extra(u).ac_graph_id > g.extra(id).ac_graph_id) {
           force_must_save(g, id, forced);
         }
       }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analyze/analyze.h"
+#include "graph/copy.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -71,10 +72,15 @@ Graph reorder_to_mimic_autograd_engine(Graph bw) {
   }
   for (NodeId id = first_bwd; id < n; ++id) insert(id);
 
+  // Often the backward is in that order already.
+  bool identity = order.size() == n;
+  for (size_t k = 0; identity && k < n; ++k) identity = order[k] == k;
+  if (identity) return unchanged(std::move(bw));
+
   // torch copies into a fresh FX graph, which could rename a node; but the
   // backward's names are already distinct and FX-legal (extraction named
   // them), so every copy keeps its name and no namespace is needed.
-  return GraphBuilder::rearrange(std::move(bw), order);
+  return GraphBuilder::rearrange(bw, order);
 }
 
 }  // namespace remat

@@ -192,22 +192,23 @@ class TestGraph {
     GraphBuilder b;
     for (const NodeSpec& s : nodes_) {
       Node n;
+      NodeExtra x;
       n.name = b.intern(s.name);
       n.kind = s.kind;
       n.value = s.value;
       n.recompute = s.recompute;
       n.tag = s.tag;
       n.flags = s.flags;
-      if (s.tag != PartitionerTag::kNone) n.tag_name = b.intern(partitioner_tag_name(s.tag));
+      if (s.tag != PartitionerTag::kNone) x.tag_name = b.intern(partitioner_tag_name(s.tag));
       n.target = b.intern(s.target);
       if (s.kind == NodeKind::kCallFunction) n.op = make_op(b, s.target);
-      n.ac_graph_id = s.ac_graph_id;
-      n.memory_budget = s.memory_budget;
-      n.region_memory_budget = s.region_memory_budget;
+      x.ac_graph_id = s.ac_graph_id;
+      x.memory_budget = s.memory_budget;
+      x.region_memory_budget = s.region_memory_budget;
       if (!s.sym_expr.empty()) {
-        n.sym_expr = b.intern(s.sym_expr);
-        n.sym_hint = s.sym_hint;
-        n.has_sym_hint = true;
+        x.sym_expr = b.intern(s.sym_expr);
+        x.sym_hint = s.sym_hint;
+        x.has_sym_hint = true;
       }
       n.tensors_begin = static_cast<uint32_t>(b.tensor_count());
       n.tensors_count = static_cast<uint32_t>(s.tensors.size());
@@ -244,7 +245,7 @@ class TestGraph {
           b.end(n.kwargs);
         }
       }
-      b.add_node(n);
+      b.add_node(n, x);
     }
     return b.finish();
   }

@@ -241,7 +241,7 @@ TEST(BudgetPerGraph, RegionBudgetOverridesTheOthers) {
   // Through JSON and back.
   const JointGraph back = read_joint_graph(write_joint_graph(j));
   EXPECT_TRUE(back.graph.node(2).has(kFlagRegionBudget));
-  EXPECT_EQ(back.graph.node(2).region_memory_budget, 0.0);
+  EXPECT_EQ(back.graph.extra(2).region_memory_budget, 0.0);
   EXPECT_EQ(saved_names(back, min_cut_rematerialization_partition(back, {})), Names({"primals_1"}));
 }
 

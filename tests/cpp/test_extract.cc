@@ -71,11 +71,12 @@ Graph with_symbols(const Graph& g, const std::map<std::string, Symbols>& facts) 
     n.args = copier.copy_args(g.node(id).args, remap);
     n.kwargs = copier.copy_args(g.node(id).kwargs, remap);
     n.origin = kNoNode;
-    n.binds_symbol = it->second.binds.empty() ? 0 : b.intern(it->second.binds);
+    NodeExtra x = g.extra(id);
+    x.binds_symbol = it->second.binds.empty() ? 0 : b.intern(it->second.binds);
     n.symbols_begin = static_cast<uint32_t>(b.symbol_count());
     n.symbols_count = static_cast<uint32_t>(it->second.free.size());
     for (const std::string& s : it->second.free) b.add_symbol(b.intern(s));
-    remap[id] = b.add_node(n);
+    remap[id] = b.add_node(n, x);
   }
   return b.finish();
 }

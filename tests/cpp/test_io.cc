@@ -113,14 +113,14 @@ TEST(IoRead, ArgumentsAndMeta) {
   const NodeId a = g.find("a");
   const Node& n = g.node(a);
   EXPECT_EQ(n.recompute, RecomputePolicy::kPreferRecompute);
-  EXPECT_EQ(n.ac_graph_id, 3);
+  EXPECT_EQ(g.extra(a).ac_graph_id, 3);
   EXPECT_TRUE(n.has(kFlagAcGraphId));
   EXPECT_EQ(n.tag, PartitionerTag::kOther);
-  EXPECT_EQ(g.str(n.tag_name), "weird");
+  EXPECT_EQ(g.str(g.extra(a).tag_name), "weird");
   EXPECT_TRUE(n.has(kFlagBackwardHook));
   EXPECT_TRUE(n.has(kFlagNoVcCheck));
   EXPECT_TRUE(n.has(kFlagImpure));
-  EXPECT_DOUBLE_EQ(n.memory_budget, 0.5);
+  EXPECT_DOUBLE_EQ(g.extra(a).memory_budget, 0.5);
   ASSERT_EQ(g.free_symbols(a).size(), 2u);
   EXPECT_EQ(g.str(g.free_symbols(a)[0]), "s0");  // sorted
   ASSERT_EQ(g.tensors(a).size(), 1u);

@@ -100,6 +100,7 @@ class OpGraphParser {
     const bool symbool = tok == "sb";
     if (!tensor && !symint && !symbool) return kNoNode;
     Node n;
+    NodeExtra x;
     n.name = b_.intern("arg" + std::to_string(index));
     n.kind = NodeKind::kPlaceholder;
     n.target = n.name;
@@ -132,15 +133,15 @@ class OpGraphParser {
       n.tensors_count = 1;
     } else if (symint) {
       n.value = ValueKind::kSymInt;
-      n.sym_expr = b_.intern("s" + std::to_string(index));
+      x.sym_expr = b_.intern("s" + std::to_string(index));
       const std::string hint = tok.substr(3);
-      n.has_sym_hint = hint != "?";
-      if (n.has_sym_hint) n.sym_hint = std::stoll(hint);
+      x.has_sym_hint = hint != "?";
+      if (x.has_sym_hint) x.sym_hint = std::stoll(hint);
     } else {
       n.value = ValueKind::kSymBool;
-      n.sym_expr = b_.intern("b" + std::to_string(index));
+      x.sym_expr = b_.intern("b" + std::to_string(index));
     }
-    return b_.add_node(n);
+    return b_.add_node(n, x);
   }
 
   void int_leaf(ArgKind kind, const std::string& text) {
