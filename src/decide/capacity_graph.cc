@@ -210,8 +210,7 @@ std::vector<NodeId> CapacityGraph::cut(CutSide side) const {
                     "' vertex (networkx.minimum_cut would raise): nothing is " +
                     (source_ == kNoVertex ? "banned from recomputation" : "required by the backward"));
   MaxFlow flow(static_cast<uint32_t>(key_.size()));
-  flow.reserve(tail_.size());
-  for (size_t e = 0; e < tail_.size(); ++e) flow.add_edge(tail_[e], head_[e], cap_[e]);
+  flow.add_edges(tail_, head_, cap_);
   if (!flow.run(source_, sink_)) {
     Diagnosis d = diagnose();
     std::string explanation = "Nodes involved in the conflict:\n" + d.constraints +

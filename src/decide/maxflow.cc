@@ -13,10 +13,17 @@ constexpr uint32_t kNil = std::numeric_limits<uint32_t>::max();
 constexpr __int128 kMaxFiniteSum = (static_cast<__int128>(1) << 62);
 }  // namespace
 
-void MaxFlow::reserve(size_t num_edges) {
-  tail_.reserve(num_edges);
-  head_.reserve(num_edges);
-  cap_.reserve(num_edges);
+void MaxFlow::add_edges(std::span<const uint32_t> tail, std::span<const uint32_t> head,
+                        std::span<const int64_t> cap) {
+  if (head.size() != tail.size() || cap.size() != tail.size())
+    throw Error(ErrorCode::kInternal, "MaxFlow::add_edges: lists of different lengths");
+  for (size_t e = 0; e < tail.size(); ++e) {
+    if (tail[e] >= n_ || head[e] >= n_ || cap[e] < 0)
+      throw Error(ErrorCode::kInternal, "MaxFlow::add_edges: bad vertex or capacity");
+  }
+  tail_.insert(tail_.end(), tail.begin(), tail.end());
+  head_.insert(head_.end(), head.begin(), head.end());
+  cap_.insert(cap_.end(), cap.begin(), cap.end());
 }
 
 uint32_t MaxFlow::add_edge(uint32_t u, uint32_t v, int64_t capacity) {

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "remat/options.h"
@@ -51,9 +52,11 @@ class MaxFlow {
   uint32_t num_vertices() const { return n_; }
   size_t num_edges() const { return tail_.size(); }
 
-  void reserve(size_t num_edges);
   // Adds u -> v with capacity c (>= 0, or kInfinite). Returns the edge id.
   uint32_t add_edge(uint32_t u, uint32_t v, int64_t capacity);
+  // Adds tail[e] -> head[e] with capacity cap[e] for every e, in order.
+  void add_edges(std::span<const uint32_t> tail, std::span<const uint32_t> head,
+                 std::span<const int64_t> cap);
 
   // Computes a maximum preflow from s to t. Returns false when an s-t path of
   // infinite edges exists (the flow is unbounded); true otherwise.
