@@ -563,6 +563,13 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result)
   w.end_object();
   field("seconds");
   w.number(std::isfinite(result.seconds) ? result.seconds : 0.0);
+  field("stages");
+  w.begin_object();
+  for (const StageTime& t : result.stages) {
+    w.key(t.stage);
+    w.number(std::isfinite(t.seconds) ? t.seconds : 0.0);
+  }
+  w.end_object();
   w.break_line(0);
   w.end_object();
   out += '\n';

@@ -145,6 +145,7 @@ TEST(Cli, PartitionOptionsAreAccepted) {
   CliRun r = remat("partition " + kTiny + " --cut-side source --memory-budget 1.0 --no-cse --verbose");
   EXPECT_EQ(r.status, 0) << r.err << r.out;
   EXPECT_TRUE(has(r.err, "loaded")) << r.err;
+  EXPECT_TRUE(has(r.err, "ms per stage, prepare ")) << r.err;
   r = remat("partition " + kTiny + " --partitioner default");
   EXPECT_EQ(r.status, 0) << r.err << r.out;
   r = remat("partition " + kTiny + " --memory-budget 7");

@@ -12,6 +12,7 @@
 #include "graph/copy.h"
 #include "graph_fixture.h"
 #include "remat/error.h"
+#include "remat/partition.h"
 
 namespace remat {
 namespace {
@@ -301,6 +302,41 @@ TEST(ExtractTest, DeadCollectivesGoOtherNodesStay) {
   Graph out = eliminate_dead_collectives(g);
   EXPECT_EQ(names(out), (Names{"primals_1", "sin", "cos", "output"}));
   EXPECT_EQ(out.node(1).origin, 3u);  // sin
+}
+
+// The pipeline's stage times split the engine time exactly, in order.
+TEST(PipelineTest, StagesSplitTheEngineTime) {
+  JointGraph j;
+  j.graph = mlp().g;
+  j.num_fwd_outputs = 1;
+  const PartitionResult r = min_cut_rematerialization_partition(j, PartitionOptions{});
+  Names stages;
+  double total = 0;
+  for (const StageTime& t : r.stages) {
+    stages.push_back(t.stage);
+    EXPECT_GE(t.seconds, 0) << t.stage;
+    total += t.seconds;
+  }
+  EXPECT_EQ(stages, (Names{"prepare", "classify", "decide", "extract", "reorder", "getitems",
+                           "report"}));
+  EXPECT_NEAR(total, r.seconds, 1e-9);
+}
+
+// Handed from the min-cut to the default partitioner (the backward needs
+// nothing), each stage is still reported once.
+TEST(PipelineTest, StagesRunTwiceAreReportedOnce) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1", {4});
+  Ref sin = t.call("aten.sin.default", {p1}, {4});
+  t.output({A::tuple({sin})});
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  const PartitionResult r = min_cut_rematerialization_partition(j, PartitionOptions{});
+  EXPECT_EQ(r.partitioner, "default");
+  Names stages;
+  for (const StageTime& st : r.stages) stages.push_back(st.stage);
+  EXPECT_EQ(stages, (Names{"prepare", "classify", "decide", "extract", "getitems", "report"}));
 }
 
 }  // namespace

@@ -490,7 +490,11 @@ TEST(IoWrite, ResultNamesOriginsAndDecisions) {
   r.decisions[g.find("mm")].ban_reason = "compute-intensive";
   r.decisions[g.find("t_1")].where = NodeDecision::Where::kRemoved;
   r.decisions[g.find("t_1")].merged_into = g.find("t");
+  r.seconds = 0.75;
+  r.stages = {{"prepare", 0.25}, {"decide", 0.5}};
   const std::string text = write_result(joint, r);
+  EXPECT_NE(text.find(R"("seconds":0.75)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("stages":{"prepare":0.25,"decide":0.5})"), std::string::npos) << text;
   EXPECT_NE(text.find(R"("format":"remat.partition_result")"), std::string::npos);
   EXPECT_NE(text.find(R"("saved_values":["relu"])"), std::string::npos);
   EXPECT_NE(text.find(R"("origin":"primals_2")"), std::string::npos) << text;
