@@ -17,7 +17,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <memory>
 #include <span>
@@ -226,7 +225,11 @@ class StringPool {
   size_t size() const { return views_.size(); }
 
  private:
-  std::deque<std::string> storage_;  // stable addresses for the views
+  // The bytes, packed back to back in chunks that never move (the views
+  // point into them): strings interned together stay together in memory.
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  char* chunk_next_ = nullptr;
+  size_t chunk_left_ = 0;
   std::vector<std::string_view> views_;
   std::unordered_map<std::string_view, StrId> ids_;
 };

@@ -5,6 +5,8 @@
 // Every failure is one "remat: error: ..." message on stderr and a non-zero
 // exit status (1 for errors, CLI11's codes for bad usage); no exception
 // escapes main, so the process never aborts with a stack trace.
+#include <malloc.h>
+
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -16,8 +18,25 @@
 #include "remat/error.h"
 #include "remat/version.h"
 
+namespace {
+
+// The engine builds a few graph-sized buffers per stage and frees the last
+// stage's. glibc would hand big ones back to the kernel and fault fresh pages
+// in for the next; a one-shot command keeps them in its heap to reuse instead
+// (a quarter less time on a 10^6-node graph). Only the command does this:
+// the library leaves its host's allocator alone.
+void keep_freed_memory() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
+#endif
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace remat;
+  keep_freed_memory();
   CLI::App app{
       "remat: decides which activations a joint forward+backward graph saves for the\n"
       "backward and which it recomputes, as PyTorch's AOTAutograd partitioner does.\n"

@@ -4,6 +4,7 @@
 // all_input_nodes from the argument trees, builds users in CSR form and
 // rejects every malformed shape of graph with an Error naming the node.
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -27,7 +28,16 @@ struct Graph::Index {
 StrId StringPool::intern(std::string_view s) {
   if (auto it = ids_.find(s); it != ids_.end()) return it->second;
   const StrId id = static_cast<StrId>(views_.size());
-  std::string_view stored = storage_.emplace_back(s);
+  if (s.size() > chunk_left_) {
+    const size_t size = std::max<size_t>(s.size(), 256 * 1024);
+    chunks_.push_back(std::make_unique<char[]>(size));
+    chunk_next_ = chunks_.back().get();
+    chunk_left_ = size;
+  }
+  if (!s.empty()) std::memcpy(chunk_next_, s.data(), s.size());
+  const std::string_view stored(chunk_next_, s.size());
+  chunk_next_ += s.size();
+  chunk_left_ -= s.size();
   views_.push_back(stored);
   ids_.emplace(stored, id);
   return id;

@@ -146,6 +146,10 @@ class SeenTable {
     slots_.assign(cap, Slot{});
   }
 
+  // Asks the cache for where find(hash) will start, ahead of time: on large
+  // graphs the table is far bigger than the cache.
+  void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]); }
+
   // The slot holding a node equal to `id`, or the empty slot to claim for it.
   template <class Equal>
   NodeId& find(uint64_t hash, Equal&& equal_to) {
@@ -186,19 +190,31 @@ Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced) {
     if (checkable(in)) output_storages.insert(g.tensors(in)[0].storage);
   }
 
-  // Per op, once: never_merged_op compares packet names.
+  // Per op, once: never_merged_op compares packet names, and whether an
+  // op mutates is, for most ops, a fact of the op alone (-1: ask per node).
   std::vector<uint8_t> never_merged(g.ops().size(), 0);
-  for (OpId o = 0; o < g.ops().size(); ++o) never_merged[o] = never_merged_op(g, g.ops()[o]);
+  std::vector<int8_t> op_mutates(g.ops().size(), -1);
+  for (OpId o = 0; o < g.ops().size(); ++o) {
+    never_merged[o] = never_merged_op(g, g.ops()[o]);
+    op_mutates[o] = op_mutation(g, g.ops()[o]);
+  }
 
   NodeKeys keys(g, replaced);
   SeenTable seen(n);  // equal nodes -> the one later equals merge into
   std::vector<uint32_t> region(n, 0);
   uint32_t region_id = 0;
   size_t merged = 0;
+  // Nodes this far ahead have their slot prefetched, from a hash computed
+  // early: exact unless one of their inputs merges meanwhile, and only a hint.
+  constexpr NodeId kLookahead = 16;
   for (NodeId id = 0; id < n; ++id) {
-    if (is_mutation_op(g, id)) ++region_id;
-    region[id] = region_id;
+    if (id + kLookahead < n && g.node(id + kLookahead).kind == NodeKind::kCallFunction) {
+      seen.prefetch(keys.hash(g.node(id + kLookahead)));
+    }
     const Node& node = g.node(id);
+    const int8_t mutates = node.op == kNoOp ? -1 : op_mutates[node.op];
+    if (mutates > 0 || (mutates < 0 && is_mutation_op(g, id))) ++region_id;
+    region[id] = region_id;
     if (node.kind != NodeKind::kCallFunction) continue;
     if (node.op != kNoOp && never_merged[node.op]) continue;
     if (checkable(id) && output_storages.count(g.tensors(id)[0].storage)) continue;

@@ -70,16 +70,21 @@ bool mutation_name_match(std::string_view s) {
   return false;
 }
 
+int op_mutation(const Graph& g, const OpInfo& op) {
+  // inductor.resize_storage_bytes_ has a schema that hides its mutation;
+  // torch falls through to the name check for it.
+  if (op.kind == OpKind::kOverload && g.str(op.name) != "inductor.resize_storage_bytes_.default") {
+    return op.is_mutable ? 1 : 0;
+  }
+  return -1;
+}
+
 bool is_mutation_op(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
   const OpInfo* op = g.op(id);
   if (op != nullptr) {
+    if (const int decided = op_mutation(g, *op); decided >= 0) return decided == 1;
     const std::string_view name = g.str(op->name);
-    // inductor.resize_storage_bytes_ has a schema that hides its mutation;
-    // torch falls through to the name check for it.
-    if (op->kind == OpKind::kOverload && name != "inductor.resize_storage_bytes_.default") {
-      return op->is_mutable;
-    }
     // Only v1 is an AutoFunctionalized instance; v2 goes through the name
     // check (which it does not match).
     if (name == "higher_order.auto_functionalized") return false;
