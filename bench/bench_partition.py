@@ -6,13 +6,18 @@ out, as timed inside C++), each the median of --repeat runs on fresh copies
 of the joint graph; then whether the two produce identical forward and
 backward graphs. Speedups are ratios measured in the same run.
 
-    python bench/bench_partition.py                 # the full table
+Then the scaling runs: the `remat` command on synthetic joint graphs of 10^4,
+10^5 and 10^6 nodes (bench/synthetic.py), load time and engine time per node.
+The issue's targets are computed from both and printed as a table.
+
+    python bench/bench_partition.py                 # the full tables
     python bench/bench_partition.py --smoke         # tiny sizes (CI)
     python bench/bench_partition.py --write-docs    # also docs/performance.{md,json,svg}
     python bench/bench_partition.py --from-json docs/performance.json --write-docs
 
 The raw rows are saved (docs/performance.json) before anything is plotted,
 so a long run is never lost; the plot needs matplotlib (pip install matplotlib).
+The scaling runs use $REMAT_BUILD_DIR/remat, else `remat` on PATH.
 """
 
 from __future__ import annotations
@@ -21,8 +26,12 @@ import argparse
 import copy
 import json
 import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,6 +42,7 @@ from torch._functorch import partitioners  # noqa: E402
 
 import cases  # noqa: E402
 import remat.torch as rt  # noqa: E402
+import synthetic  # noqa: E402
 
 
 def graph_signature(gm: torch.fx.GraphModule) -> list[str]:
@@ -88,9 +98,105 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
-def write_docs(rows, table: str, path: str) -> None:
+def remat_command() -> str | None:
+    build = os.environ.get("REMAT_BUILD_DIR")
+    if build and os.path.exists(os.path.join(build, "remat")):
+        return os.path.join(build, "remat")
+    return shutil.which("remat")
+
+
+def run_scaling(sizes: list[int], repeat: int) -> list[dict]:
+    """`remat partition -v` on synthetic graphs: median load and engine time."""
+    exe = remat_command()
+    if exe is None:
+        print("[bench] scaling: no remat command (set REMAT_BUILD_DIR or install remat); "
+              "skipped", file=sys.stderr)
+        return []
+    rows = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows.append(scaling_row(exe, os.path.join(tmp, "joint.json"), n, repeat))
+    return rows
+
+
+def scaling_row(exe: str, path: str, n: int, repeat: int) -> dict:
+    print(f"[bench] scaling: generating {n} nodes", file=sys.stderr, flush=True)
+    synthetic.main(["--nodes", str(n), "-o", path])
+    print(f"[bench] scaling: {n} nodes, partitioning", file=sys.stderr, flush=True)
+    loads, engines, nodes = [], [], 0
+    for _ in range(repeat):
+        run = subprocess.run([exe, "partition", "-v", path], capture_output=True, text=True,
+                             check=True)
+        load = re.search(r"\((\d+) nodes\) in ([\d.]+) ms", run.stderr)
+        engine = re.search(r"\(engine ([\d.]+) ms\)", run.stdout)
+        nodes = int(load.group(1))
+        loads.append(float(load.group(2)) / 1e3)
+        engines.append(float(engine.group(1)) / 1e3)
+    return {"size": n, "nodes": nodes, "load": statistics.median(loads),
+            "engine": statistics.median(engines)}
+
+
+def format_scaling(scaling) -> str:
+    lines = ["| nodes | load (s) | partition, engine (s) | µs / node |", "|---|---|---|---|"]
+    for r in scaling:
+        lines.append(f"| {r['nodes']:,} | {r['load']:.3f} | {r['engine']:.4f} "
+                     f"| {1e6 * r['engine'] / r['nodes']:.2f} |")
+    return "\n".join(lines)
+
+
+def targets(rows, scaling) -> list[tuple[str, str, bool]]:
+    """The issue's targets, each (target, what this run measured, met)."""
+    out = []
+    big = [r for r in rows if r["nodes"] >= 10000]
+    if big:
+        eng = [r["torch"] / r["engine"] for r in big]
+        e2e = [r["torch"] / r["e2e"] for r in big]
+        out.append(("engine ≥ 200x torch on graphs of 10k+ nodes",
+                    f"{min(eng):.0f}x – {max(eng):.0f}x", min(eng) >= 200))
+        out.append(("end-to-end drop-in ≥ 10x torch on graphs of 10k+ nodes",
+                    f"{min(e2e):.1f}x – {max(e2e):.1f}x", min(e2e) >= 10))
+    small = [r for r in rows if r["nodes"] <= 200]
+    if small:
+        worst = min(r["torch"] / r["e2e"] for r in small)
+        out.append(("end-to-end never slower than torch on ~100-node graphs",
+                    f"{worst:.1f}x faster (slowest of {len(small)} graphs ≤ 200 nodes)", worst >= 1))
+    plain = {r["graph"]: r for r in rows}
+    ratios = [(r["engine"] / plain[r["graph"].split(" @")[0]]["engine"], r["graph"])
+              for r in rows if " @budget" in r["graph"] and r["graph"].split(" @")[0] in plain]
+    if ratios:
+        worst = max(ratios)
+        out.append(("engine under a memory budget ≤ 3x one plain min-cut",
+                    f"at most {worst[0]:.1f}x (`{worst[1]}`)", worst[0] <= 3))
+    chains = plain.get("parallel_chains_512")
+    if chains:
+        out.append(('"many parallel use chains" at 512 chains well under a second',
+                    f"{chains['e2e']:.2f} s end to end, {1e3 * chains['engine']:.0f} ms engine",
+                    chains["e2e"] < 0.5))
+    ranged = [r for r in scaling if r["size"] >= 10000]
+    if len(ranged) >= 2:
+        per = [r["engine"] / r["nodes"] for r in ranged]
+        spread = max(per) / min(per)
+        out.append(("engine time per node within 2x from 10k to 10^6 nodes",
+                    " → ".join(f"{1e6 * x:.2f}" for x in per) + f" µs/node ({spread:.2f}x)",
+                    spread <= 2))
+    if scaling and scaling[-1]["size"] >= 10**6:
+        r = scaling[-1]
+        out.append(("a 10^6-node graph partitioned by `remat partition` in < 2 s after loading, "
+                    "loading the larger part",
+                    f"{r['engine']:.2f} s partition after a {r['load']:.2f} s load",
+                    r["engine"] < 2 and r["load"] > r["engine"]))
+    return out
+
+
+def format_targets(found) -> str:
+    lines = ["| target | measured | |", "|---|---|---|"]
+    lines += [f"| {t} | {m} | {'met' if ok else '**not met**'} |" for t, m, ok in found]
+    return "\n".join(lines)
+
+
+def write_docs(rows, scaling, path: str) -> None:
     with open(os.path.splitext(path)[0] + ".json", "w") as f:
-        json.dump(rows, f, indent=1)
+        json.dump({"rows": rows, "scaling": scaling}, f, indent=1)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -118,7 +224,13 @@ def write_docs(rows, table: str, path: str) -> None:
                 "for both; `--eager-codegen` times it inside instead); *engine* is\n"
                 "the C++ partitioner alone (IR in, result out). *identical* compares the\n"
                 "forward and backward graphs node by node.\n\n")
-        f.write(table + "\n\n![partition time](performance.svg)\n")
+        f.write(format_table(rows) + "\n\n![partition time](performance.svg)\n")
+        f.write("\n## Scaling\n\n"
+                "The `remat` command on synthetic joint graphs (`bench/synthetic.py`,\n"
+                "residual-MLP shape, ~10 nodes per layer), medians of `remat partition -v`:\n\n"
+                + format_scaling(scaling) + "\n")
+        f.write("\n## Targets (issue \"Performance\"), from the runs above\n\n"
+                + format_targets(targets(rows, scaling)) + "\n")
         notes = os.path.join(os.path.dirname(path), "performance_notes.md")
         if os.path.exists(notes):  # hand-kept: targets, scaling, what is left
             with open(notes) as n:
@@ -132,12 +244,16 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=5, help="runs of remat per case")
     p.add_argument("--torch-repeat", type=int, default=3, help="runs of torch per case")
     p.add_argument("--budget", type=float, action="append", default=None,
-                   help="also run the transformer cases under this memory budget")
+                   help="also run the transformer cases under this memory budget "
+                        "(default 0.5; none with --smoke)")
     p.add_argument("--write-docs", action="store_true", help="write docs/performance.md and the plot")
     p.add_argument("--from-json", help="re-render saved rows instead of measuring")
     p.add_argument("--eager-codegen", action="store_true",
                    help="generate the returned modules' code inside the timing (torch.compile "
                         "defers it to the first call; this measures a direct call instead)")
+    p.add_argument("--scaling", type=int, nargs="*", default=None, metavar="NODES",
+                   help="synthetic graph sizes for the remat-command scaling runs "
+                        "(default 10000 100000 1000000; 1000 3000 with --smoke; none to skip)")
     a = p.parse_args(argv)
     docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "performance.md")
     if a.write_docs:
@@ -147,11 +263,12 @@ def main(argv=None) -> int:
             p.error("--write-docs needs matplotlib: pip install matplotlib")
     if a.from_json:
         with open(a.from_json) as f:
-            rows = json.load(f)
-        table = format_table(rows)
-        print(table)
+            saved = json.load(f)
+        rows, scaling = saved["rows"], saved["scaling"]
+        print(format_table(rows) + "\n\n" + format_scaling(scaling) + "\n\n"
+              + format_targets(targets(rows, scaling)))
         if a.write_docs:
-            write_docs(rows, table, docs)
+            write_docs(rows, scaling, docs)
         return 0
 
     chosen = cases.SMOKE if a.smoke else cases.CASES
@@ -164,13 +281,17 @@ def main(argv=None) -> int:
         print(f"[bench] {name}: {joint.nodes} nodes, partitioning", file=sys.stderr, flush=True)
         lazy = not a.eager_codegen
         rows.append(run_case(joint, a.repeat, a.torch_repeat, None, lazy))
-        for b in a.budget or []:
+        budgets = a.budget if a.budget is not None else ([] if a.smoke else [0.5])
+        for b in budgets:
             if name.startswith("transformer"):
                 rows.append(run_case(joint, a.repeat, a.torch_repeat, b, lazy))
-    table = format_table(rows)
-    print(table)
+    sizes = a.scaling if a.scaling is not None else (
+        [1000, 3000] if a.smoke else [10000, 100000, 1000000])
+    scaling = run_scaling(sizes, a.repeat)
+    print(format_table(rows) + "\n\n" + format_scaling(scaling) + "\n\n"
+          + format_targets(targets(rows, scaling)))
     if a.write_docs:
-        write_docs(rows, table, docs)
+        write_docs(rows, scaling, docs)
     return 0 if all(r["identical"] for r in rows) else 1
 
 
