@@ -4,8 +4,12 @@
 // Contract: for the same joint graph and options, the saved values (names and
 // order) and the forward/backward graphs equal what torch 2.13's
 // `min_cut_rematerialization_partition` / `default_partition` return.
-// Neither function modifies its input. Errors are remat::Error; a graph with no
-// finite cut raises NoFiniteCutError with the conflicting path explained.
+// Neither function modifies its input's nodes; the graphs they return share
+// its string and value pools and append to them. So calls on one joint graph
+// must not run concurrently: give each thread a graph of its own (read or
+// built separately; a Graph copy shares the pools too). Errors are
+// remat::Error; a graph with no finite cut raises NoFiniteCutError with the
+// conflicting path explained.
 #pragma once
 
 #include <cstdint>
