@@ -1,9 +1,12 @@
 // graph/copy.h — copying nodes from one Graph into a GraphBuilder.
 //
-// Every pass that produces a new graph (DCE, CSE, forward/backward
-// extraction, reordering) copies nodes with their arguments and value
-// metadata; this is the one implementation. Strings and ops are re-interned
-// in the destination, node references are remapped by the caller's table.
+// Passes that build a new graph out of an old one's nodes (extraction, the
+// rewrites) copy them here, with their arguments and value metadata. Within
+// one family of graphs (a builder made from the source) strings and value
+// entries are shared, so a copy is the node record and its argument trees;
+// otherwise strings and ops are re-interned in the destination. Node
+// references are remapped by the caller's table. Passes that only drop,
+// merge or reorder nodes use GraphBuilder::rearrange instead.
 #pragma once
 
 #include <span>

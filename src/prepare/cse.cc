@@ -150,7 +150,7 @@ class SeenTable {
   // graphs the table is far bigger than the cache.
   void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]); }
 
-  // The slot holding a node equal to `id`, or the empty slot to claim for it.
+  // The slot of a node `equal_to` accepts, or the empty slot to claim.
   template <class Equal>
   NodeId& find(uint64_t hash, Equal&& equal_to) {
     for (size_t i = hash & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {

@@ -41,8 +41,8 @@ struct Prepared {
 };
 
 Graph eliminate_dead_code(const Graph& g, bool impure_random);
-// Takes its graph by value: moved in, an unchanged graph is not copied.
-// Returns the merged graph; `replaced[i]` receives the survivor of node i
+// Takes its graph by value (moved in, an unchanged graph is not copied) and
+// returns the merged graph; `replaced[i]` receives the survivor of node i
 // (in g's ids), or i itself.
 Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced);
 
