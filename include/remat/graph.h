@@ -225,13 +225,23 @@ class StringPool {
   size_t size() const { return views_.size(); }
 
  private:
+  // One slot of the open-addressing table: the upper half of the string's
+  // hash (most mismatches end there) and its id.
+  struct Slot {
+    uint32_t tag = 0;
+    StrId id = std::numeric_limits<StrId>::max();  // max: empty
+  };
+  // The index of the slot holding `s`, or of the empty one where it belongs.
+  size_t probe(std::string_view s, uint64_t hash) const;
+  void grow();
+
   // The bytes, packed back to back in chunks that never move (the views
   // point into them): strings interned together stay together in memory.
   std::vector<std::unique_ptr<char[]>> chunks_;
   char* chunk_next_ = nullptr;
   size_t chunk_left_ = 0;
   std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, StrId> ids_;
+  std::vector<Slot> table_;  // power-of-two size, at most half full
 };
 
 // Value metadata: tensors, their dims, and symbol lists (free symbols and

@@ -4,7 +4,6 @@
 // all_input_nodes from the argument trees, builds users in CSR form and
 // rejects every malformed shape of graph with an Error naming the node.
 #include <algorithm>
-#include <cstring>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -24,29 +23,6 @@ struct Graph::Index {
   std::vector<NodeId> node_by_name;  // indexed by StrId
   std::unordered_map<StrId, OpId> op_by_name;
 };
-
-StrId StringPool::intern(std::string_view s) {
-  if (auto it = ids_.find(s); it != ids_.end()) return it->second;
-  const StrId id = static_cast<StrId>(views_.size());
-  if (s.size() > chunk_left_) {
-    const size_t size = std::max<size_t>(s.size(), 256 * 1024);
-    chunks_.push_back(std::make_unique<char[]>(size));
-    chunk_next_ = chunks_.back().get();
-    chunk_left_ = size;
-  }
-  if (!s.empty()) std::memcpy(chunk_next_, s.data(), s.size());
-  const std::string_view stored(chunk_next_, s.size());
-  chunk_next_ += s.size();
-  chunk_left_ -= s.size();
-  views_.push_back(stored);
-  ids_.emplace(stored, id);
-  return id;
-}
-
-StrId StringPool::find(std::string_view s) const {
-  auto it = ids_.find(s);
-  return it == ids_.end() ? 0 : it->second;
-}
 
 GraphBuilder::GraphBuilder() : interner_(std::make_unique<Interner>()) {}
 GraphBuilder::GraphBuilder(const Graph& base) : GraphBuilder() {

@@ -135,10 +135,11 @@ class Reader {
   Dim read_dim(dom::element e, std::string_view field, bool size);
   void read_meta(dom::element e, Node& n);
   NodeExtra extra_;  // of the node being read
-  NodeId resolve(std::string_view name, std::string_view field) const;
+  NodeId resolve(std::string_view name, std::string_view field);
 
   GraphBuilder b_;
-  std::unordered_map<std::string_view, NodeId> ids_;  // views into the parser's tape
+  std::vector<NodeId> node_of_name_;  // by the name's StrId
+  std::vector<StrId> name_of_node_;   // by NodeId
   std::unordered_map<std::string_view, OpId> ops_;    // the "ops" table
   std::vector<std::pair<std::string, uint8_t>> overrides_;
   std::unordered_map<std::string, uint8_t> override_by_key_;
@@ -309,7 +310,7 @@ void Reader::read_ops(dom::array ops) {
 }
 
 void Reader::collect_names(dom::array nodes) {
-  ids_.reserve(nodes.size());
+  name_of_node_.reserve(nodes.size());
   NodeId id = 0;
   for (dom::element e : nodes) {
     node_ = id;
@@ -319,24 +320,28 @@ void Reader::collect_names(dom::array nodes) {
     if (o.at_key("name").get(name) != simdjson::SUCCESS) fail(ErrorCode::kParse, "name", "missing");
     const std::string_view s = as_string(name, "name");
     if (s.empty()) fail(ErrorCode::kInvalidGraph, "name", "empty");
-    auto [it, inserted] = ids_.emplace(s, id);
-    if (!inserted) {
+    const StrId sid = b_.intern(s);
+    if (sid >= node_of_name_.size()) node_of_name_.resize(2 * sid + 1024, kNoNode);
+    if (node_of_name_[sid] != kNoNode) {
       throw Error(ErrorCode::kInvalidGraph,
                   fmt::format("node '{}' (#{}): field 'name': duplicate name (also node #{})", s,
-                              id, it->second));
+                              id, node_of_name_[sid]));
     }
+    node_of_name_[sid] = id;
+    name_of_node_.push_back(sid);
     ++id;
   }
   node_ = kNoNode;
 }
 
-NodeId Reader::resolve(std::string_view name, std::string_view field) const {
-  auto it = ids_.find(name);
-  if (it == ids_.end()) {
+NodeId Reader::resolve(std::string_view name, std::string_view field) {
+  // Every node name is interned already; a name that is not ends the read.
+  const StrId sid = b_.intern(name);
+  if (sid >= node_of_name_.size() || node_of_name_[sid] == kNoNode) {
     fail(ErrorCode::kInvalidGraph, field,
          fmt::format("refers to '{}', which does not exist", name));
   }
-  return it->second;
+  return node_of_name_[sid];
 }
 
 // --- nodes ----------------------------------------------------------------------
@@ -364,7 +369,7 @@ void Reader::read_node(dom::element e) {
 
   Node n;
   extra_ = NodeExtra{};
-  n.name = b_.intern(node_name_);
+  n.name = name_of_node_[b_.next_id()];
   if (!op) fail(ErrorCode::kParse, "op", "missing");
   const std::string_view kind = as_string(*op, "op");
   if (kind == "call_function") n.kind = NodeKind::kCallFunction;
