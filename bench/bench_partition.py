@@ -132,7 +132,7 @@ def scaling_row(exe: str, path: str, n: int, repeat: int) -> dict:
         nodes = int(load.group(1))
         loads.append(float(load.group(2)) / 1e3)
         engines.append(float(engine.group(1)) / 1e3)
-    return {"size": n, "nodes": nodes, "load": statistics.median(loads),
+    return {"size": n, "nodes": nodes, "runs": repeat, "load": statistics.median(loads),
             "engine": statistics.median(engines)}
 
 
@@ -227,7 +227,8 @@ def write_docs(rows, scaling, path: str) -> None:
         f.write(format_table(rows) + "\n\n![partition time](performance.svg)\n")
         f.write("\n## Scaling\n\n"
                 "The `remat` command on synthetic joint graphs (`bench/synthetic.py`,\n"
-                "residual-MLP shape, ~10 nodes per layer), medians of `remat partition -v`:\n\n"
+                "residual-MLP shape, ~10 nodes per layer), medians of "
+                f"{scaling[0]['runs'] if scaling else 0} runs of\n`remat partition -v` each:\n\n"
                 + format_scaling(scaling) + "\n")
         f.write("\n## Targets (issue \"Performance\"), from the runs above\n\n"
                 + format_targets(targets(rows, scaling)) + "\n")
@@ -254,6 +255,8 @@ def main(argv=None) -> int:
     p.add_argument("--scaling", type=int, nargs="*", default=None, metavar="NODES",
                    help="synthetic graph sizes for the remat-command scaling runs "
                         "(default 10000 100000 1000000; 1000 3000 with --smoke; none to skip)")
+    p.add_argument("--scaling-repeat", type=int, default=None,
+                   help="runs of the command per size (default 9; --repeat with --smoke)")
     a = p.parse_args(argv)
     docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "performance.md")
     if a.write_docs:
@@ -287,7 +290,8 @@ def main(argv=None) -> int:
                 rows.append(run_case(joint, a.repeat, a.torch_repeat, b, lazy))
     sizes = a.scaling if a.scaling is not None else (
         [1000, 3000] if a.smoke else [10000, 100000, 1000000])
-    scaling = run_scaling(sizes, a.repeat)
+    scaling_repeat = a.scaling_repeat or (a.repeat if a.smoke else 9)
+    scaling = run_scaling(sizes, scaling_repeat)
     print(format_table(rows) + "\n\n" + format_scaling(scaling) + "\n\n"
           + format_targets(targets(rows, scaling)))
     if a.write_docs:

@@ -7,10 +7,13 @@
 //    ties and sorts results by it) and always topological.
 //  * Strings (names, targets, dtypes, symbols) are interned once, in a pool a
 //    joint graph shares with the graphs derived from it; StrId 0 is "".
-//  * Inputs (FX `all_input_nodes`) and users are id ranges into shared pools;
+//    Value metadata (tensors, dims, symbol lists, NodeExtra) is shared the
+//    same way, and a graph's argument trees and adjacency by its copies.
+//  * Inputs (FX `all_input_nodes`) and users are id ranges into those pools;
 //    users are kept in graph order, which is FX's order for a traced graph.
 //  * Everything the reference partitioner reads from `node.meta`, the target
-//    and the op schema has a field here. Fields it does not read are dropped.
+//    and the op schema has a field here (Node, or NodeExtra for what few
+//    nodes have). Fields it does not read are dropped.
 //  * A Graph is built by GraphBuilder, which validates it. Once built, only a
 //    node's recompute policy (prepare passes force saves) and origin (the
 //    pipeline maps derived graphs back) may change.
@@ -167,8 +170,8 @@ enum NodeFlag : uint16_t {
 
 // What a node's value and meta hold beyond the common case: symbolic
 // values, printable constants, checkpoint and budget annotations. Few nodes
-// have any of it, so it lives beside Node (see Graph::extra) and Node stays
-// one cache line.
+// have any of it, so it lives beside Node (see Graph::extra), which stays at
+// 60 bytes: every pass walks nodes, so their size is what large graphs cost.
 struct NodeExtra {
   StrId tag_name = 0;     // the partitioner_tag string, kept for kOther
   StrId sym_expr = 0;     // SymInt/SymFloat/SymBool: the expression
@@ -421,8 +424,8 @@ class GraphBuilder {
   Graph finish();
 
   // The nodes of `g` listed in `order`, in that order, as a new graph built
-  // without copying node by node: for passes that only drop, merge or
-  // reorder nodes (DCE, CSE, reordering). A reference to node x becomes one
+  // from bulk copies of their records and argument trees: for passes that
+  // only drop, merge or reorder nodes (DCE, CSE, reordering). A reference to node x becomes one
   // to the copy of x, or, when x is not in `order`, to the copy of
   // `alias[x]` (alias may be empty). Nodes get the origin a NodeCopier copy
   // would: their own origin when they have one, else their id in g. Value

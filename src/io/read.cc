@@ -134,7 +134,6 @@ class Reader {
   void read_tensor(dom::object o, std::string_view field, int32_t index, bool record);
   Dim read_dim(dom::element e, std::string_view field, bool size);
   void read_meta(dom::element e, Node& n);
-  NodeExtra extra_;  // of the node being read
   NodeId resolve(std::string_view name, std::string_view field);
 
   GraphBuilder b_;
@@ -145,6 +144,7 @@ class Reader {
   std::unordered_map<std::string, uint8_t> override_by_key_;
   NodeId node_ = kNoNode;
   std::string_view node_name_;
+  NodeExtra extra_;  // of the node being read
   OpId op_ = kNoOp;
   std::string_view op_name_;
   std::vector<Dim> shape_, stride_;  // scratch, reused across tensors

@@ -28,7 +28,7 @@ namespace remat {
 // fallback_random off); with it, a CUDA random op throws Error(kUnsupported).
 int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe = true);
 
-Graph reorder_to_mimic_autograd_engine(Graph bw);
+Graph reorder_to_mimic_autograd_engine(Graph bw);  // already in that order: returned as is
 Graph raise_getitems(Graph g);  // by value: unchanged graphs are not copied
 
 }  // namespace remat
