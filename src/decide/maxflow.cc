@@ -19,7 +19,7 @@ void MaxFlow::add_edges(std::span<const uint32_t> tail, std::span<const uint32_t
     throw Error(ErrorCode::kInternal, "MaxFlow::add_edges: lists of different lengths");
   for (size_t e = 0; e < tail.size(); ++e) {
     if (tail[e] >= n_ || head[e] >= n_ || cap[e] < 0)
-      throw Error(ErrorCode::kInternal, "MaxFlow::add_edges: bad vertex or capacity");
+      throw Error(ErrorCode::kInternal, "MaxFlow: an edge with a bad vertex or a negative capacity");
   }
   tail_.insert(tail_.end(), tail.begin(), tail.end());
   head_.insert(head_.end(), head.begin(), head.end());
@@ -27,11 +27,7 @@ void MaxFlow::add_edges(std::span<const uint32_t> tail, std::span<const uint32_t
 }
 
 uint32_t MaxFlow::add_edge(uint32_t u, uint32_t v, int64_t capacity) {
-  if (u >= n_ || v >= n_ || capacity < 0)
-    throw Error(ErrorCode::kInternal, "MaxFlow::add_edge: bad vertex or capacity");
-  tail_.push_back(u);
-  head_.push_back(v);
-  cap_.push_back(capacity);
+  add_edges({&u, 1}, {&v, 1}, {&capacity, 1});
   return static_cast<uint32_t>(tail_.size() - 1);
 }
 
