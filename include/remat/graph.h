@@ -395,10 +395,10 @@ class GraphBuilder {
   ArgId leaf(const Arg& a);
   ArgId begin(ArgKind container);  // kList, kTuple, kDict or kSlice
   void end(ArgId container);
-  // A whole tree in one go: `items` in pre-order (spans set), strings already
-  // in this builder's pool, node references mapped through `remap`. Returns
-  // the root.
-  ArgId add_tree(std::span<const Arg> items, std::span<const NodeId> remap);
+  // Copies src's argument tree at `root` in one go (src's strings must be in
+  // this builder's pool), node references mapped through `remap`; one with
+  // no mapping is an internal Error naming the node. Returns the new root.
+  ArgId add_tree(const Graph& src, ArgId root, std::span<const NodeId> remap);
 
   // Value metadata for the node about to be added.
   uint32_t add_dim(const Dim& d);

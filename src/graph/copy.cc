@@ -56,18 +56,8 @@ OpId NodeCopier::op(OpId o) {
 
 ArgId NodeCopier::copy_args(ArgId root, std::span<const NodeId> remap) {
   if (root == kNoArg) return kNoArg;
-  auto missing = [&](NodeId used) {
-    return Error(ErrorCode::kInternal,
-                 "NodeCopier: node '" + std::string(src_.name(used)) + "' is used but has no copy");
-  };
-  if (same_pool_) {  // strings carry over: the tree is copied in one piece
-    const std::span<const Arg> items(&src_.arg(root), src_.arg(root).span);
-    for (const Arg& a : items) {
-      if (a.kind == ArgKind::kNode && (a.id >= remap.size() || remap[a.id] == kNoNode))
-        throw missing(a.id);
-    }
-    return dst_.add_tree(items, remap);
-  }
+  // Strings carry over: the tree is copied in one piece.
+  if (same_pool_) return dst_.add_tree(src_, root, remap);
   // Pre-order with spans: reopen containers as we meet them and close each
   // when its subtree ends.
   std::vector<std::pair<ArgId, ArgId>> open;  // (dst container, src end)
@@ -90,7 +80,10 @@ ArgId NodeCopier::copy_args(ArgId root, std::span<const NodeId> remap) {
         break;
       case ArgKind::kNode: {
         Arg out = in;
-        if (in.id >= remap.size() || remap[in.id] == kNoNode) throw missing(in.id);
+        if (in.id >= remap.size() || remap[in.id] == kNoNode) {
+          throw Error(ErrorCode::kInternal, "NodeCopier: node '" + std::string(src_.name(in.id)) +
+                                                "' is used but has no copy");
+        }
         out.id = remap[in.id];
         made = dst_.leaf(out);
         break;

@@ -96,14 +96,22 @@ void GraphBuilder::end(ArgId container) {
   args[container].span = static_cast<uint32_t>(args.size() - container);
 }
 
-ArgId GraphBuilder::add_tree(std::span<const Arg> items, std::span<const NodeId> remap) {
+ArgId GraphBuilder::add_tree(const Graph& src, ArgId root, std::span<const NodeId> remap) {
+  const std::span<const Arg> items(&src.arg(root), src.arg(root).span);
   std::vector<Arg>& args = structure_->args;
-  const ArgId root = static_cast<ArgId>(args.size());
+  const ArgId copy = static_cast<ArgId>(args.size());
   args.insert(args.end(), items.begin(), items.end());
-  for (auto a = args.begin() + root; a != args.end(); ++a) {
-    if (a->kind == ArgKind::kNode) a->id = a->id < remap.size() ? remap[a->id] : kNoNode;
+  for (auto a = args.begin() + copy; a != args.end(); ++a) {
+    if (a->kind != ArgKind::kNode) continue;
+    if (a->id >= remap.size() || remap[a->id] == kNoNode) {
+      const std::string used = a->id < src.size() ? std::string(src.name(a->id)) : "?";
+      args.resize(copy);
+      throw Error(ErrorCode::kInternal,
+                  fmt::format("node '{}' is used but has no copy in the new graph", used));
+    }
+    a->id = remap[a->id];
   }
-  return root;
+  return copy;
 }
 
 uint32_t GraphBuilder::add_dim(const Dim& d) {
@@ -320,16 +328,7 @@ Graph GraphBuilder::rearrange(const Graph& g, std::span<const NodeId> order,
     Node node = g.nodes_[id];
     if (node.origin == kNoNode) node.origin = id;
     for (ArgId* root : {&node.args, &node.kwargs}) {
-      if (*root == kNoArg) continue;
-      const std::span<const Arg> tree(&g.arg(*root), g.arg(*root).span);
-      for (const Arg& a : tree) {
-        if (a.kind == ArgKind::kNode && (a.id >= n || remap[a.id] == kNoNode)) {
-          throw Error(ErrorCode::kInternal,
-                      fmt::format("rearrange: node '{}' uses '{}', which has no place",
-                                  g.name(id), a.id < n ? g.name(a.id) : "?"));
-        }
-      }
-      *root = b.add_tree(tree, remap);
+      if (*root != kNoArg) *root = b.add_tree(g, *root, remap);
     }
     out.nodes_.push_back(node);
   }

@@ -175,6 +175,33 @@ TEST(SubgraphTest, ListedTwiceMakesTwoPlaceholders) {
   EXPECT_EQ(names_of(g, s.body), (Names{"sin"}));
 }
 
+// rearrange keeps the listed nodes in the listed order, redirects merged
+// ones through `alias`, and refuses an order that drops a used node.
+TEST(RearrangeTest, ReordersRedirectsAndRefusesDanglingUses) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  Ref sin2 = t.call("aten.sin.default", {p1});
+  Ref cos = t.call("aten.cos.default", {sin2});
+  t.output({A::tuple({sin, cos})});
+  Graph g = t.build();
+
+  std::vector<NodeId> alias = {0, 1, 1, 3, 4};  // sin_1 merges into sin
+  Graph r = GraphBuilder::rearrange(g, std::vector<NodeId>{0, 1, 3, 4}, alias);
+  EXPECT_EQ(names_of(r, {0, 1, 2, 3}), (Names{"primals_1", "sin", "cos", "output"}));
+  EXPECT_EQ(r.inputs(2).size(), 1u);
+  EXPECT_EQ(r.inputs(2)[0], 1u);  // cos now uses sin
+  EXPECT_EQ(r.node(2).origin, cos.id);
+
+  try {
+    GraphBuilder::rearrange(g, std::vector<NodeId>{0, 1, 3, 4});
+    FAIL() << "a use of a dropped node must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("'sin_1'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FxNamesTest, MatchesFxNamespace) {
   // torch.fx.graph._Namespace().create_name(c, None) for each c, in order.
   FxNamespace ns;
