@@ -133,6 +133,7 @@ class Reader {
   void check_nested_value(dom::element e, std::string_view field);
   void read_tensor(dom::object o, std::string_view field, int32_t index, bool record);
   Dim read_dim(dom::element e, std::string_view field, bool size);
+  StrId read_nested_int(dom::element e, std::string_view field);
   void read_meta(dom::element e, Node& n);
   NodeId resolve(std::string_view name, std::string_view field);
 
@@ -637,7 +638,10 @@ void Reader::read_value(dom::element e, Node& n) {
       if (o.at_key("expr").get(expr) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.expr", "missing");
       extra_.sym_expr = b_.intern(as_string(expr, "val.expr"));
       dom::element hint;
-      if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() != element_type::NULL_VALUE) {
+      if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() == element_type::OBJECT) {
+        extra_.nested_hint = read_nested_int(hint, "val.hint");
+      } else if (o.at_key("hint").get(hint) == simdjson::SUCCESS &&
+                 hint.type() != element_type::NULL_VALUE) {
         extra_.has_sym_hint = true;
         if (n.value == ValueKind::kSymBool && hint.type() == element_type::BOOL) {
           extra_.sym_hint = hint.get_bool().value_unsafe() ? 1 : 0;
@@ -692,6 +696,18 @@ void Reader::check_nested_value(dom::element e, std::string_view field) {
   }
 }
 
+// A hint that is a nested int: {"nested_int": "j1"}.
+StrId Reader::read_nested_int(dom::element e, std::string_view field) {
+  dom::element name;
+  if (e.get_object().value_unsafe().at_key("nested_int").get(name) != simdjson::SUCCESS) {
+    fail(ErrorCode::kParse, field,
+         "a hint is a number, null or {\"nested_int\": NAME}; this object has no 'nested_int'");
+  }
+  const std::string_view s = as_string(name, field);
+  if (s.empty()) fail(ErrorCode::kInvalidGraph, field, "empty nested int name");
+  return b_.intern(s);
+}
+
 Dim Reader::read_dim(dom::element e, std::string_view field, bool size) {
   Dim d;
   if (e.type() == element_type::OBJECT) {
@@ -702,7 +718,13 @@ Dim Reader::read_dim(dom::element e, std::string_view field, bool size) {
     }
     d.expr = b_.intern(as_string(expr, field));
     dom::element hint;
-    if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() != element_type::NULL_VALUE) {
+    if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() == element_type::OBJECT) {
+      // Validated, then read as no hint: a dense tensor's dim (all a joint
+      // graph holds) is never a nested int, and nothing sizes by it.
+      read_nested_int(hint, field);
+      d.has_hint = false;
+    } else if (o.at_key("hint").get(hint) == simdjson::SUCCESS &&
+               hint.type() != element_type::NULL_VALUE) {
       d.value = as_int(hint, field);
     } else {
       d.has_hint = false;

@@ -325,7 +325,13 @@ class GraphWriter {
         w_.string(value_kind_name(n.value));
         w_.key("expr");
         w_.string(str(x.sym_expr));
-        if (x.has_sym_hint) {
+        if (x.nested_hint != 0) {
+          w_.key("hint");
+          w_.begin_object();
+          w_.key("nested_int");
+          w_.string(str(x.nested_hint));
+          w_.end_object();
+        } else if (x.has_sym_hint) {
           w_.key("hint");
           if (n.value == ValueKind::kSymBool) w_.boolean(x.sym_hint != 0);
           else if (n.value == ValueKind::kSymFloat) w_.number(static_cast<double>(x.sym_hint));

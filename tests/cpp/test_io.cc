@@ -338,6 +338,25 @@ TEST(IoReject, NegativeSize) {
                   ErrorCode::kInvalidGraph, "node 'a'", "field 'val.shape'", "negative size -1");
 }
 
+TEST(IoRead, NestedIntHintIsNoNumber) {
+  // A jagged tensor's ragged size: a SymInt hinted by a nested int.
+  JointGraph j = read_joint_graph(doc(
+      R"({"name":"s","op":"placeholder","target":"s","val":{"kind":"symint","expr":"s1","hint":{"nested_int":"2*j1"}}},)"
+      R"({"name":"a","op":"call_function","target":"aten.relu.default","val":{"kind":"tensor","dtype":"float32","shape":[{"expr":"s1","hint":{"nested_int":"j1"}}]}},)" +
+      kOutput));
+  const Graph& g = j.graph;
+  const NodeExtra& x = g.extra(g.find("s"));
+  EXPECT_FALSE(x.has_sym_hint);
+  EXPECT_EQ(g.str(x.nested_hint), "2*j1");
+  const TensorMeta& t = g.tensors(g.find("a"))[0];
+  EXPECT_FALSE(g.shape(t)[0].has_hint);
+}
+
+TEST(IoReject, HintObjectWithoutNestedInt) {
+  EXPECT_REJECTED(doc(R"({"name":"s","op":"placeholder","target":"s","val":{"kind":"symint","expr":"s1","hint":{"j":1}}},)" + kOutput),
+                  ErrorCode::kParse, "node 's'", "field 'val.hint'", "nested_int");
+}
+
 TEST(IoReject, NegativeSymbolicHint) {
   EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"aten.relu.default",
                           "val":{"kind":"tensor","dtype":"float32","shape":[{"expr":"s0","hint":-4}]}},)" + kOutput),
@@ -433,7 +452,8 @@ TEST(IoWrite, CanonicalDocumentIsAFixedPoint) {
     {"name":"sym_size_int","op":"call_function","target":"aten.sym_size.int","args":[{"node":"x"},0],"val":{"kind":"symint","expr":"s0","hint":4},"free_symbols":["s0"],"binds_symbol":"s0"},
     {"name":"relu","op":"call_function","target":"aten.relu.default","args":[{"node":"x"},1.0,1e-05,{"float":"nan"},"a\"b\\c\n\u0001é",{"tuple":[null,true,-3]},{"slice":[null,2,null]},{"dtype":"float16"},{"device":"cpu"},{"layout":"strided"},{"memory_format":"contiguous_format"},{"target":"aten.add.Tensor"},{"opaque":"<pg>","handle":3},{"opaque":"<x>"}],"kwargs":{"k":[1,2],"d":{"dict":{"z":{"node":"sym_size_int"}}}},"val":{"kind":"sequence","items":[{"kind":"none"},{"kind":"tensor","dtype":"weird","itemsize":3,"shape":[{"expr":"u0"}],"numel_hint":10}]},"impure":true,"meta":{"recompute":"MUST_SAVE","ac_graph_id":2,"partitioner_tag":"is_backward","has_backward_hook":true,"saved_tensor_with_no_vc_check":true,"memory_budget":0.25}},
     {"name":"c","op":"get_attr","target":"_tensor_constant0","val":{"kind":"constant","repr":"3"}},
-    {"name":"output","op":"output","target":"output","args":[[{"node":"relu"},{"node":"c"},null]]}
+    {"name":"ragged","op":"placeholder","target":"ragged","val":{"kind":"symint","expr":"s1","hint":{"nested_int":"j1"}},"free_symbols":["s1"]},
+    {"name":"output","op":"output","target":"output","args":[[{"node":"relu"},{"node":"c"},null,64]]}
   ]
 }
 )";

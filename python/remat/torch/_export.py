@@ -21,6 +21,8 @@ import orjson
 import torch
 import torch.fx as fx
 
+import remat
+
 from torch._library.fake_class_registry import FakeScriptObject
 from torch._library.opaque_object import is_opaque_value
 from torch.fx.experimental._backward_state import BackwardState
@@ -164,7 +166,7 @@ class _Exporter:
         as_int = d.node.maybe_as_int()
         if as_int is not None:
             return as_int
-        return {"expr": str(d.node.expr), "hint": _sym_hint(d)}
+        return {"expr": _sym_expr(d), "hint": _sym_hint(d)}
 
     def value(self, v: Any) -> dict:
         if isinstance(v, torch.Tensor):  # FakeTensor: a subclass
@@ -172,11 +174,11 @@ class _Exporter:
         if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             self.symbolic = True
         if isinstance(v, torch.SymInt):
-            return {"kind": "symint", "expr": str(v.node.expr), "hint": _sym_hint(v)}
+            return {"kind": "symint", "expr": _sym_expr(v), "hint": _sym_hint(v)}
         if isinstance(v, torch.SymFloat):
-            return {"kind": "symfloat", "expr": str(v.node.expr), "hint": _sym_hint(v)}
+            return {"kind": "symfloat", "expr": _sym_expr(v), "hint": _sym_hint(v)}
         if isinstance(v, torch.SymBool):
-            return {"kind": "symbool", "expr": str(v.node.expr), "hint": _sym_hint(v)}
+            return {"kind": "symbool", "expr": _sym_expr(v), "hint": _sym_hint(v)}
         if isinstance(v, (list, tuple)):
             return {"kind": "sequence", "items": [self.value(x) for x in v]}
         if isinstance(v, dict):
@@ -228,7 +230,15 @@ class _Exporter:
         else:
             out["storage"] = -1
         numel = t.numel()
-        out["numel_hint"] = numel if type(numel) is int else optimization_hint(numel, fallback=4096)
+        hint = numel if type(numel) is int else optimization_hint(numel, fallback=4096)
+        if type(hint) is not int:
+            # A nested tensor's own numel (a multiple of a nested int): torch's
+            # _size_of could not size it either. Joint graphs hold dense
+            # tensors (AOTAutograd desugars subclasses), so this is refused.
+            raise remat.UnsupportedError(
+                f"a tensor value whose numel has no integer hint ({numel}); remat sizes "
+                "dense tensors only")
+        out["numel_hint"] = hint
         return out
 
     # --- nodes -----------------------------------------------------------
@@ -281,14 +291,30 @@ def _safe_repr(v: Any) -> str:
 
 
 def _sym_hint(s: Any) -> Any:
-    """The size hint of a SymInt/SymFloat/SymBool; None when it has none (unbacked)."""
+    """The size hint of a SymInt/SymFloat/SymBool; None when it has none (unbacked).
+
+    The ragged size of a jagged nested tensor is a SymInt whose hint is
+    itself a nested int (``j1``), which has no number: it is written as
+    {"nested_int": "j1"}.
+    """
     node = s.node
+    if node.is_nested_int():
+        return {"nested_int": str(s)}
     if not node.has_hint():
         return None
     if isinstance(s, torch.SymInt):
-        return optimization_hint(s)
+        h = optimization_hint(s)
+        if isinstance(h, torch.SymInt) and h.node.is_nested_int():
+            return {"nested_int": str(h)}
+        return h
     h = node.hint
     return bool(h) if isinstance(s, torch.SymBool) else float(h)
+
+
+def _sym_expr(s: Any) -> str:
+    """The expression of a sym value; a nested int (no sympy expression) by its name."""
+    node = s.node
+    return str(s) if node.is_nested_int() else str(node.expr)
 
 
 def _free_symbol_names(val: Any) -> list[str]:
@@ -307,6 +333,8 @@ def _all_ints(dims: Any) -> bool:
 
 
 def _has_exprs(val: Any) -> bool:
+    if isinstance(val, torch.SymInt) and val.node.is_nested_int():
+        return False  # a nested int has no sympy expression, hence no free symbols
     if isinstance(val, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)):
         return True
     if isinstance(val, (list, tuple)):

@@ -439,6 +439,26 @@ class SizeOutput(nn.Module):
         return torch.relu(self.fc(x)), width
 
 
+class JaggedMLP(nn.Module):
+    """An MLP over a jagged nested tensor: the joint graph carries the ragged
+    size as a SymInt whose hint is a nested int (``j1``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 16), nn.Linear(16, 8)
+
+    def forward(self, nt: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.gelu(self.fc1(nt))).sin()
+
+
+def _jagged(*lengths: int, d: int = 8) -> Callable[[], torch.Tensor]:
+    def make() -> torch.Tensor:
+        parts = [_randn(n, d, seed=11) for n in lengths]
+        return torch.nested.nested_tensor(parts, layout=torch.jagged, requires_grad=True)
+
+    return make
+
+
 class Softmaxes(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -643,6 +663,7 @@ def _build_cases() -> list[Case]:
     add(Case("dynamic_attention_mark", _seeded(lambda: Attention(causal=True)), _inputs(seq),
              {"mark_dynamic": [(0, 1)]}))
     add(Case("dynamic_size_output", _seeded(SizeOutput), _inputs(_x(5, 64)), {"dynamic": True}))
+    add(Case("nested_jagged_mlp", _seeded(JaggedMLP), _inputs(_jagged(3, 5))))
     add(Case("dynamic_checkpoint_dropout", _seeded(lambda: CheckpointMLP(dropout=0.25)), _inputs(_x(5)),
              {"dynamic": True}, random=True))
 
