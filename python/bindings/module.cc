@@ -6,7 +6,8 @@
 //    nothing is converted per node here.
 //  * The engine runs with the GIL released.
 //  * remat::Error becomes the remat.errors class of its code (NoFiniteCutError
-//    with .explanation and .dot); other exceptions use nanobind's defaults.
+//    with .explanation and .dot); any other C++ exception of the engine
+//    becomes remat.InternalError (out of memory stays MemoryError).
 //  * partition() and pareto() take two optional Python callables, the engine's
 //    custom hooks (remat/options.h): knapsack_solver(memory: list[float],
 //    max_memory: float, banned: list[int]) -> (saved, recomputed) lists of
@@ -253,6 +254,18 @@ NB_MODULE(_remat, m) {
       raise_error(e, e.explanation().c_str(), e.dot().c_str());
     } catch (const remat::Error& e) {
       raise_error(e, nullptr, nullptr);
+    } catch (const nb::python_error&) {
+      throw;  // a hook's Python exception: restored unchanged by nanobind
+    } catch (const nb::builtin_exception&) {
+      throw;  // nanobind's own TypeError, IndexError ...
+    } catch (const std::bad_alloc&) {
+      throw;  // MemoryError
+    } catch (const std::exception& e) {
+      // Anything else escaping the engine is a bug in remat: say so with
+      // the RematError the contract promises, not a bare RuntimeError.
+      raise_error(remat::Error(remat::ErrorCode::kInternal,
+                               std::string("internal error: ") + e.what()),
+                  nullptr, nullptr);
     }
   });
 

@@ -423,6 +423,25 @@ def _op_facts(name: str, target: Any) -> dict:
     }
 
 
+def _export_nodes(ex: _Exporter, graph: fx.Graph) -> list[dict]:
+    """Every node's record; a failure names the node (remat.DropInError, step "export")."""
+    nodes: list[dict] = []
+    append, node = nodes.append, ex.node
+    n = None
+    try:
+        for n in graph.nodes:
+            append(node(n))
+    except remat.RematError as e:
+        # A deliberate refusal (UnsupportedError ...): same class, node named.
+        raise type(e)(f"node {getattr(n, 'name', None)!r}: {e}") from e
+    except Exception as e:
+        name = getattr(n, "name", None)
+        raise remat.DropInError(
+            f"remat: cannot export node {name!r} of the joint graph: {type(e).__name__}: {e}",
+            step="export", node=name) from e
+    return nodes
+
+
 def export_joint_graph(
     gm: fx.GraphModule | fx.Graph,
     num_fwd_outputs: int,
@@ -439,7 +458,7 @@ def export_joint_graph(
     """
     graph = gm.graph if isinstance(gm, fx.GraphModule) else gm
     ex = _Exporter(handles)
-    nodes = [ex.node(n) for n in graph.nodes]
+    nodes = _export_nodes(ex, graph)
     doc = {
         "format": FORMAT_JOINT,
         "version": FORMAT_VERSION,
@@ -454,7 +473,7 @@ def export_joint_graph(
 def export_graph_nodes(graph: fx.Graph, *, handles: Optional[list] = None) -> tuple[list, list]:
     """The node and op lists of any FX graph (a forward or backward graph)."""
     ex = _Exporter(handles)
-    nodes = [ex.node(n) for n in graph.nodes]
+    nodes = _export_nodes(ex, graph)
     return nodes, list(ex.ops.values())
 
 
