@@ -22,9 +22,21 @@
 
 namespace remat {
 
+// A graph module nested in the joint graph's module (a higher-order op's
+// body, such as invoke_subgraph's), under its qualified module name.
+struct NestedGraph {
+  std::string name;  // "repeated_subgraph0", "a.b"
+  Graph graph;       // its own pools: ids do not mix with the joint graph's
+};
+
 // A joint graph with the arguments torch passes along with it.
 struct JointGraph {
   Graph graph;
+  // The graph modules nested in the joint module, in the order torch's
+  // `named_modules()` walks them. torch's partitioner reads their memory
+  // budget annotations (and nothing else of them); nothing is partitioned
+  // inside them.
+  std::vector<NestedGraph> nested;
   int num_fwd_outputs = 0;
   std::vector<int> static_lifetime_input_indices;
   // Op-category overrides from the JSON "ops" table ("categories"): registry

@@ -501,6 +501,22 @@ std::string write_joint_graph(const JointGraph& joint) {
   w.newline(2);
   w.key("nodes");
   GraphWriter(joint.graph, w, nullptr).nodes(2);
+  if (!joint.nested.empty()) {
+    w.newline(2);
+    w.key("subgraphs");
+    w.begin_array();
+    for (const NestedGraph& sub : joint.nested) {
+      w.newline(4);
+      w.begin_object();
+      w.key("name");
+      w.string(sub.name);
+      w.key("nodes");
+      GraphWriter(sub.graph, w, nullptr).nodes(4);
+      w.end_object();
+    }
+    w.break_line(2);
+    w.end_array();
+  }
   w.break_line(0);
   w.end_object();
   out += '\n';

@@ -9,6 +9,8 @@
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -197,32 +199,50 @@ std::string py_float(double x) {
 // The memory budget of one joint graph, in torch's increasing precedence:
 // the global option; the first node whose meta["memory_budget"] is a float;
 // the region_activation_memory_budget annotation, which every annotated node
-// must agree on and which must cover every forward call_function. (torch also
-// walks nested subgraph modules; remat's IR has none, so that part is moot.)
-// A per-graph budget outside [0, 1] is an Error naming the node it came from.
-double resolve_memory_budget(const Graph& g, const NodeInfo& info,
-                             const PartitionOptions& options) {
+// must agree on and which must cover every forward call_function. The graph
+// modules nested in the joint module (HOP bodies) count too: their
+// annotations join the agreement check, and any call_function of theirs
+// without one is uncovered. A per-graph budget outside [0, 1] is an Error
+// naming the node it came from.
+double resolve_memory_budget(const Graph& g, const std::vector<NestedGraph>& nested,
+                             const NodeInfo& info, const PartitionOptions& options) {
   double budget = options.activation_memory_budget;
-  NodeId from = kNoNode;
+  std::string from;  // the node a per-graph budget came from, for the range error
   for (NodeId id = 0; id < g.size(); ++id) {
     if (g.node(id).has(kFlagMemoryBudget)) {
       budget = g.extra(id).memory_budget;
-      from = id;
+      from = fmt::format("node '{}': meta memory_budget", g.name(id));
       break;
     }
   }
   std::vector<double> region;  // distinct, in first-seen order (an OrderedSet)
-  NodeId region_from = kNoNode;
-  std::vector<NodeId> unannotated;
+  std::string region_from;
+  std::vector<std::string_view> unannotated;  // names
+  auto add_region = [&](double b) {
+    if (std::find(region.begin(), region.end(), b) == region.end())
+      region.push_back(b);  // at most a few distinct values
+  };
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& node = g.node(id);
     if (node.has(kFlagRegionBudget)) {
-      if (region_from == kNoNode) region_from = id;
-      const double b = g.extra(id).region_memory_budget;
-      if (std::find(region.begin(), region.end(), b) == region.end())
-        region.push_back(b);  // at most a few distinct values
+      if (region_from.empty())
+        region_from = fmt::format("node '{}': meta region_memory_budget", g.name(id));
+      add_region(g.extra(id).region_memory_budget);
     } else if (node.kind == NodeKind::kCallFunction && info.is_required_fw(id)) {
-      unannotated.push_back(id);
+      unannotated.push_back(g.name(id));
+    }
+  }
+  // A body is not split into forward and backward: every op counts.
+  for (const NestedGraph& body : nested) {
+    const Graph& b = body.graph;
+    for (NodeId id = 0; id < b.size(); ++id) {
+      if (b.node(id).has(kFlagRegionBudget)) {
+        if (region_from.empty()) {
+          region_from = fmt::format("subgraph '{}': node '{}': meta region_memory_budget",
+                                    body.name, b.name(id));
+        }
+        add_region(b.extra(id).region_memory_budget);
+      } else if (b.node(id).kind == NodeKind::kCallFunction) unannotated.push_back(b.name(id));
     }
   }
   if (region.size() > 1) {
@@ -240,8 +260,8 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
   if (!region.empty()) {
     if (!unannotated.empty()) {
       std::string names;
-      for (NodeId id : unannotated)
-        names += fmt::format("{}'{}'", names.empty() ? "" : ", ", g.name(id));
+      for (std::string_view name : unannotated)
+        names += fmt::format("{}'{}'", names.empty() ? "" : ", ", name);
       throw Error(ErrorCode::kInvalidGraph,
                   fmt::format("torch.autograd.graph.region_activation_memory_budget: must cover "
                               "the entire forward of a graph (including HOP bodies), but {} "
@@ -254,15 +274,11 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
     budget = region[0];
     from = region_from;
   }
-  if (from != kNoNode && !(budget >= 0 && budget <= 1)) {
+  if (!from.empty() && !(budget >= 0 && budget <= 1)) {
     throw Error(ErrorCode::kInvalidGraph,
-                fmt::format("node '{}': meta {}: the valid ranges for memory budget are "
-                            "0 <= m <= 1. The provided value is {}",
-                            g.name(from),
-                            g.node(from).has(kFlagRegionBudget) && region_from == from
-                                ? "region_memory_budget"
-                                : "memory_budget",
-                            py_float(budget)));
+                fmt::format("{}: the valid ranges for memory budget are 0 <= m <= 1. The "
+                            "provided value is {}",
+                            from, py_float(budget)));
   }
   return budget;
 }
@@ -289,7 +305,7 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   clock.lap("classify");
 
   // The budget: the global option, unless the graph carries its own.
-  const double budget = resolve_memory_budget(g, info, options);
+  const double budget = resolve_memory_budget(g, joint.nested, info, options);
 
   // decide
   std::vector<uint8_t> categories = options.ops.classify(g);

@@ -352,6 +352,35 @@ TEST(IoRead, NestedIntHintIsNoNumber) {
   EXPECT_FALSE(g.shape(t)[0].has_hint);
 }
 
+TEST(IoRead, SubgraphsAreReadAsNestedGraphs) {
+  const std::string top = doc(kOutput);
+  JointGraph j = read_joint_graph(top.substr(0, top.size() - 1) +
+      R"(,"subgraphs":[{"name":"outer.body","nodes":[
+        {"name":"a","op":"placeholder","target":"a"},
+        {"name":"sin","op":"call_function","target":"aten.sin.default","args":[{"node":"a"}],"meta":{"region_memory_budget":0.5}},
+        {"name":"output","op":"output","target":"output","args":[[{"node":"sin"}]]}]}]})");
+  ASSERT_EQ(j.nested.size(), 1u);
+  EXPECT_EQ(j.nested[0].name, "outer.body");
+  const Graph& b = j.nested[0].graph;
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_TRUE(b.node(b.find("sin")).has(kFlagRegionBudget));
+  // Written back in the same form.
+  const JointGraph again = read_joint_graph(write_joint_graph(j));
+  ASSERT_EQ(again.nested.size(), 1u);
+  EXPECT_EQ(write_joint_graph(again), write_joint_graph(j));
+}
+
+TEST(IoReject, ErrorsInsideASubgraphNameIt) {
+  const std::string top = doc(kOutput);
+  EXPECT_REJECTED(top.substr(0, top.size() - 1) +
+                      R"(,"subgraphs":[{"name":"body0","nodes":[
+        {"name":"sin","op":"call_function","target":"aten.sin.default","args":[{"node":"nope"}]},
+        {"name":"output","op":"output","target":"output","args":[[{"node":"sin"}]]}]}]})",
+                  ErrorCode::kInvalidGraph, "subgraph 'body0'", "node 'sin'", "nope");
+  EXPECT_REJECTED(top.substr(0, top.size() - 1) + R"(,"subgraphs":[{"nodes":[]}]})",
+                  ErrorCode::kParse, "subgraphs[0]", "field 'name'");
+}
+
 TEST(IoReject, HintObjectWithoutNestedInt) {
   EXPECT_REJECTED(doc(R"({"name":"s","op":"placeholder","target":"s","val":{"kind":"symint","expr":"s1","hint":{"j":1}}},)" + kOutput),
                   ErrorCode::kParse, "node 's'", "field 'val.hint'", "nested_int");

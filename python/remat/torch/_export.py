@@ -4,7 +4,8 @@ Contract: `export_joint_graph` records, node by node, every fact torch 2.13's
 partitioner reads from an FX joint graph: the node's op/target/args/kwargs,
 `meta["val"]` (with size hints, storage identity and free symbols), the
 partitioner's meta keys, impurity, and for each distinct target its schema facts
-(mutability, view-ness, returns, tags). The document is built as plain Python
+(mutability, view-ness, returns, tags); the graph modules nested in the joint
+module go under "subgraphs" the same way. The document is built as plain Python
 containers and serialized once, so a single buffer crosses into C++.
 
 Objects the format cannot express become {"opaque": repr, "handle": k}; `k`
@@ -454,7 +455,9 @@ def export_joint_graph(
 
     Returns the document as a dict, or as JSON bytes when `as_json`. Pass a
     list as `handles` to keep the objects behind opaque arguments (their
-    "handle" indexes it); without one, handles are -1.
+    "handle" indexes it); without one, handles are -1. The graph modules
+    nested in a GraphModule (higher-order ops' bodies) are exported under
+    "subgraphs", in `named_modules()` order.
     """
     graph = gm.graph if isinstance(gm, fx.GraphModule) else gm
     ex = _Exporter(handles)
@@ -467,6 +470,15 @@ def export_joint_graph(
         "ops": list(ex.ops.values()),
         "nodes": nodes,
     }
+    # Graph modules nested in the joint module (HOP bodies): torch's
+    # partitioner reads their memory-budget annotations.
+    if isinstance(gm, fx.GraphModule):
+        subgraphs = [{"name": name, "nodes": _export_nodes(ex, sub.graph)}
+                     for name, sub in gm.named_modules()
+                     if isinstance(sub, fx.GraphModule) and sub.graph is not graph]
+        if subgraphs:
+            doc["ops"] = list(ex.ops.values())  # the bodies' ops too
+            doc["subgraphs"] = subgraphs
     return orjson.dumps(doc) if as_json else doc
 
 
