@@ -27,8 +27,8 @@ import remat
 from torch._library.fake_class_registry import FakeScriptObject
 from torch._library.opaque_object import is_opaque_value
 from torch.fx.experimental._backward_state import BackwardState
+from torch.nested._internal.nested_int import NestedIntNode
 from torch.fx.experimental.symbolic_shapes import (
-    free_symbols,
     is_symbol_binding_fx_node,
     optimization_hint,
 )
@@ -75,9 +75,19 @@ class _Exporter:
         self.names: dict[int, str] = {}
         self.impure: dict[int, bool] = {}
         self.devices: dict[torch.device, str] = {}
-        # Set by value() when the value holds a non-int size, stride, storage
-        # offset or sym value: only then can it have free symbols.
-        self.symbolic = False
+        # (expression, kind) -> (printed expression, hint, free symbol names,
+        # the int it is when it is a number, else None). Printing a sympy
+        # expression costs ~1 ms; a dynamic graph repeats a few dozen distinct
+        # ones in thousands of shapes and strides, so each is printed (and its
+        # symbols named, its number-ness decided) once.
+        self.exprs: dict[tuple, tuple[str, Any, tuple[str, ...], Optional[int]]] = {}
+        # The same facts by id() of the SymNode (alive for the whole export,
+        # held by node meta): fake tensors share SymNodes, and this skips
+        # resolving and hashing the expression again.
+        self.by_symnode: dict[int, tuple] = {}
+        # The free symbols of the value being exported, collected by sym()
+        # from every expression torch's free_symbols() would visit.
+        self.syms: set[str] = set()
 
     # --- ops -------------------------------------------------------------
     def op(self, target: Any) -> str:
@@ -161,25 +171,52 @@ class _Exporter:
         return self.opaque(x)
 
     # --- values ----------------------------------------------------------
+    def facts(self, s: Any) -> tuple:
+        """The cached (expression, hint, free symbol names, int or None) of a
+        SymInt/SymFloat/SymBool that is not a nested int."""
+        node = s.node
+        hit = self.by_symnode.get(id(node))
+        if hit is not None:
+            return hit
+        key = (node.expr, type(s))
+        hit = self.exprs.get(key)
+        if hit is None:
+            expr = key[0]
+            as_int = int(expr) if isinstance(s, torch.SymInt) and expr.is_number else None
+            names = tuple(sym.name for sym in expr.free_symbols)
+            hit = self.exprs[key] = (str(expr), _sym_hint(s), names, as_int)
+        self.by_symnode[id(node)] = hit
+        return hit
+
+    def sym(self, s: Any) -> tuple[str, Any]:
+        """(expression, hint) of a sym value; its free symbols join the value's."""
+        if isinstance(s.node, NestedIntNode):
+            return _sym_expr(s), _sym_hint(s)  # not symbolic: no free symbols
+        hit = self.facts(s)
+        if hit[2]:
+            self.syms.update(hit[2])
+        return hit[0], hit[1]
+
     def dim(self, d: Any) -> Any:
         if isinstance(d, int):
             return d
-        as_int = d.node.maybe_as_int()
+        if isinstance(d.node, NestedIntNode):
+            return {"expr": _sym_expr(d), "hint": _sym_hint(d)}
+        expr, hint, names, as_int = self.facts(d)
         if as_int is not None:
-            return as_int
-        return {"expr": _sym_expr(d), "hint": _sym_hint(d)}
+            return as_int  # as SymNode.maybe_as_int: a number has no symbols
+        if names:
+            self.syms.update(names)
+        return {"expr": expr, "hint": hint}
 
     def value(self, v: Any) -> dict:
         if isinstance(v, torch.Tensor):  # FakeTensor: a subclass
             return self.tensor(v)
         if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            self.symbolic = True
-        if isinstance(v, torch.SymInt):
-            return {"kind": "symint", "expr": _sym_expr(v), "hint": _sym_hint(v)}
-        if isinstance(v, torch.SymFloat):
-            return {"kind": "symfloat", "expr": _sym_expr(v), "hint": _sym_hint(v)}
-        if isinstance(v, torch.SymBool):
-            return {"kind": "symbool", "expr": _sym_expr(v), "hint": _sym_hint(v)}
+            expr, hint = self.sym(v)
+            kind = "symint" if isinstance(v, torch.SymInt) else (
+                "symfloat" if isinstance(v, torch.SymFloat) else "symbool")
+            return {"kind": kind, "expr": expr, "hint": hint}
         if isinstance(v, (list, tuple)):
             return {"kind": "sequence", "items": [self.value(x) for x in v]}
         if isinstance(v, dict):
@@ -212,13 +249,12 @@ class _Exporter:
         else:
             sym_stride = not _all_ints(stride)
             out["stride"] = [dim(d) for d in stride] if sym_stride else list(stride)
-            if not symbolic:
-                try:
-                    symbolic = sym_stride or type(t.storage_offset()) is not int
-                except (RuntimeError, NotImplementedError):
-                    symbolic = True  # let free_symbols decide
-        if symbolic:
-            self.symbolic = True
+            try:
+                offset = t.storage_offset()
+            except (RuntimeError, NotImplementedError):
+                offset = 0
+            if type(offset) is not int:
+                self.sym(offset)  # not exported, but its symbols are the value's
         device = t.device
         dev = self.devices.get(device)
         if dev is None:
@@ -263,12 +299,10 @@ class _Exporter:
         meta = n.meta
         if "val" in meta:
             val = meta["val"]
-            self.symbolic = False
+            self.syms = set()
             out["val"] = self.value(val)
-            if self.symbolic:
-                syms = _free_symbol_names(val)
-                if syms:
-                    out["free_symbols"] = syms
+            if self.syms:
+                out["free_symbols"] = sorted(self.syms)
             # is_symbol_binding_fx_node answers None for anything but a SymInt.
             if isinstance(val, torch.SymInt):
                 bound = is_symbol_binding_fx_node(n)
@@ -299,7 +333,7 @@ def _sym_hint(s: Any) -> Any:
     {"nested_int": "j1"}.
     """
     node = s.node
-    if node.is_nested_int():
+    if isinstance(node, NestedIntNode):
         return {"nested_int": str(s)}
     if not node.has_hint():
         return None
@@ -315,15 +349,7 @@ def _sym_hint(s: Any) -> Any:
 def _sym_expr(s: Any) -> str:
     """The expression of a sym value; a nested int (no sympy expression) by its name."""
     node = s.node
-    return str(s) if node.is_nested_int() else str(node.expr)
-
-
-def _free_symbol_names(val: Any) -> list[str]:
-    # free_symbols() walks tensors, sym values and sequences of them; other
-    # values (script objects, BackwardState, constants) have none.
-    if not _has_exprs(val):
-        return []
-    return sorted(s.name for s in free_symbols(val))
+    return str(s) if isinstance(node, NestedIntNode) else str(node.expr)
 
 
 def _all_ints(dims: Any) -> bool:
@@ -331,16 +357,6 @@ def _all_ints(dims: Any) -> bool:
         if type(d) is not int:
             return False
     return True
-
-
-def _has_exprs(val: Any) -> bool:
-    if isinstance(val, torch.SymInt) and val.node.is_nested_int():
-        return False  # a nested int has no sympy expression, hence no free symbols
-    if isinstance(val, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)):
-        return True
-    if isinstance(val, (list, tuple)):
-        return any(_has_exprs(x) for x in val)
-    return False
 
 
 # torch.fx.traceback.MEMORY_BUDGET_ANNOTATION_KEY (torch 2.13).
