@@ -10,6 +10,8 @@ Contract:
     torch.distributed), so an existing configuration keeps working.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
     forced to MUST_SAVE get that recompute tag in their meta.
+  * Logs, structured-trace artifacts, debug files and reports are torch's
+    (see _trace): the same logger, artifact names and file names.
   * `install()` makes torch.compile (inductor and aot_eager backends) and
     aot_autograd's default use them; `uninstall()` restores torch's functions.
 """
@@ -28,7 +30,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom
+from . import _custom, _trace
 from ._export import export_joint_graph
 from ._import import import_result
 
@@ -124,15 +126,19 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
     handles: list = []
     doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                              as_json=True, handles=handles)
-    opts = options_from_torch() if options is None else options
-    result = remat.partition(doc, opts, partitioner, as_json=False,
-                             **_custom.hooks(joint_module, num_fwd_outputs,
-                                             static_lifetime_input_indices, opts))
+    opts = _trace.request(options_from_torch() if options is None else options)
+    try:
+        result = remat.partition(doc, opts, partitioner, as_json=False,
+                                 **_custom.hooks(joint_module, num_fwd_outputs,
+                                                 static_lifetime_input_indices, opts))
+    except remat.NoFiniteCutError as e:
+        raise _trace.on_no_finite_cut(e, joint_module) from e
     # Mirror torch: the tag passes write MUST_SAVE into the joint graph.
     by_name = {n.name: n for n in joint_module.graph.nodes}
     for name in result.get("forced_must_save", []):
         by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
     fw, bw = import_result(result, joint_module, handles)
+    _trace.after_partition(joint_module, doc, opts, result, fw, bw)
     return Partition(fw, bw, result)
 
 
