@@ -54,10 +54,20 @@ class _Records(logging.Handler):
 
 
 @pytest.fixture
-def partitioner_log(monkeypatch):
+def logger_level():
+    """Sets the partitioner logger's level for one test. setLevel (not the
+    attribute) so that logging's isEnabledFor cache is invalidated."""
+    logger = logging.getLogger(LOGGER)
+    old = logger.level
+    yield logger.setLevel
+    logger.setLevel(old)
+
+
+@pytest.fixture
+def partitioner_log(monkeypatch, logger_level):
     """The partitioner logger at DEBUG (not propagated), AOT_PARTITIONER_DEBUG on."""
     logger = logging.getLogger(LOGGER)
-    monkeypatch.setattr(logger, "level", logging.DEBUG)
+    logger_level(logging.DEBUG)
     monkeypatch.setattr(logger, "propagate", False)
     monkeypatch.setattr(tp, "AOT_PARTITIONER_DEBUG", True)
 
@@ -314,13 +324,13 @@ def test_remat_partition_artifact_tells_the_decision(artifacts):
     assert with_memory["peak_bytes"] == 1234
 
 
-def test_nothing_is_recorded_when_nobody_listens(monkeypatch):
+def test_nothing_is_recorded_when_nobody_listens(monkeypatch, logger_level):
     """No listener: the engine is not asked for a trace (no cost)."""
     from torch._logging._internal import trace_log
 
     monkeypatch.setattr(trace_log, "handlers", [])
     monkeypatch.setattr(tp, "AOT_PARTITIONER_DEBUG", False)
-    monkeypatch.setattr(logging.getLogger(LOGGER), "level", logging.WARNING)
+    logger_level(logging.WARNING)
     monkeypatch.delenv("REMAT_REPORT_DIR", raising=False)
     assert "trace" not in _trace.request({"activation_memory_budget": 1.0})
     monkeypatch.setattr(tp, "AOT_PARTITIONER_DEBUG", True)
