@@ -82,6 +82,14 @@ struct PartitionOptions {
 
   // --- remat's own -------------------------------------------------------
   CutSide cut_side = CutSide::kSinkMinimal;
+  // A limit on the simulated peak memory of the training step, in bytes
+  // (remat/memory.h); 0: none. When set, the min-cut partitioner returns
+  // the plan with the least estimated recompute runtime whose peak fits,
+  // among torch's budget tiers, its knapsack plans over a fixed grid of
+  // activation budgets and repairs of those, never a plan with a mutation
+  // hazard; activation_memory_budget is then not read. When nothing fits it
+  // throws Error(kBudgetUnreachable) naming the smallest reachable peak.
+  int64_t peak_memory_budget = 0;
   // Measured runtimes for activation_memory_budget_runtime_estimator =
   // "profile", indexed by joint-graph NodeId (torch benchmarks each node
   // itself; remat takes the times from its caller). Read only by "profile".

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Union
 
 from .errors import (
+    BudgetUnreachableError,
     InternalError,
     InvalidGraphError,
     InvalidOptionError,
@@ -32,6 +33,7 @@ __all__ = [
     "RematIOError",
     "InternalError",
     "NoFiniteCutError",
+    "BudgetUnreachableError",
     "partition",
     "pareto",
     "roundtrip",

@@ -49,6 +49,12 @@ class NoFiniteCutError(RematError):
         self.dot = dot
 
 
+class BudgetUnreachableError(RematError):
+    """No plan fits the peak memory budget; the message names the smallest reachable peak."""
+
+    code = "budget_unreachable"
+
+
 # Keyed by the C++ error_code_name() spelling; the bindings look classes up here.
 BY_CODE = {
     cls.code: cls
@@ -60,5 +66,6 @@ BY_CODE = {
         RematIOError,
         InternalError,
         NoFiniteCutError,
+        BudgetUnreachableError,
     )
 }

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -164,6 +165,7 @@ class BudgetStage {
 
   const std::vector<NodeId>& items() const { return items_; }
   const std::vector<NodeId>& must_save() const { return must_save_; }
+  double min_act() const { return min_act_; }
 
   // get_saved_values_knapsack(budget): the knapsack's choice, then the
   // fully aggressive min-cut with the chosen items unbanned. Min-cuts are
@@ -171,6 +173,7 @@ class BudgetStage {
   struct Choice {
     const MinCutResult* cut;
     double expected_runtime;
+    const std::vector<int>* unbanned;  // the items the knapsack let go, sorted
   };
   Choice solve(double budget) {
     const PartitionOptions& o = ctx_.options;
@@ -199,7 +202,7 @@ class BudgetStage {
       for (int idx : key) dont_ban_[items_[idx]] = 1;
       it = cuts_.emplace(std::move(key), solve_min_cut(ctx_, aggressive_, dont_ban_)).first;
     }
-    return {&it->second, k.expected_runtime};
+    return {&it->second, k.expected_runtime, &it->first};
   }
 
   // torch's estimate_for_budget: (recomputed runtime, memory ratio).
@@ -276,6 +279,59 @@ std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double r
     points.push_back({b, runtime, ratio});
   }
   return points;
+}
+
+}  // namespace remat
+
+namespace remat {
+
+std::vector<BudgetPlan> budget_plans(const DecideContext& ctx, std::span<const double> budgets) {
+  for (double b : budgets) check_budget(b);
+  std::vector<BudgetPlan> plans;
+  std::set<std::vector<NodeId>> seen;  // sorted saved sets already listed
+  auto add = [&](std::string label, std::vector<NodeId> saved, const MinCutResult* cut,
+                 const MinCutOptions& mc, CutOverrides overrides) {
+    std::vector<NodeId> key = saved;
+    std::sort(key.begin(), key.end());
+    if (!seen.insert(std::move(key)).second) return;
+    BudgetPlan p;
+    p.label = std::move(label);
+    p.saved = std::move(saved);
+    if (cut != nullptr) p.cut = *cut;
+    p.options = mc;
+    p.overrides = std::move(overrides);
+    p.from_cut = cut != nullptr;
+    plans.push_back(std::move(p));
+  };
+
+  BudgetStage stage(ctx);
+  const MinCutResult base = solve_min_cut(ctx, stage.base());
+  add("runtime-optimized", base.saved_values, &base, stage.base(), {});
+  stage.set_range(base.saved_values);
+  const MinCutResult more = solve_min_cut(ctx, stage.more());
+  add("more aggressive", more.saved_values, &more, stage.more(), {});
+  const MinCutResult aggressive = solve_min_cut(ctx, stage.aggressive());
+  add("fully aggressive", aggressive.saved_values, &aggressive, stage.aggressive(), {});
+  if (stage.has_range()) {
+    stage.set_items(aggressive);
+    if (stage.items().empty()) {
+      std::vector<NodeId> saved = ctx.info.inputs;
+      saved.insert(saved.end(), stage.must_save().begin(), stage.must_save().end());
+      add("inputs and MUST_SAVE", std::move(saved), nullptr, stage.aggressive(), {});
+    } else {
+      for (double b : budgets) {
+        if (b <= 0 || b >= 1) continue;
+        const BudgetStage::Choice c = stage.solve(b);
+        CutOverrides overrides;
+        overrides.dont_ban.assign(ctx.graph.size(), 0);
+        for (int idx : *c.unbanned) overrides.dont_ban[stage.items()[idx]] = 1;
+        add(fmt::format("knapsack {}", b), c.cut->saved_values, c.cut, stage.aggressive(),
+            std::move(overrides));
+      }
+    }
+  }
+  add("inputs only", ctx.info.inputs, nullptr, stage.aggressive(), {});
+  return plans;
 }
 
 }  // namespace remat

@@ -124,6 +124,7 @@ class Reader {
 
   // --- parts ------------------------------------------------------------------
   void read_ops(dom::array ops);
+  std::vector<NodeId> read_mutated_inputs(dom::element list, const Graph& g);
   void collect_names(dom::array nodes);
   void read_node(dom::element e);
   void read_args(dom::element e, bool kwargs);
@@ -154,7 +155,7 @@ class Reader {
 
 JointGraph Reader::read(dom::element root) {
   dom::object top = as_object(root, "(document)");
-  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes;
+  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes, mutated;
   for (dom::key_value_pair kv : top) {
     if (kv.key == "format") format = kv.value;
     else if (kv.key == "version") version = kv.value;
@@ -162,6 +163,7 @@ JointGraph Reader::read(dom::element root) {
     else if (kv.key == "static_lifetime_input_indices") statics = kv.value;
     else if (kv.key == "ops") ops = kv.value;
     else if (kv.key == "nodes") nodes = kv.value;
+    else if (kv.key == "mutated_inputs") mutated = kv.value;
   }
   if (!format) fail(ErrorCode::kParse, "format", "missing (expected \"remat.joint_graph\")");
   const std::string_view fmt_name = as_string(*format, "format");
@@ -204,6 +206,26 @@ JointGraph Reader::read(dom::element root) {
   node_ = kNoNode;
   out.graph = b_.finish();
   out.op_overrides = std::move(overrides_);
+  if (mutated) out.mutated_inputs = read_mutated_inputs(*mutated, out.graph);
+  return out;
+}
+
+// "mutated_inputs": names of placeholders, each at most once.
+std::vector<NodeId> Reader::read_mutated_inputs(dom::element list, const Graph& g) {
+  std::vector<NodeId> out;
+  for (dom::element e : as_array(list, "mutated_inputs")) {
+    const std::string_view name = as_string(e, "mutated_inputs");
+    const NodeId id = g.find(name);
+    if (id == kNoNode || g.node(id).kind != NodeKind::kPlaceholder)
+      fail(ErrorCode::kInvalidGraph, "mutated_inputs",
+           fmt::format("'{}' is not a placeholder of the graph", name));
+    out.push_back(id);
+  }
+  std::sort(out.begin(), out.end());
+  const auto twice = std::adjacent_find(out.begin(), out.end());
+  if (twice != out.end())
+    fail(ErrorCode::kInvalidGraph, "mutated_inputs",
+         fmt::format("'{}' is listed twice", g.name(*twice)));
   return out;
 }
 

@@ -15,6 +15,8 @@
 #include "analyze/analyze.h"
 #include "decide/decide.h"
 #include "extract/extract.h"
+#include "memory/peak_budget.h"
+#include "memory/plan.h"
 #include "prepare/prepare.h"
 #include "remat/error.h"
 #include "remat/partition.h"
@@ -176,6 +178,8 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   r.partitioner = partitioner;
   record_decisions(joint, p, ban_reason, r);
   clock.lap("report");
+  measure_plan(joint, options, r);
+  clock.lap("memory");
   r.seconds = clock.total();
   r.stages = clock.take();
   return r;
@@ -267,6 +271,24 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
   return budget;
 }
 
+// The saved values of a cut, sorted into emit's three lists.
+SavedSets split_saved(const Graph& g, const std::vector<NodeId>& chosen) {
+  SavedSets saved;
+  for (NodeId id : chosen) {
+    if (is_sym_node(g, id)) {
+      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
+    } else if (is_opaque_node(g, id)) {
+      saved.saved_opaque_nodes.push_back(id);
+    } else {
+      saved.saved_values.push_back(id);
+    }
+  }
+  return saved;
+}
+
+PartitionResult peak_budget_on(const JointGraph& joint, const Prepared& p, const DecideContext& ctx,
+                               const PartitionOptions& options, StageClock& clock);
+
 PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
                            StageClock& clock) {
   const size_t n = joint.graph.size();
@@ -288,12 +310,14 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   std::vector<int64_t> dist = dist_from_bw(g, info);
   clock.lap("classify");
 
+  std::vector<uint8_t> categories = options.ops.classify(g);
+  DecideContext ctx{g, info, dist, categories, options};
+  if (options.peak_memory_budget > 0) return peak_budget_on(joint, p, ctx, options, clock);
+
   // The budget: the global option, unless the graph carries its own.
   const double budget = resolve_memory_budget(g, info, options);
 
   // decide
-  std::vector<uint8_t> categories = options.ops.classify(g);
-  DecideContext ctx{g, info, dist, categories, options};
   MinCutResult cut;
   std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
   clock.lap("decide");
@@ -302,18 +326,31 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
     ban_reason[g.node(id).origin] = cut.ban_reason[id];
   }
 
-  SavedSets saved;
-  for (NodeId id : chosen) {
-    if (is_sym_node(g, id)) {
-      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
-    } else if (is_opaque_node(g, id)) {
-      saved.saved_opaque_nodes.push_back(id);
-    } else {
-      saved.saved_values.push_back(id);
-    }
-  }
-  return emit(joint, p, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
+  return emit(joint, p, split_saved(g, chosen), ban_reason, options, /*dce_collectives=*/false,
               /*reorder=*/true, "min_cut", clock);
+}
+
+// The min-cut partitioner under a peak memory limit (memory/peak_budget.h):
+// each candidate plan goes through extraction and rewrites exactly as the
+// plain min-cut's does; the stages after classify are reported as one,
+// "peak_search".
+PartitionResult peak_budget_on(const JointGraph& joint, const Prepared& p, const DecideContext& ctx,
+                               const PartitionOptions& options, StageClock& clock) {
+  const Graph& g = p.graph;
+  auto build = [&](const std::vector<NodeId>& chosen, const MinCutResult* cut) {
+    std::vector<std::string_view> ban_reason(joint.graph.size());
+    if (cut != nullptr)
+      for (NodeId id = 0; id < cut->ban_reason.size(); ++id)
+        ban_reason[g.node(id).origin] = cut->ban_reason[id];
+    StageClock scratch(Clock::now());
+    return emit(joint, p, split_saved(g, chosen), ban_reason, options, /*dce_collectives=*/false,
+                /*reorder=*/true, "min_cut", scratch);
+  };
+  PartitionResult r = solve_peak_budget(ctx, options.peak_memory_budget, build);
+  clock.lap("peak_search");
+  r.seconds = clock.total();
+  r.stages = clock.take();
+  return r;
 }
 
 PartitionResult default_on(const JointGraph& joint, Prepared p,

@@ -1,0 +1,243 @@
+// memory/peak_budget.cc — solve_peak_budget (memory/peak_budget.h).
+//
+// Only the plans that can still be the answer are kept in memory (the best
+// fitting one so far and the smallest-peak one, where the repair path
+// starts); every other built partition is dropped as soon as it is measured.
+#include "memory/peak_budget.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "remat/error.h"
+
+namespace remat {
+namespace {
+
+std::string human(int64_t b) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, kUnits[u]);
+}
+
+// How to cut a plan again, and what it is called.
+struct Recipe {
+  std::string label;
+  MinCutOptions options;
+  CutOverrides overrides;
+};
+
+struct Built {
+  Recipe recipe;
+  PartitionResult result;
+};
+
+class Search {
+ public:
+  Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats)
+      : ctx_(ctx), limit_(limit), build_(build), stats_(stats) {
+    const Graph& g = ctx.graph;
+    for (NodeId p = 0; p < g.size(); ++p) {
+      const NodeId j = g.node(p).origin;
+      if (j == kNoNode || j == kCreatedNode) continue;
+      if (j >= prepared_of_.size()) prepared_of_.resize(j + 1, kNoNode);
+      prepared_of_[j] = p;
+    }
+  }
+
+  PartitionResult run() {
+    const std::vector<BudgetPlan> plans = budget_plans(ctx_, kPeakSearchBudgets);
+    for (const BudgetPlan& plan : plans) {
+      Recipe recipe{plan.label, plan.options, plan.overrides};
+      Built b = make(recipe, plan.saved, plan.from_cut ? &plan.cut : nullptr);
+      // A plan with a hazard is followed by its repairs.
+      for (int round = 0; round < 3 && !b.result.hazards.empty() && plan.from_cut; ++round) {
+        offer(std::move(b));
+        std::optional<Built> fixed = without_hazards(recipe, last_hazards_);
+        if (!fixed) break;
+        recipe = fixed->recipe;
+        b = std::move(*fixed);
+      }
+      offer(std::move(b));
+    }
+    if (best_) return finish(std::move(*best_));
+    return repair_path();
+  }
+
+ private:
+  // Builds and measures a plan.
+  Built make(const Recipe& recipe, const std::vector<NodeId>& saved, const MinCutResult* cut) {
+    if (stats_) ++stats_->candidates;
+    std::vector<NodeId> key = saved;
+    std::sort(key.begin(), key.end());
+    tried_.insert(std::move(key));
+    return {recipe, build_(saved, cut)};
+  }
+
+  // Cuts the recipe; nullopt when the cut is infinite or repeats a plan.
+  std::optional<Built> cut_and_make(const Recipe& recipe) {
+    MinCutResult cut;
+    try {
+      cut = solve_min_cut(ctx_, recipe.options, recipe.overrides);
+    } catch (const NoFiniteCutError&) {
+      return std::nullopt;
+    }
+    std::vector<NodeId> key = cut.saved_values;
+    std::sort(key.begin(), key.end());
+    if (tried_.count(key) != 0) return std::nullopt;
+    return make(recipe, cut.saved_values, &cut);
+  }
+
+  NodeId prepared(NodeId joint) const {
+    return joint < prepared_of_.size() ? prepared_of_[joint] : kNoNode;
+  }
+
+  // The recipe with the backward readers of every hazard banned.
+  std::optional<Built> without_hazards(const Recipe& recipe, const std::vector<NodeId>& readers) {
+    Recipe fixed = recipe;
+    fixed.label += " (hazard repair)";
+    std::vector<uint8_t>& ban = fixed.overrides.ban;
+    if (ban.empty()) ban.assign(ctx_.graph.size(), 0);
+    bool changed = false;
+    for (NodeId p : readers) {
+      if (p == kNoNode || ban[p]) continue;
+      ban[p] = 1;
+      changed = true;
+    }
+    if (!changed) return std::nullopt;
+    return cut_and_make(fixed);
+  }
+
+  // Considers a built plan for the answer and for the repair path's start.
+  void offer(Built b) {
+    const PartitionResult& r = b.result;
+    last_hazards_.clear();
+    for (const MutationHazard& h : r.hazards)
+      for (NodeId reader : h.readers) last_hazards_.push_back(prepared(r.backward.node(reader).origin));
+    const int index = offered_++;
+    if (!r.hazards.empty()) return;
+    const int64_t peak = r.memory.peak_bytes;
+    if (!smallest_ || peak < smallest_->result.memory.peak_bytes) {
+      smallest_label_ = b.recipe.label;
+      smallest_peak_ = peak;
+      if (peak <= limit_ && (!best_ || std::make_tuple(r.recompute_runtime, peak, index) < best_key_)) {
+        best_key_ = {r.recompute_runtime, peak, index};
+        best_ = Built{b.recipe, r};  // both slots may need it
+      }
+      smallest_ = std::move(b);
+      return;
+    }
+    if (peak <= limit_ && (!best_ || std::make_tuple(r.recompute_runtime, peak, index) < best_key_)) {
+      best_key_ = {r.recompute_runtime, peak, index};
+      best_ = std::move(b);
+    }
+  }
+
+  // Moves from the storages alive at the peak of `from`, largest first.
+  std::vector<Recipe> moves(const Built& from) {
+    const PartitionResult& r = from.result;
+    std::vector<Recipe> out;
+    std::set<std::pair<int, NodeId>> seen;
+    for (const LiveStorage& s : r.memory.at_peak) {
+      if (static_cast<int>(out.size()) == kRepairMoves) break;
+      const Graph& g = s.pass == Pass::kForward ? r.forward : r.backward;
+      const NodeId joint = g.node(s.node).origin;
+      if (joint >= r.decisions.size()) continue;
+      const NodeId p = prepared(joint);
+      if (p == kNoNode || ctx_.graph.node(p).kind != NodeKind::kCallFunction) continue;
+      const NodeDecision::Where where = r.decisions[joint].where;
+      Recipe next = from.recipe;
+      if (s.pass == Pass::kForward && where == NodeDecision::Where::kSaved) {
+        if (!seen.insert({0, p}).second) continue;
+        std::vector<uint8_t>& v = next.overrides.recompute;
+        if (v.empty()) v.assign(ctx_.graph.size(), 0);
+        if (v[p]) continue;
+        v[p] = 1;
+        if (!next.overrides.ban.empty()) next.overrides.ban[p] = 0;
+        next.label += fmt::format(", recompute {}", ctx_.graph.name(p));
+      } else if (s.pass == Pass::kBackward && where == NodeDecision::Where::kRecomputed) {
+        if (!seen.insert({1, p}).second) continue;
+        std::vector<uint8_t>& v = next.overrides.ban;
+        if (v.empty()) v.assign(ctx_.graph.size(), 0);
+        if (v[p]) continue;
+        v[p] = 1;
+        if (!next.overrides.recompute.empty()) next.overrides.recompute[p] = 0;
+        next.label += fmt::format(", save {}", ctx_.graph.name(p));
+      } else {
+        continue;
+      }
+      out.push_back(std::move(next));
+    }
+    return out;
+  }
+
+  PartitionResult repair_path() {
+    if (!smallest_) unreachable();
+    Built current = std::move(*smallest_);
+    for (int step = 0; step < kRepairSteps; ++step) {
+      std::optional<Built> best;
+      for (const Recipe& m : moves(current)) {
+        std::optional<Built> b = cut_and_make(m);
+        if (!b || !b->result.hazards.empty()) continue;
+        if (!best || b->result.memory.peak_bytes < best->result.memory.peak_bytes) best = std::move(b);
+      }
+      if (!best || best->result.memory.peak_bytes >= current.result.memory.peak_bytes) break;
+      current = std::move(*best);
+      if (current.result.memory.peak_bytes < smallest_peak_) {
+        smallest_peak_ = current.result.memory.peak_bytes;
+        smallest_label_ = current.recipe.label;
+      }
+      if (current.result.memory.peak_bytes <= limit_) return finish(std::move(current));
+    }
+    unreachable();
+  }
+
+  [[noreturn]] void unreachable() const {
+    if (smallest_peak_ < 0)
+      throw Error(ErrorCode::kBudgetUnreachable,
+                  fmt::format("peak_memory_budget: no plan fits {} ({} bytes): every plan tried "
+                              "saves a value that aliases an input the step mutates",
+                              human(limit_), limit_));
+    throw Error(ErrorCode::kBudgetUnreachable,
+                fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
+                            "reachable peak is {} ({} bytes), with the plan '{}'",
+                            human(limit_), limit_, human(smallest_peak_), smallest_peak_,
+                            smallest_label_));
+  }
+
+  PartitionResult finish(Built b) {
+    if (stats_) stats_->chosen = b.recipe.label;
+    return std::move(b.result);
+  }
+
+  const DecideContext& ctx_;
+  const int64_t limit_;
+  const PlanBuilder& build_;
+  PeakSearchStats* stats_;
+  std::vector<NodeId> prepared_of_;  // joint id -> prepared id
+  std::set<std::vector<NodeId>> tried_;  // sorted saved sets built so far
+  int offered_ = 0;
+  std::optional<Built> best_;
+  std::tuple<double, int64_t, int> best_key_;
+  std::optional<Built> smallest_;
+  int64_t smallest_peak_ = -1;
+  std::string smallest_label_;
+  std::vector<NodeId> last_hazards_;  // prepared ids of the last plan's hazard readers
+};
+
+}  // namespace
+
+PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
+                                  PeakSearchStats* stats) {
+  return Search(ctx, limit, build, stats).run();
+}
+
+}  // namespace remat
