@@ -59,14 +59,15 @@ class Search {
       Recipe recipe{plan.label, plan.options, plan.overrides};
       Built b = make(recipe, plan.saved, plan.from_cut ? &plan.cut : nullptr);
       // A plan with a hazard is followed by its repairs.
-      for (int round = 0; round < 3 && !b.result.hazards.empty() && plan.from_cut; ++round) {
+      for (int round = 0;; ++round) {
+        const std::vector<NodeId> readers = hazard_readers(b.result);
         offer(std::move(b));
-        std::optional<Built> fixed = without_hazards(recipe, last_hazards_);
+        if (readers.empty() || !plan.from_cut || round == 3) break;
+        std::optional<Built> fixed = without_hazards(recipe, readers);
         if (!fixed) break;
         recipe = fixed->recipe;
         b = std::move(*fixed);
       }
-      offer(std::move(b));
     }
     if (best_) return finish(std::move(*best_));
     return repair_path();
@@ -116,12 +117,17 @@ class Search {
     return cut_and_make(fixed);
   }
 
+  // The prepared ids of the backward nodes reading a hazard's saved value.
+  std::vector<NodeId> hazard_readers(const PartitionResult& r) const {
+    std::vector<NodeId> out;
+    for (const MutationHazard& h : r.hazards)
+      for (NodeId reader : h.readers) out.push_back(prepared(r.backward.node(reader).origin));
+    return out;
+  }
+
   // Considers a built plan for the answer and for the repair path's start.
   void offer(Built b) {
     const PartitionResult& r = b.result;
-    last_hazards_.clear();
-    for (const MutationHazard& h : r.hazards)
-      for (NodeId reader : h.readers) last_hazards_.push_back(prepared(r.backward.node(reader).origin));
     const int index = offered_++;
     if (!r.hazards.empty()) return;
     const int64_t peak = r.memory.peak_bytes;
@@ -230,7 +236,6 @@ class Search {
   std::optional<Built> smallest_;
   int64_t smallest_peak_ = -1;
   std::string smallest_label_;
-  std::vector<NodeId> last_hazards_;  // prepared ids of the last plan's hazard readers
 };
 
 }  // namespace

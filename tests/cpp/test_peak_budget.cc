@@ -174,6 +174,41 @@ TEST(PeakBudget, ASmallerLimitNeverGivesAHigherPeak) {
   EXPECT_GE(ranged, 12) << "too few random graphs leave the search a choice";
 }
 
+// x (an input) times a one-element running statistic the caller updates
+// after the forward: the cheapest cut saves both inputs and recomputes the
+// product in the backward, which then reads the updated statistic.
+JointGraph mutated_statistic() {
+  TestGraph t;
+  Ref x = t.placeholder("primals_1", {64});
+  Ref stat = t.placeholder("primals_2", {1});
+  Ref r = t.call("aten.mul.Tensor", {x, stat}, {64});
+  Ref y = t.call("aten.sin.default", {r}, {64});
+  Ref tangent = t.placeholder("tangents_1", {64});
+  Ref c = t.call("aten.cos.default", {r}, {64});
+  Ref g = t.call("aten.mul.Tensor", {tangent, c}, {64});
+  Ref gx = t.call("aten.mul.Tensor", {g, x}, {64});
+  t.output({A::tuple({y, gx, nullptr})});
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  j.mutated_inputs = {stat.id};
+  return j;
+}
+
+TEST(PeakBudget, PlansReadingAMutatedInputAreRepairedNotReturned) {
+  const JointGraph j = mutated_statistic();
+  const PartitionResult plain = min_cut_rematerialization_partition(j, PartitionOptions{});
+  ASSERT_EQ(plain.hazards.size(), 1u);  // torch's plan, kept for parity
+  EXPECT_EQ(plain.forward.name(plain.hazards[0].saved), "primals_2");
+  EXPECT_EQ(plain.backward.name(plain.hazards[0].readers.at(0)), "mul");
+  const PartitionResult r = with_limit(j, int64_t{1} << 40);
+  EXPECT_TRUE(r.hazards.empty());
+  // The product is computed once, in the forward, from the statistic's old
+  // value; the statistic itself is not saved.
+  EXPECT_NE(r.decisions[j.graph.find("mul")].where, NodeDecision::Where::kRecomputed);
+  EXPECT_EQ(std::count(r.saved_values.begin(), r.saved_values.end(), j.graph.find("primals_2")), 0);
+}
+
 TEST(PeakBudget, NegativeLimitsAreInvalidOptions) {
   PartitionOptions o;
   o.peak_memory_budget = -5;
