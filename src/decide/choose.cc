@@ -285,53 +285,94 @@ std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double r
 
 namespace remat {
 
-std::vector<BudgetPlan> budget_plans(const DecideContext& ctx, std::span<const double> budgets) {
-  for (double b : budgets) check_budget(b);
-  std::vector<BudgetPlan> plans;
-  std::set<std::vector<NodeId>> seen;  // sorted saved sets already listed
-  auto add = [&](std::string label, std::vector<NodeId> saved, const MinCutResult* cut,
-                 const MinCutOptions& mc, CutOverrides overrides) {
-    std::vector<NodeId> key = saved;
-    std::sort(key.begin(), key.end());
-    if (!seen.insert(std::move(key)).second) return;
-    BudgetPlan p;
-    p.label = std::move(label);
-    p.saved = std::move(saved);
-    if (cut != nullptr) p.cut = *cut;
-    p.options = mc;
-    p.overrides = std::move(overrides);
-    p.from_cut = cut != nullptr;
-    plans.push_back(std::move(p));
-  };
+struct BudgetPlanList::State {
+  State(const DecideContext& c, std::span<const double> b) : ctx(c), budgets(b.begin(), b.end()), stage(c) {}
+  const DecideContext& ctx;
+  std::vector<double> budgets;
+  BudgetStage stage;
+  int step = 0;          // the next plan to produce (see next())
+  size_t budget_index = 0;
+  bool knapsack = false; // items and a range exist
+  MinCutResult aggressive;
+  std::set<std::vector<NodeId>> seen;  // sorted saved sets produced so far
+};
 
-  BudgetStage stage(ctx);
-  const MinCutResult base = solve_min_cut(ctx, stage.base());
-  add("runtime-optimized", base.saved_values, &base, stage.base(), {});
-  stage.set_range(base.saved_values);
-  const MinCutResult more = solve_min_cut(ctx, stage.more());
-  add("more aggressive", more.saved_values, &more, stage.more(), {});
-  const MinCutResult aggressive = solve_min_cut(ctx, stage.aggressive());
-  add("fully aggressive", aggressive.saved_values, &aggressive, stage.aggressive(), {});
-  if (stage.has_range()) {
-    stage.set_items(aggressive);
-    if (stage.items().empty()) {
-      std::vector<NodeId> saved = ctx.info.inputs;
-      saved.insert(saved.end(), stage.must_save().begin(), stage.must_save().end());
-      add("inputs and MUST_SAVE", std::move(saved), nullptr, stage.aggressive(), {});
-    } else {
-      for (double b : budgets) {
+BudgetPlanList::BudgetPlanList(const DecideContext& ctx, std::span<const double> budgets)
+    : s_(std::make_unique<State>(ctx, budgets)) {
+  for (double b : budgets) check_budget(b);
+}
+
+BudgetPlanList::~BudgetPlanList() = default;
+
+std::optional<BudgetPlan> BudgetPlanList::next() {
+  State& s = *s_;
+  const DecideContext& ctx = s.ctx;
+  for (;;) {
+    BudgetPlan p;
+    p.options = s.stage.aggressive();
+    switch (s.step) {
+      case 0:  // activation budget 1
+        p.label = "runtime-optimized";
+        p.options = s.stage.base();
+        p.cut = solve_min_cut(ctx, p.options);
+        s.stage.set_range(p.cut.saved_values);
+        ++s.step;
+        break;
+      case 1:
+        p.label = "more aggressive";
+        p.options = s.stage.more();
+        p.cut = solve_min_cut(ctx, p.options);
+        ++s.step;
+        break;
+      case 2:
+        p.label = "fully aggressive";
+        p.cut = solve_min_cut(ctx, p.options);
+        s.aggressive = p.cut;
+        ++s.step;
+        if (s.stage.has_range()) {
+          s.stage.set_items(s.aggressive);
+          s.knapsack = !s.stage.items().empty();
+          if (!s.knapsack) s.step = 4;  // "inputs and MUST_SAVE" next
+        } else {
+          s.step = 5;
+        }
+        break;
+      case 3: {  // the knapsack's plans
+        if (s.budget_index == s.budgets.size()) {
+          s.step = 5;
+          continue;
+        }
+        const double b = s.budgets[s.budget_index++];
         if (b <= 0 || b >= 1) continue;
-        const BudgetStage::Choice c = stage.solve(b);
-        CutOverrides overrides;
-        overrides.dont_ban.assign(ctx.graph.size(), 0);
-        for (int idx : *c.unbanned) overrides.dont_ban[stage.items()[idx]] = 1;
-        add(fmt::format("knapsack {}", b), c.cut->saved_values, c.cut, stage.aggressive(),
-            std::move(overrides));
+        const BudgetStage::Choice c = s.stage.solve(b);
+        p.label = fmt::format("knapsack {}", b);
+        p.cut = *c.cut;
+        p.overrides.dont_ban.assign(ctx.graph.size(), 0);
+        for (int idx : *c.unbanned) p.overrides.dont_ban[s.stage.items()[idx]] = 1;
+        break;
       }
+      case 4:  // the knapsack has no items: its answer for every budget
+        p.label = "inputs and MUST_SAVE";
+        p.saved = ctx.info.inputs;
+        p.saved.insert(p.saved.end(), s.stage.must_save().begin(), s.stage.must_save().end());
+        p.from_cut = false;
+        s.step = 5;
+        break;
+      case 5:  // activation budget 0
+        p.label = "inputs only";
+        p.saved = ctx.info.inputs;
+        p.from_cut = false;
+        s.step = 6;
+        break;
+      default:
+        return std::nullopt;
     }
+    if (p.from_cut) p.saved = p.cut.saved_values;
+    std::vector<NodeId> key = p.saved;
+    std::sort(key.begin(), key.end());
+    if (!s.seen.insert(std::move(key)).second) continue;
+    return p;
   }
-  add("inputs only", ctx.info.inputs, nullptr, stage.aggressive(), {});
-  return plans;
 }
 
 }  // namespace remat

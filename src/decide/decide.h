@@ -16,6 +16,8 @@
 // All ids are ids of the prepared graph.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -101,11 +103,23 @@ struct BudgetPlan {
 
 // The plans choose_saved_values_set returns for activation budget 1 (the
 // runtime-optimized cut), for the two more aggressive tiers, for each of
-// `budgets` (the knapsack's plans; descending order expected) and for budget
-// 0 (inputs only), in that order, each saved set once (a repeat is dropped).
-// Budgets in (0, 1) need a range of activation sizes and knapsack items; a
-// graph without them gets the tiers and "inputs only".
-std::vector<BudgetPlan> budget_plans(const DecideContext& ctx, std::span<const double> budgets);
+// `budgets` (the knapsack's plans; give them in descending order) and for
+// budget 0 (inputs only), in that order: torch's own order of increasing
+// recomputation (each tier recomputes what the one before does and more; the
+// knapsack's estimated recompute runtime grows as its budget shrinks). Each
+// saved set comes once (a repeat is skipped). Plans are cut one at a time, as
+// next() asks for them. Budgets in (0, 1) need a range of activation sizes
+// and knapsack items; a graph without them gets the tiers and "inputs only".
+class BudgetPlanList {
+ public:
+  BudgetPlanList(const DecideContext& ctx, std::span<const double> budgets);
+  ~BudgetPlanList();
+  std::optional<BudgetPlan> next();  // nullopt after the last plan
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 struct SavedSets {
   std::vector<NodeId> saved_values;

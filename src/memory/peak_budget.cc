@@ -1,17 +1,19 @@
 // memory/peak_budget.cc — solve_peak_budget (memory/peak_budget.h).
 //
-// Only the plans that can still be the answer are kept in memory (the best
-// fitting one so far and the smallest-peak one, where the repair path
-// starts); every other built partition is dropped as soon as it is measured.
+// Plans are cut and built one at a time, in the list's order, and the first
+// that fits is returned; a plan whose lower bound (inputs plus what its saved
+// values allocate) exceeds the limit is set aside unbuilt, since it cannot
+// fit. Only the smallest-peak plan so far is kept, for the repair path.
 #include "memory/peak_budget.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 
+#include "memory/bytes.h"
 #include "remat/error.h"
 
 namespace remat {
@@ -51,29 +53,77 @@ class Search {
       if (j >= prepared_of_.size()) prepared_of_.resize(j + 1, kNoNode);
       prepared_of_[j] = p;
     }
+    for (NodeId n : ctx.info.inputs) inputs_bytes_ += own_bytes(n, /*fresh_only=*/false);
   }
 
   PartitionResult run() {
-    const std::vector<BudgetPlan> plans = budget_plans(ctx_, kPeakSearchBudgets);
-    for (const BudgetPlan& plan : plans) {
-      Recipe recipe{plan.label, plan.options, plan.overrides};
-      Built b = make(recipe, plan.saved, plan.from_cut ? &plan.cut : nullptr);
-      // A plan with a hazard is followed by its repairs.
-      for (int round = 0;; ++round) {
-        const std::vector<NodeId> readers = hazard_readers(b.result);
-        offer(std::move(b));
-        if (readers.empty() || !plan.from_cut || round == 3) break;
-        std::optional<Built> fixed = without_hazards(recipe, readers);
-        if (!fixed) break;
-        recipe = fixed->recipe;
-        b = std::move(*fixed);
+    BudgetPlanList list(ctx_, kPeakSearchBudgets);
+    std::vector<BudgetPlan> skipped;  // cannot fit: built only if nothing fits
+    while (std::optional<BudgetPlan> plan = list.next()) {
+      if (lower_bound(plan->saved) > limit_) {
+        skipped.push_back(std::move(*plan));
+        continue;
       }
+      if (std::optional<Built> fit = evaluate(*plan)) return finish(std::move(*fit));
     }
-    if (best_) return finish(std::move(*best_));
+    // Nothing fits: the repair path starts from the smallest peak of all.
+    for (const BudgetPlan& plan : skipped) evaluate(plan);
     return repair_path();
   }
 
  private:
+  // Builds a plan, then its hazard repairs while it has hazards; returns
+  // the first hazard-free one that fits.
+  std::optional<Built> evaluate(const BudgetPlan& plan) {
+    Recipe recipe{plan.label, plan.options, plan.overrides};
+    Built b = make(recipe, plan.saved, plan.from_cut ? &plan.cut : nullptr);
+    for (int round = 0;; ++round) {
+      const std::vector<NodeId> readers = hazard_readers(b.result);
+      if (readers.empty() && b.result.memory.peak_bytes <= limit_) return b;
+      offer(std::move(b));
+      if (readers.empty() || !plan.from_cut || round == 3) return std::nullopt;
+      std::optional<Built> fixed = without_hazards(recipe, readers);
+      if (!fixed) return std::nullopt;
+      recipe = fixed->recipe;
+      b = std::move(*fixed);
+    }
+  }
+
+  // The bytes of node n's own storages: all its tensors, or (fresh_only)
+  // those the simulator allocates rather than aliases to an input of n.
+  int64_t own_bytes(NodeId n, bool fresh_only) const {
+    const Graph& g = ctx_.graph;
+    const auto tensors = g.tensors(n);
+    int64_t total = 0;
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const int64_t sid = tensors[k].storage;
+      if (sid < 0 && fresh_only) continue;
+      bool aliased = false;
+      for (size_t j = 0; j < k && sid >= 0; ++j) aliased = aliased || tensors[j].storage == sid;
+      if (fresh_only)
+        for (NodeId in : g.inputs(n))
+          for (const TensorMeta& t : g.tensors(in)) aliased = aliased || t.storage == sid;
+      if (!aliased) total += memory::allocation_bytes(g, tensors[k]);
+    }
+    return total;
+  }
+
+  // A lower bound of a saved set's peak, from the prepared graph alone: the
+  // forward's inputs and the storages the saved values allocate, all alive
+  // when the forward returns. Values that may alias another storage (views,
+  // getitems, in-place ops) are left out.
+  int64_t lower_bound(const std::vector<NodeId>& saved) const {
+    const Graph& g = ctx_.graph;
+    int64_t total = inputs_bytes_;
+    for (NodeId n : saved) {
+      if (g.node(n).kind != NodeKind::kCallFunction) continue;
+      const OpInfo* op = g.op(n);
+      if (op == nullptr || op->kind != OpKind::kOverload || op->is_view || op->is_mutable) continue;
+      total += own_bytes(n, /*fresh_only=*/true);
+    }
+    return total;
+  }
+
   // Builds and measures a plan.
   Built make(const Recipe& recipe, const std::vector<NodeId>& saved, const MinCutResult* cut) {
     if (stats_) ++stats_->candidates;
@@ -101,6 +151,14 @@ class Search {
     return joint < prepared_of_.size() ? prepared_of_[joint] : kNoNode;
   }
 
+  // The prepared ids of the backward nodes reading a hazard's saved value.
+  std::vector<NodeId> hazard_readers(const PartitionResult& r) const {
+    std::vector<NodeId> out;
+    for (const MutationHazard& h : r.hazards)
+      for (NodeId reader : h.readers) out.push_back(prepared(r.backward.node(reader).origin));
+    return out;
+  }
+
   // The recipe with the backward readers of every hazard banned.
   std::optional<Built> without_hazards(const Recipe& recipe, const std::vector<NodeId>& readers) {
     Recipe fixed = recipe;
@@ -117,34 +175,15 @@ class Search {
     return cut_and_make(fixed);
   }
 
-  // The prepared ids of the backward nodes reading a hazard's saved value.
-  std::vector<NodeId> hazard_readers(const PartitionResult& r) const {
-    std::vector<NodeId> out;
-    for (const MutationHazard& h : r.hazards)
-      for (NodeId reader : h.readers) out.push_back(prepared(r.backward.node(reader).origin));
-    return out;
-  }
-
-  // Considers a built plan for the answer and for the repair path's start.
+  // Keeps a hazard-free plan that did not fit if it has the smallest peak so
+  // far: the repair path starts there.
   void offer(Built b) {
-    const PartitionResult& r = b.result;
-    const int index = offered_++;
-    if (!r.hazards.empty()) return;
-    const int64_t peak = r.memory.peak_bytes;
-    if (!smallest_ || peak < smallest_->result.memory.peak_bytes) {
-      smallest_label_ = b.recipe.label;
-      smallest_peak_ = peak;
-      if (peak <= limit_ && (!best_ || std::make_tuple(r.recompute_runtime, peak, index) < best_key_)) {
-        best_key_ = {r.recompute_runtime, peak, index};
-        best_ = Built{b.recipe, r};  // both slots may need it
-      }
-      smallest_ = std::move(b);
-      return;
-    }
-    if (peak <= limit_ && (!best_ || std::make_tuple(r.recompute_runtime, peak, index) < best_key_)) {
-      best_key_ = {r.recompute_runtime, peak, index};
-      best_ = std::move(b);
-    }
+    if (!b.result.hazards.empty()) return;
+    const int64_t peak = b.result.memory.peak_bytes;
+    if (smallest_ && peak >= smallest_peak_) return;
+    smallest_peak_ = peak;
+    smallest_label_ = b.recipe.label;
+    smallest_ = std::move(b);
   }
 
   // Moves from the storages alive at the peak of `from`, largest first.
@@ -230,9 +269,7 @@ class Search {
   PeakSearchStats* stats_;
   std::vector<NodeId> prepared_of_;  // joint id -> prepared id
   std::set<std::vector<NodeId>> tried_;  // sorted saved sets built so far
-  int offered_ = 0;
-  std::optional<Built> best_;
-  std::tuple<double, int64_t, int> best_key_;
+  int64_t inputs_bytes_ = 0;             // the forward's inputs (lower_bound)
   std::optional<Built> smallest_;
   int64_t smallest_peak_ = -1;
   std::string smallest_label_;

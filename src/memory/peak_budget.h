@@ -2,16 +2,20 @@
 // plan with the least estimated recompute runtime whose simulated peak fits.
 //
 // Contract (PartitionOptions::peak_memory_budget):
-//  * Candidates, a list fixed before the limit is read: budget_plans
+//  * Candidates, in an order fixed before the limit is read: BudgetPlanList
 //    (decide.h) for activation budgets 1, the two aggressive tiers, the
-//    knapsack at kPeakSearchBudgets and 0; each plan whose simulation shows
-//    a mutation hazard is followed by its repair (the backward nodes reading
+//    knapsack at kPeakSearchBudgets and 0, which is torch's own order of
+//    increasing estimated recompute runtime; a plan whose simulation shows a
+//    mutation hazard is followed by its repair (the backward nodes reading
 //    the mutated input banned from recomputation, so their results are
 //    saved instead), repeated while hazards remain (at most 3 times).
 //  * Each candidate is built (`build`: extraction and rewrites as the
-//    pipeline does them, then memory/plan.h) and simulated. The answer is
-//    the hazard-free candidate that fits with the least
-//    (recompute_runtime, peak_bytes, list position).
+//    pipeline does them, then memory/plan.h) and simulated, in order; the
+//    answer is the first hazard-free candidate whose peak fits: the least
+//    estimated recompute runtime that fits. A candidate is not built when a
+//    lower bound of its peak (the forward's inputs plus the storages its
+//    saved values allocate, all alive when the forward returns) exceeds the
+//    limit, since it cannot fit.
 //  * When none fits: a repair path, also fixed before the limit is read,
 //    starts from the hazard-free candidate with the smallest peak; each step
 //    tries the largest storages alive at the peak (up to kRepairMoves of
@@ -23,7 +27,9 @@
 //  * Otherwise Error(kBudgetUnreachable) naming the limit and the smallest
 //    peak any hazard-free candidate or path state reached.
 // Because the answer is the first fitting plan in one fixed order, a
-// smaller limit never gives a plan with a higher peak (monotone).
+// smaller limit never gives a plan with a higher peak (monotone). Cost: one
+// cut and one build per candidate reached; a limit the runtime-optimized
+// plan meets costs about one plain partition.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "analyze/analyze.h"
+#include "memory/bytes.h"
 #include "memory/link.h"
 #include "remat/error.h"
 #include "remat/memory.h"
@@ -20,28 +21,10 @@
 namespace remat {
 namespace {
 
+using memory::allocation_bytes;
+
 constexpr uint32_t kNever = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
-
-// Bytes a fresh allocation of `t` takes (see the contract's `extent`).
-int64_t allocation_bytes(const Graph& g, const TensorMeta& t) {
-  const auto shape = g.shape(t);
-  bool hinted = true;
-  for (const Dim& d : shape) {
-    if (d.has_hint && d.value == 0) return 0;
-    hinted = hinted && d.has_hint;
-  }
-  const __int128 itemsize = t.itemsize;
-  __int128 elements = t.numel_hint;
-  if (hinted && t.has_stride) {
-    const auto stride = g.stride(t);
-    elements = 1;
-    for (size_t i = 0; i < shape.size(); ++i)
-      elements += static_cast<__int128>(shape[i].value - 1) * std::llabs(stride[i].value);
-  }
-  const __int128 bytes = elements * itemsize;
-  return bytes > kMaxBytes ? kMaxBytes : static_cast<int64_t>(bytes);
-}
 
 bool is_getitem(const Graph& g, NodeId n) {
   const OpInfo* op = g.op(n);
