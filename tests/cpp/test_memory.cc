@@ -315,5 +315,40 @@ TEST(MemoryInPartition, TheResultCarriesTheSimulationOfItsGraphs) {
   EXPECT_NE(json.find("\"hazards\":[]"), std::string::npos);
 }
 
+TEST(MemoryInPartition, MutatedInputsRoundTripThroughTheFormat) {
+  TestGraph t;
+  Ref x = t.placeholder("primals_1", {4});
+  Ref stat = t.placeholder("primals_2", {4});
+  Ref y = t.call("aten.add.Tensor", {x, stat}, {4});
+  t.output({A::tuple({y})});
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  j.mutated_inputs = {stat.id};
+  const std::string text = write_joint_graph(j);
+  EXPECT_NE(text.find("\"mutated_inputs\":[\"primals_2\"]"), std::string::npos) << text;
+  const JointGraph back = read_joint_graph(text);
+  EXPECT_EQ(back.mutated_inputs, j.mutated_inputs);
+  EXPECT_EQ(write_joint_graph(back), text);
+}
+
+TEST(MemoryInPartition, MutatedInputsMustNameEachPlaceholderOnce) {
+  const std::string head =
+      R"({"format":"remat.joint_graph","version":1,"num_fwd_outputs":1,"nodes":[)"
+      R"({"name":"x","op":"placeholder","target":"x"},)"
+      R"({"name":"y","op":"call_function","target":"aten.sin.default","args":[{"node":"x"}]},)"
+      R"({"name":"output","op":"output","target":"output","args":[[{"node":"y"}]]}],)";
+  for (const char* bad : {R"("mutated_inputs":["y"]})", R"("mutated_inputs":["x","x"]})",
+                          R"("mutated_inputs":["nope"]})", R"("mutated_inputs":"x"})"}) {
+    try {
+      read_joint_graph(head + bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("mutated_inputs"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(read_joint_graph(head + R"("mutated_inputs":["x"]})").mutated_inputs.size(), 1u);
+}
+
 }  // namespace
 }  // namespace remat

@@ -89,12 +89,12 @@ def _hint(x: Any) -> int:
     return x if isinstance(x, int) else optimization_hint(x, fallback=4096)
 
 
-def _real_value(val: Any) -> Any:
-    """A real CPU value shaped like a placeholder's fake value."""
+def _real_value(val: Any, device: str = "cpu") -> Any:
+    """A real value shaped like a placeholder's fake value, on `device`."""
     if isinstance(val, torch.Tensor):
         shape = [_hint(s) for s in val.shape]
         stride = [_hint(s) for s in val.stride()]
-        t = torch.empty_strided(shape, stride, dtype=val.dtype, device="cpu")
+        t = torch.empty_strided(shape, stride, dtype=val.dtype, device=device)
         if t.is_floating_point() or t.is_complex():
             t.normal_()
         else:
@@ -105,8 +105,8 @@ def _real_value(val: Any) -> Any:
     return val
 
 
-def placeholder_values(gm: fx.GraphModule) -> list[Any]:
-    return [_real_value(n.meta.get("val")) for n in gm.graph.find_nodes(op="placeholder")]
+def placeholder_values(gm: fx.GraphModule, device: str = "cpu") -> list[Any]:
+    return [_real_value(n.meta.get("val"), device) for n in gm.graph.find_nodes(op="placeholder")]
 
 
 def boxed(gm: fx.GraphModule) -> fx.GraphModule:
@@ -143,12 +143,12 @@ def _is_saved_placeholder(node: fx.Node) -> bool:
 
 
 def measure_step(forward: fx.GraphModule, backward: fx.GraphModule, num_fwd_outputs: int,
-                 inputs: Optional[list[Any]] = None) -> LiveStorageTracker:
+                 inputs: Optional[list[Any]] = None, device: str = "cpu") -> LiveStorageTracker:
     """Runs one training step of the pair under a tracker; returns the tracker (``.peak``)."""
     fw, bw = boxed(forward), boxed(backward)
-    primals = placeholder_values(forward) if inputs is None else list(inputs)
+    primals = placeholder_values(forward, device) if inputs is None else list(inputs)
     bw_placeholders = list(bw.graph.find_nodes(op="placeholder"))
-    tracker = LiveStorageTracker()
+    tracker = LiveStorageTracker(device)
     with torch.no_grad():
         tracker.track(primals)
         tracker.track(_constants(fw))
@@ -183,7 +183,7 @@ def measure_step(forward: fx.GraphModule, backward: fx.GraphModule, num_fwd_outp
         del saved  # the runtime's references go; the backward's own remain
         with tracker:
             for k in tangent_slots:
-                args[k] = _real_value(bw_placeholders[k].meta.get("val"))
+                args[k] = _real_value(bw_placeholders[k].meta.get("val"), device)
             grads = bw(args)
         tracker.track(grads)
         tracker.sample("end")
