@@ -24,6 +24,7 @@ Three parts, each measured in one run:
     python bench/bench_memory.py                 # everything, printed
     python bench/bench_memory.py --write-docs    # also docs/memory.{md,svg,json}
     python bench/bench_memory.py --smoke         # tiny sizes (CI)
+    python bench/bench_memory.py --from-json docs/memory.json --write-docs
 
 The synthetic runs use $REMAT_BUILD_DIR/remat, else `remat` on PATH.
 """
@@ -162,19 +163,42 @@ def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _torch_labels(points: list[dict]) -> list[tuple[dict, str]]:
+    """One label per run of consecutive budgets that gave the same point ("0.9-0.5")."""
+    out = []
+    i = 0
+    while i < len(points):
+        j = i
+        while j + 1 < len(points) and (points[j + 1]["runtime"], points[j + 1]["peak"]) == (
+                points[i]["runtime"], points[i]["peak"]):
+            j += 1
+        a, b = points[i]["budget"], points[j]["budget"]
+        out.append((points[i], f"{a:g}" if i == j else f"{a:g}-{b:g}"))
+        i = j + 1
+    return out
+
+
 def figure_svg(figs: list[dict]) -> str:
     """One panel per model: log10(1 + recompute runtime) against peak MiB."""
     cols = 2
     rows = (len(figs) + cols - 1) // cols
-    pw, ph, ml, mb, mt = 420, 300, 70, 50, 40
-    width, height = cols * pw, rows * ph + 40
+    pw, ph, ml, mr, mb, mt, top = 430, 300, 70, 40, 50, 30, 60
+    width, height = cols * pw, rows * ph + top
+    torch_color, remat_color, rise_color = "#e08a00", "#1f5fbf", "#d00000"
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">Peak memory against '
            f'recompute time: torch\'s activation budget vs remat\'s peak budget</text>']
+    lx, ly = width / 2 - 330, 42
+    out.append(f'<circle cx="{lx}" cy="{ly}" r="3.5" fill="{torch_color}"/><text x="{lx + 8}" y="{ly + 4}">'
+               f'torch, activation budget (labelled)</text>')
+    out.append(f'<rect x="{lx + 227}" y="{ly - 3}" width="6" height="6" fill="{remat_color}"/>'
+               f'<text x="{lx + 238}" y="{ly + 4}">remat, peak budget (limits high to low)</text>')
+    out.append(f'<line x1="{lx + 470}" y1="{ly}" x2="{lx + 484}" y2="{ly}" stroke="{rise_color}" '
+               f'stroke-width="2.5"/><text x="{lx + 490}" y="{ly + 4}">lower budget, higher peak</text>')
     for i, fig in enumerate(figs):
-        ox, oy = (i % cols) * pw, 30 + (i // cols) * ph
+        ox, oy = (i % cols) * pw, top + (i // cols) * ph
         pts = fig["torch"] + fig["remat"]
         xs = [math.log10(1 + p["runtime"]) for p in pts]
         ys = [p["peak"] / 2**20 for p in pts]
@@ -184,7 +208,7 @@ def figure_svg(figs: list[dict]) -> str:
             x0, x1 = x0 - 0.5, x1 + 0.5
         pad = (y1 - y0) * 0.08 or max(y1 * 0.05, 1e-3)
         y0, y1 = y0 - pad, y1 + pad
-        iw, ih = pw - ml - 20, ph - mt - mb
+        iw, ih = pw - ml - mr, ph - mt - mb
 
         def X(v, ox=ox, x0=x0, x1=x1, iw=iw):
             return ox + ml + (v - x0) / (x1 - x0) * iw
@@ -204,11 +228,11 @@ def figure_svg(figs: list[dict]) -> str:
                    f'estimated recompute runtime (flops, log scale)</text>')
         out.append(f'<text x="{ox + 14}" y="{oy + mt + ih / 2}" text-anchor="middle" '
                    f'transform="rotate(-90 {ox + 14} {oy + mt + ih / 2})">peak memory (MiB)</text>')
-        for series, color in (("torch", "#e08a00"), ("remat", "#1f5fbf")):
+        for series, color in (("torch", torch_color), ("remat", remat_color)):
             p = fig[series]
             for a, b in zip(p, p[1:]):
                 rise = b["peak"] > a["peak"]
-                stroke = "#d00000" if rise else color
+                stroke = rise_color if rise else color
                 w = 2.5 if rise else 1.5
                 out.append(f'<line x1="{X(math.log10(1 + a["runtime"])):.1f}" y1="{Y(a["peak"] / 2**20):.1f}" '
                            f'x2="{X(math.log10(1 + b["runtime"])):.1f}" y2="{Y(b["peak"] / 2**20):.1f}" '
@@ -217,16 +241,22 @@ def figure_svg(figs: list[dict]) -> str:
                 cx, cy = X(math.log10(1 + q["runtime"])), Y(q["peak"] / 2**20)
                 if series == "torch":
                     out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{color}"/>')
-                    out.append(f'<text x="{cx + 5:.1f}" y="{cy - 5:.1f}" font-size="9" fill="{color}">{q["budget"]:g}</text>')
                 else:
                     out.append(f'<rect x="{cx - 3:.1f}" y="{cy - 3:.1f}" width="6" height="6" fill="{color}"/>')
-        lx, ly = ox + ml + iw - 150, oy + mt + 10
-        out.append(f'<circle cx="{lx}" cy="{ly}" r="3.5" fill="#e08a00"/><text x="{lx + 8}" y="{ly + 4}">'
-                   f'torch, activation budget</text>')
-        out.append(f'<rect x="{lx - 3}" y="{ly + 11}" width="6" height="6" fill="#1f5fbf"/><text x="{lx + 8}" '
-                   f'y="{ly + 18}">remat, peak budget</text>')
-        out.append(f'<line x1="{lx - 6}" y1="{ly + 28}" x2="{lx + 4}" y2="{ly + 28}" stroke="#d00000" '
-                   f'stroke-width="2.5"/><text x="{lx + 8}" y="{ly + 32}">lower budget, higher peak</text>')
+        placed: list[tuple[float, float, float]] = []  # (left, right, baseline) of labels drawn
+        for q, label in _torch_labels(fig["torch"]):
+            cx, cy = X(math.log10(1 + q["runtime"])), Y(q["peak"] / 2**20)
+            anchor = "end" if cx > ox + ml + iw * 0.8 else "start"
+            dx = -6 if anchor == "end" else 6
+            w = 6 * len(label) + 4
+            left = cx + dx - (w if anchor == "end" else 0)
+            y = cy - 6
+            while any(left < r and left + w > l and abs(y - b) < 10 for l, r, b in placed):
+                y += 11  # stack labels that would overlap
+            placed.append((left, left + w, y))
+            cy = y + 6
+            out.append(f'<text x="{cx + dx:.1f}" y="{cy - 6:.1f}" font-size="9" fill="{torch_color}" '
+                       f'text-anchor="{anchor}">{label}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -264,7 +294,15 @@ def synthetic_rows(exe: str, sizes: list[int], repeat: int) -> list[dict]:
             def run(*extra: str) -> subprocess.CompletedProcess:
                 return subprocess.run([exe, "partition", "-v", path, *extra], capture_output=True, text=True)
 
-            plain, memory, rest, peak = [], [], [], 0
+            first = run()
+            first.check_returncode()
+            peak = _peak(first.stdout)
+            r = run("--peak-budget", "1")
+            bottom = int(re.search(r"smallest reachable peak is .*?\((\d+) bytes\)", r.stderr).group(1))
+            limits = {"top": peak, "mid": (peak + bottom) // 2, "bottom": bottom}
+            # Interleaved, so that load changing during the run affects all alike.
+            plain, memory, rest = [], [], []
+            search: dict[str, list[float]] = {k: [] for k in limits}
             for _ in range(repeat):
                 r = run()
                 r.check_returncode()
@@ -272,17 +310,13 @@ def synthetic_rows(exe: str, sizes: list[int], repeat: int) -> list[dict]:
                 plain.append(_engine(r.stdout))
                 memory.append(st.get("memory", 0.0))
                 rest.append(sum(v for k, v in st.items() if k != "memory"))
-                peak = _peak(r.stdout)
-            row = {"nodes": n, "engine": statistics.median(plain), "memory": statistics.median(memory),
-                   "rest": statistics.median(rest), "peak": peak}
-            r = run("--peak-budget", "1")
-            bottom = int(re.search(r"smallest reachable peak is .*?\((\d+) bytes\)", r.stderr).group(1))
-            for label, limit in (("top", peak), ("mid", (peak + bottom) // 2), ("bottom", bottom)):
-                times = []
-                for _ in range(repeat):
+                for label, limit in limits.items():
                     r = run("--peak-budget", str(limit))
                     r.check_returncode()
-                    times.append(_engine(r.stdout))
+                    search[label].append(_engine(r.stdout))
+            row = {"nodes": n, "engine": statistics.median(plain), "memory": statistics.median(memory),
+                   "rest": statistics.median(rest), "peak": peak, "bottom": bottom}
+            for label, times in search.items():
                 row[f"search_{label}"] = statistics.median(times)
             rows.append(row)
     return rows
@@ -304,24 +338,30 @@ def case_rows(smoke: bool, repeat: int) -> list[dict]:
                                     j.kwargs.get("static_lifetime_input_indices"), as_json=True)
         opts = rt.options_from_torch()
 
-        def engine(o):
-            times = []
-            for _ in range(repeat):
-                res = remat.partition(doc, o, as_json=False)
-                times.append(res["seconds"])
-            return statistics.median(times), res
+        def once(o):
+            res = remat.partition(doc, o, as_json=False)
+            return res["seconds"], res
 
-        plain, res = engine(opts)
+        _, res = once(opts)
         top = res["memory"]["peak_bytes"]
         try:
             remat.partition(doc, {**opts, "peak_memory_budget": 1})
             bottom = top
         except remat.BudgetUnreachableError as e:
             bottom = int(re.search(r"smallest reachable peak is .*?\((\d+) bytes\)", str(e)).group(1))
-        row = {"graph": name, "nodes": j.nodes, "engine": plain, "memory": res["stages"]["memory"],
-               "peak": top, "bottom": bottom}
-        for label, limit in (("top", top), ("mid", (top + bottom) // 2), ("bottom", bottom)):
-            row[f"search_{label}"] = engine({**opts, "peak_memory_budget": limit})[0]
+        limits = {"top": top, "mid": (top + bottom) // 2, "bottom": bottom}
+        plain, memory = [], []
+        search: dict[str, list[float]] = {k: [] for k in limits}
+        for _ in range(repeat):  # interleaved, as for the command
+            t, res = once(opts)
+            plain.append(t)
+            memory.append(res["stages"].get("memory", 0.0))
+            for label, limit in limits.items():
+                search[label].append(once({**opts, "peak_memory_budget": limit})[0])
+        row = {"graph": name, "nodes": j.nodes, "engine": statistics.median(plain),
+               "memory": statistics.median(memory), "peak": top, "bottom": bottom}
+        for label, times in search.items():
+            row[f"search_{label}"] = statistics.median(times)
         rows.append(row)
     return rows
 
@@ -432,13 +472,28 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", type=int, nargs="*", default=None,
                    help="synthetic graph sizes (default 10000 100000 1000000; 1000 with --smoke)")
     p.add_argument("--no-figure", action="store_true")
+    p.add_argument("--figure-from", help="take the figure's rows from a saved docs/memory.json")
     p.add_argument("--write-docs", action="store_true", help="write docs/memory.{md,svg,json}")
+    p.add_argument("--from-json", help="re-render saved results (docs/memory.json) instead of measuring")
     a = p.parse_args(argv)
+    if a.from_json:
+        with open(a.from_json) as f:
+            saved = json.load(f)
+        figs, syn, case = saved["figure"], saved["synthetic"], saved["cases"]
+        print(format_figure_table(figs) + "\n\n" + format_costs(syn, case) + "\n\n"
+              + format_targets(targets(figs, syn, case)))
+        if a.write_docs:
+            write_docs(figs, syn, case)
+        return 0
     torch._dynamo.config.cache_size_limit = 64
     chosen = figure_models(a.smoke)
     if a.smoke:
         chosen = [c for c in chosen if c.name == "residual_mlp"]
-    figs = [] if a.no_figure else [figure_rows(c) for c in chosen]
+    if a.figure_from:
+        with open(a.figure_from) as f:
+            figs = json.load(f)["figure"]
+    else:
+        figs = [] if a.no_figure else [figure_rows(c) for c in chosen]
     exe = remat_command()
     sizes = a.sizes if a.sizes is not None else ([1000] if a.smoke else [10000, 100000, 1000000])
     if exe is None and sizes:

@@ -402,9 +402,8 @@ MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
 
 MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
                            const std::vector<uint8_t>& dont_ban) {
-  CutOverrides overrides;
-  overrides.dont_ban = dont_ban;
-  return MinCutSolver(ctx, mc, overrides.dont_ban, overrides.ban, overrides.recompute).run();
+  static const std::vector<uint8_t> kNone;  // no overrides of remat's own
+  return MinCutSolver(ctx, mc, dont_ban, kNone, kNone).run();
 }
 
 }  // namespace remat

@@ -84,8 +84,8 @@ class Simulator {
     uint32_t died = kNever;  // the first instant it is no longer alive
   };
 
-  // Per graph: each node's storages (one per tensor, -1 where it has none),
-  // and which values FX releases after each node.
+  // Per graph: each node's storage records (one per tensor, -1 where it has
+  // none).
   struct GraphState {
     const Graph& g;
     Pass pass;
