@@ -375,15 +375,18 @@ def mib(b: int) -> str:
 
 def format_figure_table(figs: list[dict]) -> str:
     lines = ["| model | nodes | torch: peak MiB at budget 1 → 0 | torch: lower budget, higher peak | "
-             "remat: peak MiB at limits high → low | remat rises | simulated = measured |",
-             "|---|---|---|---|---|---|---|"]
+             "torch: plans with mutation hazards | remat: peak MiB at limits high → low | remat rises | "
+             "simulated = measured |",
+             "|---|---|---|---|---|---|---|---|"]
     for f in figs:
         rises = torch_rises(f["torch"])
         rise_text = ", ".join(f"{a:g}→{b:g}: {mib(p)}→{mib(q)}" for a, b, p, q in rises) or "none"
         exact = all(p["peak"] == p["measured"] for p in f["torch"] + f["remat"])
+        hazardous = [f"{p['budget']:g}" for p in f["torch"] if p["hazards"]]
+        hazard_text = ("budgets " + ", ".join(hazardous)) if hazardous else "none"
         lines.append(
             f"| {f['model']} | {f['nodes']} | {' '.join(mib(p['peak']) for p in f['torch'])} | {rise_text} | "
-            f"{' '.join(mib(p['peak']) for p in f['remat'])} | {remat_rises(f['remat'])} | "
+            f"{hazard_text} | {' '.join(mib(p['peak']) for p in f['remat'])} | {remat_rises(f['remat'])} | "
             f"{'yes' if exact else 'NO'} |")
     return "\n".join(lines)
 
