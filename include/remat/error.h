@@ -18,6 +18,7 @@ enum class ErrorCode {
   kNoFiniteCut,      // a value is needed by backward but can be neither saved nor recomputed
   kIo,               // a file could not be read or written
   kInternal,         // an invariant of remat itself was broken: a bug
+  kBudgetUnreachable,// no plan fits the peak memory budget
 };
 
 const char* error_code_name(ErrorCode code);

@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "remat/partition.h"
 
@@ -21,6 +22,10 @@ JointGraph read_joint_graph_file(const std::string& path);
 
 std::string write_joint_graph(const JointGraph& joint);
 std::string write_result(const JointGraph& joint, const PartitionResult& result);
+// {"memory": {...}, "hazards": [...]} for a forward/backward pair, as in a
+// result document.
+std::string write_memory(const Graph& forward, const Graph& backward, const MemoryProfile& memory,
+                         const std::vector<MutationHazard>& hazards);
 
 // Writes `content` to `path` atomically; throws Error(kIo) on failure.
 void write_file_atomic(const std::string& path, std::string_view content);

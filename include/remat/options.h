@@ -83,6 +83,15 @@ struct PartitionOptions {
 
   // --- remat's own -------------------------------------------------------
   CutSide cut_side = CutSide::kSinkMinimal;
+  // A limit on the simulated peak memory of the training step, in bytes
+  // (remat/memory.h); 0: none. When set, the min-cut partitioner returns
+  // the first plan that fits among torch's budget tiers and its knapsack's
+  // plans over a fixed grid of activation budgets, in order of increasing
+  // estimated recompute runtime, then repairs of the smallest one; never a
+  // plan with a mutation hazard. activation_memory_budget is then not read.
+  // A smaller limit never gives a higher peak. When nothing fits it throws
+  // Error(kBudgetUnreachable) naming the smallest reachable peak.
+  int64_t peak_memory_budget = 0;
   // Measured runtimes for activation_memory_budget_runtime_estimator =
   // "profile", indexed by joint-graph NodeId (torch benchmarks each node
   // itself; remat takes the times from its caller). Read only by "profile".

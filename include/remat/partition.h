@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "remat/graph.h"
+#include "remat/memory.h"
 #include "remat/options.h"
 
 namespace remat {
@@ -43,6 +44,10 @@ struct JointGraph {
   // key (the op's packet, or its name when it has none) -> OpCategory bits,
   // in table order. Apply with OpRegistry::set before partitioning.
   std::vector<std::pair<std::string, uint8_t>> op_overrides;
+  // Placeholders the caller mutates in place after the forward returns
+  // (AOTAutograd's input mutations kept out of the graph), in graph order.
+  // Read by the mutation-hazard check (remat/memory.h).
+  std::vector<NodeId> mutated_inputs;
 };
 
 // Why a joint node ended where it did; for reports and `--explain`.
@@ -151,6 +156,16 @@ struct PartitionResult {
   double seconds = 0;       // engine time
   std::vector<StageTime> stages;  // where it went, in the order the stages ran
   PartitionTrace trace;           // see PartitionTrace: empty unless asked for
+  // What running the two graphs costs (remat/memory.h; node ids are ids of
+  // `forward` / `backward`), and the saved values that alias an input the
+  // step mutates before the backward reads it (ids of `forward` and
+  // `backward`). Under peak_memory_budget the plan has no hazards.
+  MemoryProfile memory;
+  std::vector<MutationHazard> hazards;
+  // Estimated runtime of what the backward recomputes: the options'
+  // runtime estimator summed over the joint nodes the plan computes in both
+  // graphs.
+  double recompute_runtime = 0;
 };
 
 PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,

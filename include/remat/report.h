@@ -2,9 +2,9 @@
 //
 // Contract: html_report returns one HTML document that needs no network and
 // no other file: a summary; the memory timeline when the result carries
-// one (the result JSON's "memory" object: "peak_bytes" and a "timeline"
-// array whose entries are byte counts or objects with "bytes"/"live_bytes"
-// and optionally "node"/"name" and "phase"); the memory-budget Pareto
+// one (the result JSON's "memory" object, docs/format.md: its "peak_bytes"
+// and per-graph "timeline", labelled with the graphs' nodes); the
+// memory-budget Pareto
 // frontier when given; the cut's neighborhood drawn by Graphviz (when its
 // `dot` command is on PATH, else a note); and a table of every joint node
 // with its fate and the reason (the `--explain` text), sortable by column
@@ -31,7 +31,7 @@ struct ReportOptions {
 };
 
 // `result_json`: the partition-result document of `joint` (write_result's
-// output, possibly with fields added by later stages, such as "memory").
+// output).
 std::string html_report(const JointGraph& joint, std::string_view result_json,
                         const ReportOptions& report);
 

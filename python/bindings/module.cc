@@ -175,6 +175,8 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
        [&](auto k, auto v) { o.max_dist_from_bw = static_cast<int>(as_int(k, v)); }},
       {"activation_memory_budget",
        [&](auto k, auto v) { o.activation_memory_budget = as_double(k, v); }},
+      {"peak_memory_budget",
+       [&](auto k, auto v) { o.peak_memory_budget = as_int(k, v); }},
       {"activation_memory_budget_solver",
        [&](auto k, auto v) { o.activation_memory_budget_solver = as_string(k, v); }},
       {"activation_memory_budget_runtime_estimator",
@@ -361,6 +363,36 @@ NB_MODULE(_remat, m) {
       nb::arg("pareto") = std::vector<std::tuple<double, double, double>>{},
       nb::arg("title") = "", nb::arg("pareto_note") = "",
       "The partition's self-contained HTML report.");
+
+  m.def(
+      "simulate_memory",
+      [](nb::bytes forward_json, nb::bytes backward_json, int num_fwd_outputs,
+         std::vector<std::string> mutated_inputs) {
+        std::string out;
+        {
+          nb::gil_scoped_release release;
+          const remat::JointGraph fw = remat::read_joint_graph(view_of(forward_json));
+          const remat::JointGraph bw = remat::read_joint_graph(view_of(backward_json));
+          std::vector<remat::NodeId> mutated;
+          for (const std::string& name : mutated_inputs) {
+            const remat::NodeId id = fw.graph.find(name);
+            if (id == remat::kNoNode)
+              throw remat::Error(remat::ErrorCode::kInvalidGraph,
+                                 "mutated_inputs: '" + name + "' is not a node of the forward");
+            mutated.push_back(id);
+          }
+          const remat::MemoryProfile m =
+              remat::simulate_memory(fw.graph, bw.graph, num_fwd_outputs);
+          out = remat::write_memory(
+              fw.graph, bw.graph, m,
+              remat::find_mutation_hazards(fw.graph, bw.graph, num_fwd_outputs, mutated));
+        }
+        return to_bytes(out);
+      },
+      nb::arg("forward_json"), nb::arg("backward_json"), nb::arg("num_fwd_outputs"),
+      nb::arg("mutated_inputs") = std::vector<std::string>{},
+      "Simulates a forward/backward pair (two graph documents); returns\n"
+      "{\"memory\": ..., \"hazards\": ...} as JSON bytes.");
 
   m.def(
       "roundtrip",

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Union
 
 from .errors import (
     DropInError,
+    BudgetUnreachableError,
     InternalError,
     InvalidGraphError,
     InvalidOptionError,
@@ -34,6 +35,7 @@ __all__ = [
     "InternalError",
     "NoFiniteCutError",
     "DropInError",
+    "BudgetUnreachableError",
     "partition",
     "pareto",
     "roundtrip",

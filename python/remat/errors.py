@@ -70,6 +70,12 @@ class NoFiniteCutError(RematError):
         self.edge_list = edge_list
 
 
+class BudgetUnreachableError(RematError):
+    """No plan fits the peak memory budget; the message names the smallest reachable peak."""
+
+    code = "budget_unreachable"
+
+
 # Keyed by the C++ error_code_name() spelling; the bindings look classes up here.
 # (DropInError is raised by remat.torch only.)
 BY_CODE = {
@@ -82,5 +88,6 @@ BY_CODE = {
         RematIOError,
         InternalError,
         NoFiniteCutError,
+        BudgetUnreachableError,
     )
 }

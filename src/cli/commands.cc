@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include "cli/progress.h"
 #include "remat/error.h"
 #include "remat/io.h"
+#include "remat/memory.h"
 #include "remat/ops.h"
 #include "remat/options.h"
 #include "remat/partition.h"
@@ -127,6 +129,22 @@ std::string render_svg(const std::string& dot_path) {
   return svg;
 }
 
+// The simulated memory of the plan (remat/memory.h), in three lines.
+void print_memory(const PartitionResult& r) {
+  const MemoryProfile& m = r.memory;
+  std::string where = "-";
+  if (m.peak_node != kNoNode) {
+    const Graph& g = m.peak_pass == Pass::kForward ? r.forward : r.backward;
+    where = fmt::format("{} node '{}'", pass_name(m.peak_pass), g.name(m.peak_node));
+  }
+  std::printf("peak memory: %s (%lld bytes) at %s\n", human_bytes(m.peak_bytes).c_str(),
+              static_cast<long long>(m.peak_bytes), where.c_str());
+  std::printf("  forward peak %s, backward peak %s, inputs %s, alive between the passes %s\n",
+              human_bytes(m.forward_peak_bytes).c_str(), human_bytes(m.backward_peak_bytes).c_str(),
+              human_bytes(m.inputs_bytes).c_str(), human_bytes(m.between_bytes).c_str());
+  std::printf("  estimated recompute runtime: %.6g\n", r.recompute_runtime);
+}
+
 int explain(const JointGraph& joint, const PartitionResult& r, const std::string& name,
             const PartitionOptions& options) {
   const Graph& g = joint.graph;
@@ -165,6 +183,34 @@ std::string resolve_graph_path(const CommonSettings& common) {
   throw Error(ErrorCode::kIo,
               fmt::format("no GRAPH given and the example '{}' was not found; looked in:{}",
                           kExample, looked));
+}
+
+int64_t parse_size(const std::string& text, const char* option) {
+  auto bad = [&](const char* why) -> Error {
+    return Error(ErrorCode::kInvalidOption,
+                 fmt::format("{}: '{}' {} (expected bytes, or a number with a unit: B, KB, MB, "
+                             "GB, TB, KiB, MiB, GiB, TiB)",
+                             option, text, why));
+  };
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  const std::string number = text.substr(0, i);
+  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
+    throw bad("is not a size");
+  while (i < text.size() && text[i] == ' ') ++i;
+  std::string unit;
+  for (; i < text.size(); ++i) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1},     {"b", 1},          {"kb", 1e3},       {"mb", 1e6},           {"gb", 1e9},
+      {"tb", 1e12}, {"kib", 1024.0},  {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0}};
+  double scale = 0;
+  for (const auto& [name, factor] : kUnits)
+    if (unit == name) scale = factor;
+  if (scale == 0) throw bad("has an unknown unit");
+  const double bytes = std::strtod(number.c_str(), nullptr) * scale;
+  if (!(bytes >= 1)) throw bad("is not a positive size");
+  if (!(bytes < 9.2e18)) throw bad("is too large");
+  return static_cast<int64_t>(bytes);
 }
 
 int run_info(const CommonSettings& common) {
@@ -245,6 +291,7 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   options.cse = !s.no_cse;
   options.cut_side = s.cut_side == "source" ? CutSide::kSourceMinimal : CutSide::kSinkMinimal;
   if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
+  if (!s.peak_budget.empty()) options.peak_memory_budget = parse_size(s.peak_budget, "--peak-budget");
   options.validate();
   if (!s.explain.empty() && g.find(s.explain) == kNoNode) {
     throw Error(ErrorCode::kInvalidOption,
@@ -351,8 +398,12 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
     std::printf("  ... and %zu more (--verbose lists all)\n", banned.size() - ban_limit);
   }
   std::printf("forward: %zu nodes, backward: %zu nodes\n", r.forward.size(), r.backward.size());
+  print_memory(r);
   std::printf("time: %.3f ms (engine %.3f ms)\n", elapsed, r.seconds * 1e3);
 
+  for (const MutationHazard& h : r.hazards) {
+    std::fprintf(stderr, "remat: warning: %s\n", describe_hazard(r.forward, r.backward, h).c_str());
+  }
   if (!s.output.empty()) {
     write_file_atomic(s.output, write_result(joint, r));
     std::printf("wrote %s\n", s.output.c_str());

@@ -6,6 +6,7 @@
 // main, which prints them; nothing here aborts.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,7 @@ struct PartitionSettings {
   std::string explain;          // --explain NODE
   std::string cut_side = "sink";
   std::optional<double> memory_budget;
+  std::string peak_budget;      // --peak-budget SIZE ("2GiB", "512MB", "1000000")
   bool no_cse = false;
   std::string dot;              // --dot PATH: DOT of a failed min-cut
 };
@@ -53,6 +55,13 @@ int run_info(const CommonSettings& common);
 int run_report(const CommonSettings& common, const ReportSettings& settings);
 int run_partition(const CommonSettings& common, const PartitionSettings& settings);
 int run_pareto(const CommonSettings& common, const ParetoSettings& settings);
+
+// Bytes of a size written as a number with an optional unit: B, KB/MB/GB/TB
+// (powers of 1000), KiB/MiB/GiB/TiB (powers of 1024); case-insensitive, an
+// optional space before the unit, a fraction allowed ("1.5GiB"). Throws
+// Error(kInvalidOption) naming `option` when it is not one, is not positive,
+// or overflows.
+int64_t parse_size(const std::string& text, const char* option);
 
 // The graph path a command should read: `common.graph`, or the shipped
 // example mlp.json searched in $REMAT_EXAMPLES, <exe_dir>/../share/remat/examples

@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
   part->add_option("--memory-budget", ps.memory_budget,
                    "activation memory budget, a fraction in [0, 1] (torch's "
                    "activation_memory_budget; default 1.0)");
+  part->add_option("--peak-budget", ps.peak_budget,
+                   "plan for a simulated peak memory of at most SIZE (bytes, or with a unit: "
+                   "512MiB, 2GiB, 1.5GB): the plan with the least estimated recompute runtime "
+                   "that fits (remat's own mode; --memory-budget is then ignored)");
   part->add_flag("--no-cse", ps.no_cse, "do not deduplicate equal nodes first (torch's config.cse = False)");
   part->add_option("--dot", ps.dot,
                    "when no finite cut exists, write the capacity graph here as DOT (and an SVG "

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -187,6 +188,7 @@ class BudgetStage {
 
   const std::vector<NodeId>& items() const { return items_; }
   const std::vector<NodeId>& must_save() const { return must_save_; }
+  double min_act() const { return min_act_; }
 
   // get_saved_values_knapsack(budget): the knapsack's choice, then the
   // fully aggressive min-cut with the chosen items unbanned. Min-cuts are
@@ -194,6 +196,7 @@ class BudgetStage {
   struct Choice {
     const MinCutResult* cut;
     double expected_runtime;
+    const std::vector<int>* unbanned;  // the items the knapsack let go, sorted
   };
   Choice solve(double budget) {
     const PartitionOptions& o = ctx_.options;
@@ -232,7 +235,7 @@ class BudgetStage {
       replay_log(ctx_, it->second);
       record(budget, k, it->second);
     }
-    return {&it->second, k.expected_runtime};
+    return {&it->second, k.expected_runtime, &it->first};
   }
 
   // The ratios of the two intermediate tiers, for the knapsack records.
@@ -362,6 +365,100 @@ std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double r
     points.push_back({b, runtime, ratio});
   }
   return points;
+}
+
+}  // namespace remat
+
+namespace remat {
+
+struct BudgetPlanList::State {
+  State(const DecideContext& c, std::span<const double> b) : ctx(c), budgets(b.begin(), b.end()), stage(c) {}
+  const DecideContext& ctx;
+  std::vector<double> budgets;
+  BudgetStage stage;
+  int step = 0;          // the next plan to produce (see next())
+  size_t budget_index = 0;
+  bool knapsack = false; // items and a range exist
+  MinCutResult aggressive;
+  std::set<std::vector<NodeId>> seen;  // sorted saved sets produced so far
+};
+
+BudgetPlanList::BudgetPlanList(const DecideContext& ctx, std::span<const double> budgets)
+    : s_(std::make_unique<State>(ctx, budgets)) {
+  for (double b : budgets) check_budget(b);
+}
+
+BudgetPlanList::~BudgetPlanList() = default;
+
+std::optional<BudgetPlan> BudgetPlanList::next() {
+  State& s = *s_;
+  const DecideContext& ctx = s.ctx;
+  for (;;) {
+    BudgetPlan p;
+    p.options = s.stage.aggressive();
+    switch (s.step) {
+      case 0:  // activation budget 1
+        p.label = "runtime-optimized";
+        p.options = s.stage.base();
+        p.cut = solve_min_cut(ctx, p.options);
+        s.stage.set_range(p.cut.saved_values);
+        ++s.step;
+        break;
+      case 1:
+        p.label = "more aggressive";
+        p.options = s.stage.more();
+        p.cut = solve_min_cut(ctx, p.options);
+        ++s.step;
+        break;
+      case 2:
+        p.label = "fully aggressive";
+        p.cut = solve_min_cut(ctx, p.options);
+        s.aggressive = p.cut;
+        ++s.step;
+        if (s.stage.has_range()) {
+          s.stage.set_items(s.aggressive);
+          s.knapsack = !s.stage.items().empty();
+          if (!s.knapsack) s.step = 4;  // "inputs and MUST_SAVE" next
+        } else {
+          s.step = 5;
+        }
+        break;
+      case 3: {  // the knapsack's plans
+        if (s.budget_index == s.budgets.size()) {
+          s.step = 5;
+          continue;
+        }
+        const double b = s.budgets[s.budget_index++];
+        if (b <= 0 || b >= 1) continue;
+        const BudgetStage::Choice c = s.stage.solve(b);
+        p.label = fmt::format("knapsack {}", b);
+        p.cut = *c.cut;
+        p.overrides.dont_ban.assign(ctx.graph.size(), 0);
+        for (int idx : *c.unbanned) p.overrides.dont_ban[s.stage.items()[idx]] = 1;
+        break;
+      }
+      case 4:  // the knapsack has no items: its answer for every budget
+        p.label = "inputs and MUST_SAVE";
+        p.saved = ctx.info.inputs;
+        p.saved.insert(p.saved.end(), s.stage.must_save().begin(), s.stage.must_save().end());
+        p.from_cut = false;
+        s.step = 5;
+        break;
+      case 5:  // activation budget 0
+        p.label = "inputs only";
+        p.saved = ctx.info.inputs;
+        p.from_cut = false;
+        s.step = 6;
+        break;
+      default:
+        return std::nullopt;
+    }
+    if (p.from_cut) p.saved = p.cut.saved_values;
+    std::vector<NodeId> key = p.saved;
+    std::sort(key.begin(), key.end());
+    if (!s.seen.insert(std::move(key)).second) continue;
+    return p;
+  }
 }
 
 }  // namespace remat

@@ -16,6 +16,8 @@
 // All ids are ids of the prepared graph.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -60,8 +62,22 @@ struct MinCutResult {
   std::vector<LogRecord> log;
 };
 
-// `dont_ban` (per node, may be empty) lists nodes the memory budget allows
-// to be recomputed; collectives stay banned unless the unsafe option is set.
+// Per-node overrides of the ban rules; each vector may be empty (none).
+struct CutOverrides {
+  // Nodes the memory budget allows to be recomputed: their bans are lifted
+  // (collectives stay banned unless the unsafe option is set).
+  std::vector<uint8_t> dont_ban;
+  // remat's own (the peak-memory search, memory/peak_budget.h): forward
+  // nodes banned from recomputation (so saved when the backward needs them),
+  // over any dont_ban; and nodes tied to the backward as MUST_RECOMPUTE
+  // nodes are. Views and placeholders are left alone.
+  std::vector<uint8_t> ban;
+  std::vector<uint8_t> recompute;
+};
+
+MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
+                           const CutOverrides& overrides);
+// `dont_ban` as CutOverrides::dont_ban.
 MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
                            const std::vector<uint8_t>& dont_ban = {});
 
@@ -80,6 +96,37 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
 // A non-empty `budgets` evaluates exactly those budgets, in order, instead.
 std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution = 1e-3,
                                               std::span<const double> budgets = {});
+
+// One plan of the peak-memory search: a saved set as choose_saved_values_set
+// would return it for some activation budget, and how to cut it again.
+struct BudgetPlan {
+  std::string label;          // "runtime-optimized", "knapsack 0.5", "inputs only", ...
+  std::vector<NodeId> saved;  // the saved values, graph order
+  MinCutResult cut;           // the cut behind it (empty for "inputs only")
+  MinCutOptions options;      // its ban rules
+  CutOverrides overrides;     // and their overrides
+  bool from_cut = true;       // false: not a cut ("inputs only")
+};
+
+// The plans choose_saved_values_set returns for activation budget 1 (the
+// runtime-optimized cut), for the two more aggressive tiers, for each of
+// `budgets` (the knapsack's plans; give them in descending order) and for
+// budget 0 (inputs only), in that order: torch's own order of increasing
+// recomputation (each tier recomputes what the one before does and more; the
+// knapsack's estimated recompute runtime grows as its budget shrinks). Each
+// saved set comes once (a repeat is skipped). Plans are cut one at a time, as
+// next() asks for them. Budgets in (0, 1) need a range of activation sizes
+// and knapsack items; a graph without them gets the tiers and "inputs only".
+class BudgetPlanList {
+ public:
+  BudgetPlanList(const DecideContext& ctx, std::span<const double> budgets);
+  ~BudgetPlanList();
+  std::optional<BudgetPlan> next();  // nullopt after the last plan
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 struct SavedSets {
   std::vector<NodeId> saved_values;

@@ -48,13 +48,16 @@ using Int = __int128;  // Python ints do not overflow; sums of sizes here do not
 
 class MinCutSolver {
  public:
-  MinCutSolver(const DecideContext& ctx, const MinCutOptions& mc, const std::vector<uint8_t>& dont_ban)
+  MinCutSolver(const DecideContext& ctx, const MinCutOptions& mc, const std::vector<uint8_t>& dont_ban,
+               const std::vector<uint8_t>& force_ban, const std::vector<uint8_t>& force_recompute)
       : g_(ctx.graph),
         info_(ctx.info),
         dist_(ctx.dist_from_bw),
         opt_(ctx.options),
         mc_(mc),
         dont_ban_(dont_ban),
+        force_ban_(force_ban),
+        force_recompute_(force_recompute),
         fusion_(ctx.graph, ctx.op_categories),
         ctx_categories_(ctx.op_categories),
         cg_(ctx.graph),
@@ -79,6 +82,11 @@ class MinCutSolver {
   static constexpr int64_t kUnknownSize = std::numeric_limits<int64_t>::min();
 
   bool required_fw(NodeId n) const { return info_.required_fw[n] != 0; }
+  bool forced_ban(NodeId n) const { return !force_ban_.empty() && force_ban_[n]; }
+  bool forced_recompute(NodeId n) const {
+    return !force_recompute_.empty() && force_recompute_[n] &&
+           g_.node(n).kind == NodeKind::kCallFunction && !is_view(n);
+  }
   int32_t order(NodeId n) const { return info_.fw_order[n]; }
   bool is_view(NodeId n) const { return fusion_.is_view(n); }
 
@@ -128,7 +136,7 @@ class MinCutSolver {
   // remat's own name for the ban when torch gives none.
   bool ban(NodeId n, std::string_view torch_reason, std::string_view label) {
     if (is_view(n)) return false;
-    if (!dont_ban_.empty() && dont_ban_[n]) {
+    if (!dont_ban_.empty() && dont_ban_[n] && !forced_ban(n)) {
       // Collectives stay banned whatever the memory budget says.
       if (opt_.unsafe_allow_optimization_of_collectives || !is_collective(g_, n)) return false;
     }
@@ -277,6 +285,11 @@ class MinCutSolver {
         cg_.add_edge(u, t, CapacityGraph::kInf, "must recompute: marked by checkpoint policy");
         continue;
       }
+      if (forced_recompute(n)) {
+        cg_.add_edge(cg_.in(n), cg_.sink(), CapacityGraph::kInf,
+                     "must recompute: chosen by the peak memory budget");
+        continue;
+      }
       if (is_primal(g_, n)) {
         ban(n, "primal input", "");
       } else if (is_fwd_seed_offset(g_, n)) {
@@ -285,6 +298,8 @@ class MinCutSolver {
       // Evaluated for every node, as torch does (its size lookups can raise).
       const char* reason = should_ban(n);
       if (required_fw(n) && reason) ban(n, reason, "");
+      if (forced_ban(n) && required_fw(n) && !banned_[n] && !must_recompute(node))
+        ban(n, "", "kept saved by the peak memory budget");
 
       Weight w;
       bool non_tensor = (node.value == ValueKind::kMissing && !node.has(kFlagTensorMeta)) ||
@@ -417,6 +432,8 @@ class MinCutSolver {
   const PartitionOptions& opt_;
   MinCutOptions mc_;
   const std::vector<uint8_t>& dont_ban_;
+  const std::vector<uint8_t>& force_ban_;
+  const std::vector<uint8_t>& force_recompute_;
   Fusion fusion_;
   const std::vector<uint8_t>& ctx_categories_;
   CapacityGraph cg_;
@@ -437,8 +454,14 @@ class MinCutSolver {
 }  // namespace
 
 MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
+                           const CutOverrides& overrides) {
+  return MinCutSolver(ctx, mc, overrides.dont_ban, overrides.ban, overrides.recompute).run();
+}
+
+MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
                            const std::vector<uint8_t>& dont_ban) {
-  return MinCutSolver(ctx, mc, dont_ban).run();
+  static const std::vector<uint8_t> kNone;  // no overrides of remat's own
+  return MinCutSolver(ctx, mc, dont_ban, kNone, kNone).run();
 }
 
 }  // namespace remat

@@ -442,6 +442,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kNoFiniteCut: return "no_finite_cut";
     case ErrorCode::kIo: return "io";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kBudgetUnreachable: return "budget_unreachable";
   }
   return "?";
 }

@@ -128,6 +128,7 @@ class Reader {
   // --- parts ------------------------------------------------------------------
   void read_ops(dom::array ops);
   Graph read_nodes(dom::array nodes);
+  std::vector<NodeId> read_mutated_inputs(dom::element list, const Graph& g);
   void collect_names(dom::array nodes);
   void read_node(dom::element e);
   void read_args(dom::element e, bool kwargs);
@@ -160,7 +161,7 @@ class Reader {
 
 JointGraph Reader::read(dom::element root) {
   dom::object top = as_object(root, "(document)");
-  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes, subgraphs;
+  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes, subgraphs, mutated;
   for (dom::key_value_pair kv : top) {
     if (kv.key == "format") format = kv.value;
     else if (kv.key == "version") version = kv.value;
@@ -169,6 +170,7 @@ JointGraph Reader::read(dom::element root) {
     else if (kv.key == "ops") ops = kv.value;
     else if (kv.key == "nodes") nodes = kv.value;
     else if (kv.key == "subgraphs") subgraphs = kv.value;
+    else if (kv.key == "mutated_inputs") mutated = kv.value;
   }
   if (!format) fail(ErrorCode::kParse, "format", "missing (expected \"remat.joint_graph\")");
   const std::string_view fmt_name = as_string(*format, "format");
@@ -203,6 +205,7 @@ JointGraph Reader::read(dom::element root) {
   if (ops) read_ops(as_array(*ops, "ops"));
   out.graph = read_nodes(node_list);
   out.op_overrides = std::move(overrides_);
+  if (mutated) out.mutated_inputs = read_mutated_inputs(*mutated, out.graph);
   if (subgraphs) {
     size_t index = 0;
     for (dom::element e : as_array(*subgraphs, "subgraphs")) {
@@ -245,6 +248,25 @@ NestedGraph Reader::read_nested(dom::element e, std::optional<dom::element> ops,
     if (what.rfind(context_, 0) == 0) throw;
     throw Error(err.code(), context_ + what);
   }
+  return out;
+}
+
+// "mutated_inputs": names of placeholders, each at most once.
+std::vector<NodeId> Reader::read_mutated_inputs(dom::element list, const Graph& g) {
+  std::vector<NodeId> out;
+  for (dom::element e : as_array(list, "mutated_inputs")) {
+    const std::string_view name = as_string(e, "mutated_inputs");
+    const NodeId id = g.find(name);
+    if (id == kNoNode || g.node(id).kind != NodeKind::kPlaceholder)
+      fail(ErrorCode::kInvalidGraph, "mutated_inputs",
+           fmt::format("'{}' is not a placeholder of the graph", name));
+    out.push_back(id);
+  }
+  std::sort(out.begin(), out.end());
+  const auto twice = std::adjacent_find(out.begin(), out.end());
+  if (twice != out.end())
+    fail(ErrorCode::kInvalidGraph, "mutated_inputs",
+         fmt::format("'{}' is listed twice", g.name(*twice)));
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "io/dtypes.h"
 #include "io/json_writer.h"
 #include "io/write_trace.h"
+#include "io/memory_json.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/ops.h"
@@ -497,6 +498,13 @@ std::string write_joint_graph(const JointGraph& joint) {
   for (int i : joint.static_lifetime_input_indices) w.integer(i);
   w.end_array();
   w.newline(2);
+  if (!joint.mutated_inputs.empty()) {
+    w.key("mutated_inputs");
+    w.begin_array();
+    for (NodeId id : joint.mutated_inputs) w.string(joint.graph.name(id));
+    w.end_array();
+    w.newline(2);
+  }
   w.key("ops");
   write_ops(w, joint);
   w.newline(2);
@@ -588,6 +596,12 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result)
     field("trace");
     io::write_trace(w, g, result.trace);
   }
+  field("recompute_runtime");
+  w.number(std::isfinite(result.recompute_runtime) ? result.recompute_runtime : 0.0);
+  field("memory");
+  io::write_memory_json(w, result.forward, result.backward, result.memory, 2);
+  field("hazards");
+  io::write_hazards_json(w, result.forward, result.backward, result.hazards, 2);
   field("seconds");
   w.number(std::isfinite(result.seconds) ? result.seconds : 0.0);
   field("stages");

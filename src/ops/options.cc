@@ -60,6 +60,11 @@ void PartitionOptions::validate() const {
                 fmt::format("activation_memory_budget must be in [0, 1], got {}",
                             activation_memory_budget));
   }
+  if (peak_memory_budget < 0) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("peak_memory_budget must be a number of bytes >= 0 (0: none), got {}",
+                            peak_memory_budget));
+  }
   if (max_dist_from_bw < 0) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("max_dist_from_bw must be >= 0, got {}", max_dist_from_bw));

@@ -19,6 +19,8 @@
 #include "analyze/analyze.h"
 #include "decide/decide.h"
 #include "extract/extract.h"
+#include "memory/peak_budget.h"
+#include "memory/plan.h"
 #include "prepare/prepare.h"
 #include "remat/error.h"
 #include "remat/partition.h"
@@ -35,7 +37,9 @@ using Clock = std::chrono::steady_clock;
 class StageClock {
  public:
   StageClock(Clock::time_point start, const PartitionOptions& options)
-      : start_(start), last_(start), progress_(options.progress) {}
+      : start_(start), last_(start), progress_(&options.progress) {}
+  // A clock that reports no progress (a peak-budget search's candidates).
+  explicit StageClock(Clock::time_point start) : start_(start), last_(start) {}
   void lap(const char* stage) {
     report(stage);
     const Clock::time_point now = Clock::now();
@@ -57,21 +61,22 @@ class StageClock {
   // share is a rough constant (decide and extract dominate on big graphs),
   // and the fraction never goes back when a stage runs twice.
   void report(std::string_view stage) {
-    if (!progress_) return;
+    if (progress_ == nullptr || !*progress_) return;
     static constexpr std::pair<std::string_view, double> kDone[] = {
         {"prepare", 0.2}, {"classify", 0.3}, {"decide", 0.6}, {"extract", 0.8},
-        {"rng", 0.85},    {"reorder", 0.9},  {"getitems", 0.95}, {"report", 1.0}};
+        {"rng", 0.85},    {"reorder", 0.9},  {"getitems", 0.95}, {"report", 0.97},
+        {"memory", 1.0},  {"peak_search", 1.0}};
     for (const auto& [name, fraction] : kDone) {
       if (name == stage && fraction > fraction_) {
         fraction_ = fraction;
-        progress_("partition", fraction);
+        (*progress_)("partition", fraction);
       }
     }
   }
 
   Clock::time_point start_, last_;
   std::vector<StageTime> laps_;
-  const std::function<void(std::string_view, double)>& progress_;
+  const std::function<void(std::string_view, double)>* progress_ = nullptr;
   double fraction_ = 0;
 };
 
@@ -200,6 +205,8 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   r.partitioner = partitioner;
   record_decisions(joint, p, ban_reason, r);
   clock.lap("report");
+  measure_plan(joint, options, r);
+  clock.lap("memory");
   r.seconds = clock.total();
   r.stages = clock.take();
   return r;
@@ -305,6 +312,24 @@ double resolve_memory_budget(const Graph& g, const std::vector<NestedGraph>& nes
   return budget;
 }
 
+// The saved values of a cut, sorted into emit's three lists.
+SavedSets split_saved(const Graph& g, const std::vector<NodeId>& chosen) {
+  SavedSets saved;
+  for (NodeId id : chosen) {
+    if (is_sym_node(g, id)) {
+      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
+    } else if (is_opaque_node(g, id)) {
+      saved.saved_opaque_nodes.push_back(id);
+    } else {
+      saved.saved_values.push_back(id);
+    }
+  }
+  return saved;
+}
+
+PartitionResult peak_budget_on(const JointGraph& joint, const Prepared& p, const DecideContext& ctx,
+                               const PartitionOptions& options, StageClock& clock);
+
 PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
                            StageClock& clock) {
   const size_t n = joint.graph.size();
@@ -326,14 +351,21 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   std::vector<int64_t> dist = dist_from_bw(g, info);
   clock.lap("classify");
 
+  std::vector<uint8_t> categories = options.ops.classify(g);
+  // The peak-budget search cuts many candidate plans: torch's story (the
+  // trace) is that of one plain decision, so it records none.
+  if (options.peak_memory_budget > 0) {
+    const DecideContext untraced{g, info, dist, categories, options, nullptr};
+    return peak_budget_on(joint, p, untraced, options, clock);
+  }
+  PartitionTrace trace;
+  const bool tracing = options.trace || options.visualize_memory_budget_pareto;
+  const DecideContext ctx{g, info, dist, categories, options, tracing ? &trace : nullptr};
+
   // The budget: the global option, unless the graph carries its own.
   const double budget = resolve_memory_budget(g, joint.nested, info, options);
 
   // decide
-  std::vector<uint8_t> categories = options.ops.classify(g);
-  PartitionTrace trace;
-  const bool tracing = options.trace || options.visualize_memory_budget_pareto;
-  DecideContext ctx{g, info, dist, categories, options, tracing ? &trace : nullptr};
   MinCutResult cut;
   std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
   clock.lap("decide");
@@ -342,22 +374,35 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
     ban_reason[g.node(id).origin] = cut.ban_reason[id];
   }
 
-  SavedSets saved;
-  for (NodeId id : chosen) {
-    if (is_sym_node(g, id)) {
-      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
-    } else if (is_opaque_node(g, id)) {
-      saved.saved_opaque_nodes.push_back(id);
-    } else {
-      saved.saved_values.push_back(id);
-    }
-  }
-  PartitionResult r = emit(joint, p, std::move(saved), ban_reason, options,
+  PartitionResult r = emit(joint, p, split_saved(g, chosen), ban_reason, options,
                            /*dce_collectives=*/false, /*reorder=*/true, "min_cut", clock);
   if (options.trace) {
     for (NodeId id : r.saved_values) trace.saved_bytes.push_back(size_of(joint.graph, id, options));
   }
   r.trace = std::move(trace);
+  return r;
+}
+
+// The min-cut partitioner under a peak memory limit (memory/peak_budget.h):
+// each candidate plan goes through extraction and rewrites exactly as the
+// plain min-cut's does; the stages after classify are reported as one,
+// "peak_search".
+PartitionResult peak_budget_on(const JointGraph& joint, const Prepared& p, const DecideContext& ctx,
+                               const PartitionOptions& options, StageClock& clock) {
+  const Graph& g = p.graph;
+  auto build = [&](const std::vector<NodeId>& chosen, const MinCutResult* cut) {
+    std::vector<std::string_view> ban_reason(joint.graph.size());
+    if (cut != nullptr)
+      for (NodeId id = 0; id < cut->ban_reason.size(); ++id)
+        ban_reason[g.node(id).origin] = cut->ban_reason[id];
+    StageClock scratch(Clock::now());
+    return emit(joint, p, split_saved(g, chosen), ban_reason, options, /*dce_collectives=*/false,
+                /*reorder=*/true, "min_cut", scratch);
+  };
+  PartitionResult r = solve_peak_budget(ctx, options.peak_memory_budget, build);
+  clock.lap("peak_search");
+  r.seconds = clock.total();
+  r.stages = clock.take();
   return r;
 }
 

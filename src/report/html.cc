@@ -73,46 +73,39 @@ size_t graph_size(simdjson::dom::object root, const char* field) {
   return nodes.size();
 }
 
-// The simulator's timeline; entries are numbers or objects (remat/report.h).
-void read_memory(simdjson::dom::object memory, ResultView& v) {
+// The names of a result graph's nodes, in order ("" for a nameless entry).
+std::vector<std::string> graph_names(simdjson::dom::object root, const char* field) {
+  std::vector<std::string> out;
+  simdjson::dom::array nodes;
+  if (root[field]["nodes"].get(nodes)) return out;
+  for (auto node : nodes) {
+    std::string_view name;
+    out.emplace_back(node["name"].get(name) ? std::string_view{} : name);
+  }
+  return out;
+}
+
+// The simulator's "memory" object (docs/format.md, "Memory"): one timeline
+// per graph, one entry per node in node order, labelled with that node.
+void read_memory(simdjson::dom::object root, simdjson::dom::object memory, ResultView& v) {
   v.has_memory = true;
   int64_t peak;
-  double peak_f;
-  if (!memory["peak_bytes"].get(peak)) v.peak_bytes = peak;
-  else if (!memory["peak_bytes"].get(peak_f)) v.peak_bytes = static_cast<int64_t>(peak_f);
-  simdjson::dom::array timeline;
+  if (memory["peak_bytes"].get(peak)) bad_result("memory.peak_bytes", "expected an integer");
+  v.peak_bytes = peak;
+  simdjson::dom::object timeline;
   if (memory["timeline"].get(timeline)) return;
-  for (auto entry : timeline) {
-    MemoryStep step;
-    double number;
-    simdjson::dom::object obj;
-    if (!entry.get(number)) {
-      step.bytes = static_cast<int64_t>(number);
-    } else if (!entry.get(obj)) {
-      for (const char* key : {"bytes", "live_bytes", "total_bytes"}) {
-        if (!obj[key].get(number)) {
-          step.bytes = static_cast<int64_t>(number);
-          break;
-        }
-      }
-      std::string_view text;
-      for (const char* key : {"node", "name"})
-        if (!obj[key].get(text)) {
-          step.label = std::string(text);
-          break;
-        }
-      for (const char* key : {"phase", "graph"})
-        if (!obj[key].get(text)) {
-          step.phase = std::string(text);
-          break;
-        }
-    } else {
-      bad_result("memory.timeline", "expected numbers or objects");
+  for (const char* phase : {"forward", "backward"}) {
+    simdjson::dom::array steps;
+    if (timeline[phase].get(steps)) continue;
+    const std::vector<std::string> names = graph_names(root, phase);
+    size_t i = 0;
+    for (auto entry : steps) {
+      int64_t bytes;
+      if (entry.get(bytes)) bad_result(fmt::format("memory.timeline.{}", phase), "expected byte counts");
+      v.timeline.push_back({bytes, i < names.size() ? names[i] : std::string(), phase});
+      ++i;
     }
-    v.timeline.push_back(std::move(step));
   }
-  if (v.peak_bytes < 0)
-    for (const MemoryStep& s : v.timeline) v.peak_bytes = std::max(v.peak_bytes, s.bytes);
 }
 
 ResultView read_result(const Graph& g, std::string_view json) {
@@ -168,7 +161,7 @@ ResultView read_result(const Graph& g, std::string_view json) {
     }
   }
   simdjson::dom::object memory;
-  if (!root["memory"].get(memory)) read_memory(memory, v);
+  if (!root["memory"].get(memory)) read_memory(root, memory, v);
   return v;
 }
 

@@ -53,7 +53,7 @@ TEST(Cli, PartitionHelpListsOptions) {
   CliRun r = remat("partition --help");
   EXPECT_EQ(r.status, 0) << r.err;
   for (const char* opt : {"--explain", "--cut-side", "--memory-budget", "--no-cse", "--dot",
-                          "--partitioner", "--output"}) {
+                          "--partitioner", "--output", "--peak-budget"}) {
     EXPECT_TRUE(has(r.out, opt)) << opt << "\n" << r.out;
   }
 }
@@ -162,6 +162,65 @@ TEST(Cli, Explain) {
   r = remat("partition " + kTiny + " --explain nosuchnode");
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(has(r.err, "'nosuchnode'")) << r.err;
+}
+
+TEST(Cli, PartitionPrintsTheSimulatedPeakMemory) {
+  CliRun r = remat("partition " + kTiny);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "peak memory: ")) << r.out;
+  EXPECT_TRUE(has(r.out, " bytes) at ")) << r.out;
+  EXPECT_TRUE(has(r.out, "estimated recompute runtime: ")) << r.out;
+}
+
+TEST(Cli, PeakBudgetTakesSizesWithUnits) {
+  CliRun r = remat("partition " + kTiny + " --peak-budget 1GiB");
+  EXPECT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "peak memory: ")) << r.out;
+  r = remat("partition " + kTiny + " --peak-budget '1.5 gb'");
+  EXPECT_EQ(r.status, 0) << r.err << r.out;
+  for (const char* bad : {"12XB", "0", "-3", "abc", "1..5MB"}) {
+    r = remat("partition " + kTiny + " --peak-budget '" + bad + "'");
+    EXPECT_EQ(r.status, 1) << bad;
+    EXPECT_TRUE(has(r.err, "remat: error: --peak-budget")) << bad << ": " << r.err;
+  }
+}
+
+TEST(Cli, AnUnreachablePeakBudgetNamesTheSmallestPeak) {
+  CliRun r = remat("partition " + kTiny + " --peak-budget 1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_TRUE(has(r.err, "remat: error: peak_memory_budget: no plan fits 1 B (1 bytes); the "
+                         "smallest reachable peak is ")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// A saved input the caller mutates after the forward: the CLI keeps torch's
+// plan and warns, naming the nodes; under a peak budget it repairs the plan.
+TEST(Cli, MutationHazardsAreWarnedAboutAndAvoidedUnderAPeakBudget) {
+  testing::TestGraph t;
+  testing::Ref x = t.placeholder("primals_1", {64});
+  testing::Ref stat = t.placeholder("primals_2", {1});
+  testing::Ref r = t.call("aten.mul.Tensor", {x, stat}, {64});
+  testing::Ref y = t.call("aten.sin.default", {r}, {64});
+  testing::Ref tangent = t.placeholder("tangents_1", {64});
+  testing::Ref c = t.call("aten.cos.default", {r}, {64});
+  testing::Ref g = t.call("aten.mul.Tensor", {tangent, c}, {64});
+  testing::Ref gx = t.call("aten.mul.Tensor", {g, x}, {64});
+  t.output({testing::A::tuple({y, gx, nullptr})});
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  j.mutated_inputs = {stat.id};
+  const std::string path = "/tmp/remat_cli_hazard_" + std::to_string(getpid()) + ".json";
+  write_file_atomic(path, write_joint_graph(j));
+  CliRun plain = remat("partition " + path);
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  EXPECT_TRUE(has(plain.err, "remat: warning: the forward saves its input 'primals_2' for the "
+                             "backward, but 'primals_2' is mutated after the forward returns"))
+      << plain.err;
+  CliRun peak = remat("partition " + path + " --peak-budget 1GiB");
+  EXPECT_EQ(peak.status, 0) << peak.err;
+  EXPECT_FALSE(has(peak.err, "warning")) << peak.err;
+  std::remove(path.c_str());
 }
 
 }  // namespace

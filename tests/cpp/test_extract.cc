@@ -348,7 +348,7 @@ TEST(PipelineTest, StagesSplitTheEngineTime) {
     total += t.seconds;
   }
   EXPECT_EQ(stages, (Names{"prepare", "classify", "decide", "extract", "reorder", "getitems",
-                           "report"}));
+                           "report", "memory"}));
   EXPECT_NEAR(total, r.seconds, 1e-9);
 }
 
@@ -366,7 +366,8 @@ TEST(PipelineTest, StagesRunTwiceAreReportedOnce) {
   EXPECT_EQ(r.partitioner, "default");
   Names stages;
   for (const StageTime& st : r.stages) stages.push_back(st.stage);
-  EXPECT_EQ(stages, (Names{"prepare", "classify", "decide", "extract", "getitems", "report"}));
+  EXPECT_EQ(stages, (Names{"prepare", "classify", "decide", "extract", "getitems", "report",
+                           "memory"}));
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 // trace (torch's log lines, knapsack calls, the Pareto sweep), the failed
 // cut's edge list, progress, and the HTML report.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "budget/pareto.h"
@@ -154,6 +156,19 @@ TEST(Progress, PartitionReportsRisingFractionsEndingAtOne) {
   EXPECT_EQ(seen.back(), 1.0);
 }
 
+TEST(Progress, PeakBudgetSearchReportsOnceAndEndsAtOne) {
+  const JointGraph joint = example("transformer_block.json");
+  std::vector<double> seen;
+  PartitionOptions o;
+  o.peak_memory_budget = int64_t{1} << 40;  // fits at once
+  o.progress = [&](std::string_view, double f) { seen.push_back(f); };
+  min_cut_rematerialization_partition(joint, o);
+  ASSERT_FALSE(seen.empty());
+  // Candidate plans are built on a silent clock: the fractions never repeat.
+  EXPECT_TRUE(std::adjacent_find(seen.begin(), seen.end(), std::greater_equal<>()) == seen.end());
+  EXPECT_EQ(seen.back(), 1.0);
+}
+
 TEST(Progress, ParetoSweepCoversTheUnitInterval) {
   std::vector<double> seen;
   // A step function of the budget: four distinct outcomes.
@@ -187,7 +202,7 @@ TEST(Report, HasEverySectionAndNoNetwork) {
                          "id=\"nodes\"", "id=\"search\"", "id=\"node-data\""})
     EXPECT_TRUE(has(html, id)) << id;
   EXPECT_TRUE(has(html, "Pareto Frontier of Memory Budget"));  // budget/pareto.h's chart
-  EXPECT_TRUE(has(html, "The result carries no memory simulation."));
+  EXPECT_TRUE(has(html, "class=\"timeline\""));  // every result carries its simulation
   // Self-contained: no external scripts, styles or images.
   EXPECT_FALSE(has(html, "src=\"http"));
   EXPECT_FALSE(has(html, "href=\"http"));
@@ -206,18 +221,32 @@ TEST(Report, SameInputsSameBytesApartFromTimings) {
   EXPECT_EQ(report_of(joint, result), report_of(joint, result));
 }
 
-TEST(Report, ShowsTheMemoryTimelineWhenTheResultHasOne) {
+TEST(Report, ShowsTheSimulatedTimelineWithThePeakNode) {
+  const JointGraph joint = example("mlp.json");
+  const PartitionResult r = min_cut_rematerialization_partition(joint, PartitionOptions{});
+  const Graph& peak_graph = r.memory.peak_pass == Pass::kForward ? r.forward : r.backward;
+  ASSERT_NE(r.memory.peak_node, kNoNode);
+  const std::string html = report_of(joint, write_result(joint, r));
+  EXPECT_TRUE(has(html, "class=\"timeline\"")) << html.substr(0, 2000);
+  // The plot's peak is the simulator's: its bytes and the node reaching it.
+  EXPECT_TRUE(has(html, fmt::format("({})</title>", peak_graph.name(r.memory.peak_node))));
+  EXPECT_TRUE(has(html, fmt::format("{} bytes)", r.memory.peak_bytes)));
+  EXPECT_TRUE(has(html, ">backward</text>"));
+}
+
+TEST(Report, RejectsAMemoryTimelineThatIsNotByteCounts) {
   const JointGraph joint = example("mlp.json");
   std::string result = write_result(joint, min_cut_rematerialization_partition(joint, PartitionOptions{}));
-  const size_t end = result.rfind('}');
-  result.insert(end, ",\n\"memory\": {\"peak_bytes\": 4096, \"timeline\": [1024, "
-                     "{\"bytes\": 4096, \"node\": \"relu\", \"phase\": \"forward\"}, "
-                     "{\"live_bytes\": 2048, \"phase\": \"backward\"}]}\n");
-  const std::string html = report_of(joint, result);
-  EXPECT_TRUE(has(html, "class=\"timeline\"")) << html.substr(0, 2000);
-  EXPECT_TRUE(has(html, "peak 4.0 KiB at step 1 (relu)"));
-  EXPECT_TRUE(has(html, ">backward</text>"));
-  EXPECT_TRUE(has(html, "simulated peak memory"));
+  const std::string key = "\"forward\":[";
+  const size_t at = result.find(key, result.find("\"timeline\""));
+  ASSERT_NE(at, std::string::npos);
+  result.insert(at + key.size(), "\"x\", ");
+  try {
+    report_of(joint, result);
+    FAIL() << "accepted a timeline entry that is no byte count";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "memory.timeline.forward")) << e.what();
+  }
 }
 
 TEST(Report, EscapesNamesEverywhere) {

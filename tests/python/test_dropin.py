@@ -120,3 +120,37 @@ def test_training_losses_match_torch(case_name, backend, remat_torch):
     assert torch.allclose(torch.tensor(with_remat), torch.tensor(reference), **LOSS_TOL), (
         f"{case_name} on {backend}: losses with remat {with_remat} vs torch {reference}"
     )
+
+
+def _checkpointed_dropout(x):
+    from torch.utils.checkpoint import checkpoint
+
+    return checkpoint(lambda y: torch.nn.functional.dropout(torch.sigmoid(y), 0.5, True), x,
+                      use_reentrant=False)
+
+
+def _inductor_grad(fn) -> tuple[torch.Tensor, torch.Tensor]:
+    torch._dynamo.reset()
+    x = torch.randn(4, 4, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    with torch._functorch.config.patch(enable_autograd_cache=False), \
+            torch._inductor.config.patch(fallback_random=True, fx_graph_cache=False):
+        torch.manual_seed(7)
+        out = torch.compile(fn, backend="inductor")(x)
+        out.sum().backward()
+    torch._dynamo.reset()
+    return out.detach(), x.grad
+
+
+def test_values_remat_creates_live_in_the_joint_graphs_fake_mode(remat_torch):
+    """A checkpointed random op on CPU: the backward replays the saved RNG
+    state, a node torch's joint graph lacks. Its meta value must be a fake
+    tensor of the joint graph's own mode, or inductor fails to compile the
+    backward ("Mixing fake modes NYI") after the partitioner returned, where
+    no fallback can help (torch's test_tags_dropout found it)."""
+    remat_torch.install(fallback=False)
+    try:
+        out, grad = _inductor_grad(_checkpointed_dropout)
+    finally:
+        remat_torch.uninstall()
+    ref_out, ref_grad = _inductor_grad(_checkpointed_dropout)
+    assert torch.equal(out, ref_out) and torch.equal(grad, ref_grad)

@@ -9,12 +9,17 @@ Contract:
   min_cut_rematerialization_partition / default_partition: torch's signatures
   partition(gm, *, num_fwd_outputs, ...) -> Partition(forward, backward, result)
   install() / uninstall(): make torch.compile use remat
+  simulate_memory(forward, backward, num_fwd_outputs=None) -> dict: the
+      simulated peak memory of any forward/backward pair (torch's plans too)
+  peak_memory_budget(nbytes) / set_peak_memory_budget / get_peak_memory_budget:
+      remat's own peak-memory limit for its partitioners (torch's config untouched)
 Importing this package imports torch; `import remat` alone does not.
 """
 
 from ._capture import CapturedJoint, CaptureSession, capture, save_capture
 from ._dropin import (
     Partition,
+    RematHazardWarning,
     default_partition,
     install,
     installed,
@@ -24,6 +29,12 @@ from ._dropin import (
     uninstall,
 )
 from ._export import export_graph_nodes, export_joint_graph
+from ._memory import (
+    get_peak_memory_budget,
+    peak_memory_budget,
+    set_peak_memory_budget,
+    simulate_memory,
+)
 from ._import import import_graph, import_result
 from ._targets import resolve_target, target_name
 
@@ -46,4 +57,9 @@ __all__ = [
     "save_capture",
     "target_name",
     "resolve_target",
+    "simulate_memory",
+    "peak_memory_budget",
+    "set_peak_memory_budget",
+    "get_peak_memory_budget",
+    "RematHazardWarning",
 ]

@@ -33,6 +33,7 @@ import remat
 from . import _custom, _trace
 from ._export import export_joint_graph
 from ._import import import_result
+from ._memory import get_peak_memory_budget
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ def options_from_torch(**overrides: Any) -> dict:
     opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
     opts["activation_quantization"] = (
         inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass") is not None)
+    # remat's own setting (remat.torch.peak_memory_budget), not torch's config.
+    opts["peak_memory_budget"] = get_peak_memory_budget()
     opts.update(overrides)
     return opts
 
@@ -164,10 +167,29 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
         by_name = {n.name: n for n in joint_module.graph.nodes}
         for name in result.get("forced_must_save", []):
             by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+        for hazard in result.get("hazards", ()):
+            warnings.warn(_hazard_message(hazard), RematHazardWarning, stacklevel=3)
         fw, bw = import_result(result, joint_module, handles)
         # The logs and structured-trace artifacts torch emits for this graph.
         _trace.after_partition(joint_module, doc, opts, result, fw, bw)
     return Partition(fw, bw, result)
+
+
+class RematHazardWarning(UserWarning):
+    """A partition (torch's own, kept for parity) reads an input mutated before the backward."""
+
+
+def _hazard_message(h: dict) -> str:
+    when = (f"in place by '{h['mutated_by']}'" if h.get("mutated_by")
+            else "after the forward returns (AOTAutograd's input mutation)")
+    saved = (f"its input '{h['input']}'" if h["saved"] == h["input"]
+             else f"'{h['saved']}', an alias of its input '{h['input']}',")
+    readers = ", ".join(f"'{r}'" for r in h.get("readers", ()))
+    return (f"remat: the plan saves {saved} for the backward, but '{h['input']}' is mutated {when} "
+            f"before the backward reads it" + (f" in {readers}" if readers else "")
+            + "; the backward may fail (\"modified by an inplace operation\") or read the new "
+            "values. torch's partitioner makes the same plan; a remat peak memory budget "
+            "(remat.torch.peak_memory_budget) never does.")
 
 
 def min_cut_rematerialization_partition(

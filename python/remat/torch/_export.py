@@ -495,7 +495,29 @@ def export_joint_graph(
         if subgraphs:
             doc["ops"] = list(ex.ops.values())  # the bodies' ops too
             doc["subgraphs"] = subgraphs
+    mutated = _mutated_inputs(graph)
+    if mutated:
+        doc["mutated_inputs"] = mutated
     return orjson.dumps(doc) if as_json else doc
+
+
+def _mutated_inputs(graph: fx.Graph) -> list[str]:
+    """Placeholders AOTAutograd's runtime mutates after the forward returns.
+
+    The joint graph returns the new value of such an input as an output whose
+    descriptor (output node meta["desc"]) is an InputMutationAOTOutput naming
+    the input's descriptor (placeholder meta["desc"]).
+    """
+    from torch._functorch._aot_autograd.descriptors import InputMutationAOTOutput
+
+    outputs = list(graph.find_nodes(op="output"))
+    if not outputs:
+        return []
+    descs = outputs[0].meta.get("desc") or ()
+    mutated = [d.mutated_input for d in descs if isinstance(d, InputMutationAOTOutput)]
+    if not mutated:
+        return []
+    return [n.name for n in graph.find_nodes(op="placeholder") if n.meta.get("desc") in mutated]
 
 
 def export_graph_nodes(graph: fx.Graph, *, handles: Optional[list] = None) -> tuple[list, list]:

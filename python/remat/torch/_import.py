@@ -106,12 +106,30 @@ class _Decoder:
         raise ValueError(f"remat: not a format-v1 argument: {a!r}")
 
 
-_fake_mode = None
+_own_fake_mode = None
 
 
-def _fake_tensor(v: dict) -> Any:
-    """A fake tensor for a static-shaped tensor VALUE; None when shapes are symbolic."""
-    global _fake_mode
+def _joint_fake_mode(joint_gm: Optional[fx.GraphModule]) -> Any:
+    """The FakeTensorMode of the joint graph's values, or None.
+
+    Values remat makes for nodes the joint graph lacks (a rewrite's RNG
+    state, say) must live in the same mode: inductor refuses to mix two
+    ("Mixing fake modes NYI")."""
+    if joint_gm is None:
+        return None
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for node in joint_gm.graph.find_nodes(op="placeholder"):
+        val = node.meta.get("val")
+        if isinstance(val, FakeTensor):
+            return val.fake_mode
+    return None
+
+
+def _fake_tensor(v: dict, fake_mode: Any) -> Any:
+    """A fake tensor for a static-shaped tensor VALUE, made in `fake_mode`
+    (remat's own when None); None when shapes are symbolic."""
+    global _own_fake_mode
     shape = v.get("shape", [])
     stride = v.get("stride")
     if not all(isinstance(d, int) for d in shape) or (
@@ -121,22 +139,24 @@ def _fake_tensor(v: dict) -> Any:
     dtype = getattr(torch, v["dtype"], None)
     if not isinstance(dtype, torch.dtype):
         return None
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    if fake_mode is None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
 
-    if _fake_mode is None:
-        _fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-    with _fake_mode:
+        if _own_fake_mode is None:
+            _own_fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        fake_mode = _own_fake_mode
+    with fake_mode:
         if stride is None:
             return torch.empty(shape, dtype=dtype, device=v.get("device", "cpu"))
         return torch.empty_strided(shape, stride, dtype=dtype, device=v.get("device", "cpu"))
 
 
-def _value(v: dict) -> Any:
+def _value(v: dict, fake_mode: Any = None) -> Any:
     kind = v.get("kind")
     if kind == "tensor":
-        return _fake_tensor(v)
+        return _fake_tensor(v, fake_mode)
     if kind == "sequence":
-        items = [_value(x) for x in v["items"]]
+        items = [_value(x, fake_mode) for x in v["items"]]
         # All or nothing: a partial list would misstate the value's size.
         if any(x is None and it.get("kind") != "none" for x, it in zip(items, v["items"])):
             return None
@@ -157,7 +177,7 @@ def _value(v: dict) -> Any:
     return None
 
 
-def _meta_from_doc(nd: dict) -> dict:
+def _meta_from_doc(nd: dict, fake_mode: Any = None) -> dict:
     from torch.utils.checkpoint import CheckpointPolicy
 
     meta: dict[str, Any] = {}
@@ -172,7 +192,7 @@ def _meta_from_doc(nd: dict) -> dict:
         meta["custom"] = {"_region_activation_memory_budget": m["region_memory_budget"]}
     if "val" in nd:
         meta["remat_val"] = nd["val"]
-        val = _value(nd["val"])
+        val = _value(nd["val"], fake_mode)
         if val is not None or nd["val"].get("kind") == "none":
             meta["val"] = val
     if nd.get("tensor_meta"):
@@ -204,6 +224,7 @@ def _build_graph(
     fresh graph has no owning module, hence no create-node hooks).
     """
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
+    fake_mode = _joint_fake_mode(joint_gm)
     graph = fx.Graph()
     create_name = graph._graph_namespace.create_name
     associate = graph._graph_namespace.associate_name_with_obj
@@ -253,7 +274,7 @@ def _build_graph(
         elif src is not None and op != "output":
             _set_attr(node, "meta", copy.copy(src.meta))
         elif op != "output":
-            _set_attr(node, "meta", _meta_from_doc(nd))
+            _set_attr(node, "meta", _meta_from_doc(nd, fake_mode))
     return graph
 
 

@@ -1,0 +1,285 @@
+// memory/peak_budget.cc — solve_peak_budget (memory/peak_budget.h).
+//
+// Plans are cut and built one at a time, in the list's order, and the first
+// that fits is returned; a plan whose lower bound (inputs plus what its saved
+// values allocate) exceeds the limit is set aside unbuilt, since it cannot
+// fit. Only the smallest-peak plan so far is kept, for the repair path.
+#include "memory/peak_budget.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "memory/bytes.h"
+#include "remat/error.h"
+
+namespace remat {
+namespace {
+
+std::string human(int64_t b) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, kUnits[u]);
+}
+
+// How to cut a plan again, and what it is called.
+struct Recipe {
+  std::string label;
+  MinCutOptions options;
+  CutOverrides overrides;
+};
+
+struct Built {
+  Recipe recipe;
+  PartitionResult result;
+};
+
+class Search {
+ public:
+  Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats)
+      : ctx_(ctx), limit_(limit), build_(build), stats_(stats) {
+    const Graph& g = ctx.graph;
+    for (NodeId p = 0; p < g.size(); ++p) {
+      const NodeId j = g.node(p).origin;
+      if (j == kNoNode || j == kCreatedNode) continue;
+      if (j >= prepared_of_.size()) prepared_of_.resize(j + 1, kNoNode);
+      prepared_of_[j] = p;
+    }
+    for (NodeId n : ctx.info.inputs) inputs_bytes_ += own_bytes(n, /*fresh_only=*/false);
+  }
+
+  PartitionResult run() {
+    BudgetPlanList list(ctx_, kPeakSearchBudgets);
+    std::vector<BudgetPlan> skipped;  // cannot fit: built only if nothing fits
+    while (std::optional<BudgetPlan> plan = list.next()) {
+      if (lower_bound(plan->saved) > limit_) {
+        skipped.push_back(std::move(*plan));
+        continue;
+      }
+      if (std::optional<Built> fit = evaluate(*plan)) return finish(std::move(*fit));
+    }
+    // Nothing fits: the repair path starts from the smallest peak of all.
+    for (const BudgetPlan& plan : skipped) evaluate(plan);
+    return repair_path();
+  }
+
+ private:
+  // Builds a plan, then its hazard repairs while it has hazards; returns
+  // the first hazard-free one that fits.
+  std::optional<Built> evaluate(const BudgetPlan& plan) {
+    Recipe recipe{plan.label, plan.options, plan.overrides};
+    Built b = make(recipe, plan.saved, plan.from_cut ? &plan.cut : nullptr);
+    for (int round = 0;; ++round) {
+      const std::vector<NodeId> readers = hazard_readers(b.result);
+      if (readers.empty() && b.result.memory.peak_bytes <= limit_) return b;
+      offer(std::move(b));
+      if (readers.empty() || !plan.from_cut || round == 3) return std::nullopt;
+      std::optional<Built> fixed = without_hazards(recipe, readers);
+      if (!fixed) return std::nullopt;
+      recipe = fixed->recipe;
+      b = std::move(*fixed);
+    }
+  }
+
+  // The bytes of node n's own storages: all its tensors, or (fresh_only)
+  // those the simulator allocates rather than aliases to an input of n.
+  int64_t own_bytes(NodeId n, bool fresh_only) const {
+    const Graph& g = ctx_.graph;
+    const auto tensors = g.tensors(n);
+    int64_t total = 0;
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const int64_t sid = tensors[k].storage;
+      if (sid < 0 && fresh_only) continue;
+      bool aliased = false;
+      for (size_t j = 0; j < k && sid >= 0; ++j) aliased = aliased || tensors[j].storage == sid;
+      if (fresh_only)
+        for (NodeId in : g.inputs(n))
+          for (const TensorMeta& t : g.tensors(in)) aliased = aliased || t.storage == sid;
+      if (!aliased) total += memory::allocation_bytes(g, tensors[k]);
+    }
+    return total;
+  }
+
+  // A lower bound of a saved set's peak, from the prepared graph alone: the
+  // forward's inputs and the storages the saved values allocate, all alive
+  // when the forward returns. Values that may alias another storage (views,
+  // getitems, in-place ops) are left out.
+  int64_t lower_bound(const std::vector<NodeId>& saved) const {
+    const Graph& g = ctx_.graph;
+    int64_t total = inputs_bytes_;
+    for (NodeId n : saved) {
+      if (g.node(n).kind != NodeKind::kCallFunction) continue;
+      const OpInfo* op = g.op(n);
+      if (op == nullptr || op->kind != OpKind::kOverload || op->is_view || op->is_mutable) continue;
+      total += own_bytes(n, /*fresh_only=*/true);
+    }
+    return total;
+  }
+
+  // Builds and measures a plan.
+  Built make(const Recipe& recipe, const std::vector<NodeId>& saved, const MinCutResult* cut) {
+    if (stats_) ++stats_->candidates;
+    std::vector<NodeId> key = saved;
+    std::sort(key.begin(), key.end());
+    tried_.insert(std::move(key));
+    return {recipe, build_(saved, cut)};
+  }
+
+  // Cuts the recipe; nullopt when the cut is infinite or repeats a plan.
+  std::optional<Built> cut_and_make(const Recipe& recipe) {
+    MinCutResult cut;
+    try {
+      cut = solve_min_cut(ctx_, recipe.options, recipe.overrides);
+    } catch (const NoFiniteCutError&) {
+      return std::nullopt;
+    }
+    std::vector<NodeId> key = cut.saved_values;
+    std::sort(key.begin(), key.end());
+    if (tried_.count(key) != 0) return std::nullopt;
+    return make(recipe, cut.saved_values, &cut);
+  }
+
+  NodeId prepared(NodeId joint) const {
+    return joint < prepared_of_.size() ? prepared_of_[joint] : kNoNode;
+  }
+
+  // The prepared ids of the backward nodes reading a hazard's saved value.
+  std::vector<NodeId> hazard_readers(const PartitionResult& r) const {
+    std::vector<NodeId> out;
+    for (const MutationHazard& h : r.hazards)
+      for (NodeId reader : h.readers) out.push_back(prepared(r.backward.node(reader).origin));
+    return out;
+  }
+
+  // The recipe with the backward readers of every hazard banned.
+  std::optional<Built> without_hazards(const Recipe& recipe, const std::vector<NodeId>& readers) {
+    Recipe fixed = recipe;
+    fixed.label += " (hazard repair)";
+    std::vector<uint8_t>& ban = fixed.overrides.ban;
+    if (ban.empty()) ban.assign(ctx_.graph.size(), 0);
+    bool changed = false;
+    for (NodeId p : readers) {
+      if (p == kNoNode || ban[p]) continue;
+      ban[p] = 1;
+      changed = true;
+    }
+    if (!changed) return std::nullopt;
+    return cut_and_make(fixed);
+  }
+
+  // Keeps a hazard-free plan that did not fit if it has the smallest peak so
+  // far: the repair path starts there.
+  void offer(Built b) {
+    if (!b.result.hazards.empty()) return;
+    const int64_t peak = b.result.memory.peak_bytes;
+    if (smallest_ && peak >= smallest_peak_) return;
+    smallest_peak_ = peak;
+    smallest_label_ = b.recipe.label;
+    smallest_ = std::move(b);
+  }
+
+  // Moves from the storages alive at the peak of `from`, largest first.
+  std::vector<Recipe> moves(const Built& from) {
+    const PartitionResult& r = from.result;
+    std::vector<Recipe> out;
+    std::set<std::pair<int, NodeId>> seen;
+    for (const LiveStorage& s : r.memory.at_peak) {
+      if (static_cast<int>(out.size()) == kRepairMoves) break;
+      const Graph& g = s.pass == Pass::kForward ? r.forward : r.backward;
+      const NodeId joint = g.node(s.node).origin;
+      if (joint >= r.decisions.size()) continue;
+      const NodeId p = prepared(joint);
+      if (p == kNoNode || ctx_.graph.node(p).kind != NodeKind::kCallFunction) continue;
+      const NodeDecision::Where where = r.decisions[joint].where;
+      Recipe next = from.recipe;
+      if (s.pass == Pass::kForward && where == NodeDecision::Where::kSaved) {
+        if (!seen.insert({0, p}).second) continue;
+        std::vector<uint8_t>& v = next.overrides.recompute;
+        if (v.empty()) v.assign(ctx_.graph.size(), 0);
+        if (v[p]) continue;
+        v[p] = 1;
+        if (!next.overrides.ban.empty()) next.overrides.ban[p] = 0;
+        next.label += fmt::format(", recompute {}", ctx_.graph.name(p));
+      } else if (s.pass == Pass::kBackward && where == NodeDecision::Where::kRecomputed) {
+        if (!seen.insert({1, p}).second) continue;
+        std::vector<uint8_t>& v = next.overrides.ban;
+        if (v.empty()) v.assign(ctx_.graph.size(), 0);
+        if (v[p]) continue;
+        v[p] = 1;
+        if (!next.overrides.recompute.empty()) next.overrides.recompute[p] = 0;
+        next.label += fmt::format(", save {}", ctx_.graph.name(p));
+      } else {
+        continue;
+      }
+      out.push_back(std::move(next));
+    }
+    return out;
+  }
+
+  PartitionResult repair_path() {
+    if (!smallest_) unreachable();
+    Built current = std::move(*smallest_);
+    for (int step = 0; step < kRepairSteps; ++step) {
+      std::optional<Built> best;
+      for (const Recipe& m : moves(current)) {
+        std::optional<Built> b = cut_and_make(m);
+        if (!b || !b->result.hazards.empty()) continue;
+        if (!best || b->result.memory.peak_bytes < best->result.memory.peak_bytes) best = std::move(b);
+      }
+      if (!best || best->result.memory.peak_bytes >= current.result.memory.peak_bytes) break;
+      current = std::move(*best);
+      if (current.result.memory.peak_bytes < smallest_peak_) {
+        smallest_peak_ = current.result.memory.peak_bytes;
+        smallest_label_ = current.recipe.label;
+      }
+      if (current.result.memory.peak_bytes <= limit_) return finish(std::move(current));
+    }
+    unreachable();
+  }
+
+  [[noreturn]] void unreachable() const {
+    if (smallest_peak_ < 0)
+      throw Error(ErrorCode::kBudgetUnreachable,
+                  fmt::format("peak_memory_budget: no plan fits {} ({} bytes): every plan tried "
+                              "saves a value that aliases an input the step mutates",
+                              human(limit_), limit_));
+    throw Error(ErrorCode::kBudgetUnreachable,
+                fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
+                            "reachable peak is {} ({} bytes), with the plan '{}'",
+                            human(limit_), limit_, human(smallest_peak_), smallest_peak_,
+                            smallest_label_));
+  }
+
+  PartitionResult finish(Built b) {
+    if (stats_) stats_->chosen = b.recipe.label;
+    return std::move(b.result);
+  }
+
+  const DecideContext& ctx_;
+  const int64_t limit_;
+  const PlanBuilder& build_;
+  PeakSearchStats* stats_;
+  std::vector<NodeId> prepared_of_;  // joint id -> prepared id
+  std::set<std::vector<NodeId>> tried_;  // sorted saved sets built so far
+  int64_t inputs_bytes_ = 0;             // the forward's inputs (lower_bound)
+  std::optional<Built> smallest_;
+  int64_t smallest_peak_ = -1;
+  std::string smallest_label_;
+};
+
+}  // namespace
+
+PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
+                                  PeakSearchStats* stats) {
+  return Search(ctx, limit, build, stats).run();
+}
+
+}  // namespace remat

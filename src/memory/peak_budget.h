@@ -1,0 +1,62 @@
+// memory/peak_budget.h — stage 3 (decide) under a peak memory limit: the
+// plan with the least estimated recompute runtime whose simulated peak fits.
+//
+// Contract (PartitionOptions::peak_memory_budget):
+//  * Candidates, in an order fixed before the limit is read: BudgetPlanList
+//    (decide.h) for activation budgets 1, the two aggressive tiers, the
+//    knapsack at kPeakSearchBudgets and 0, which is torch's own order of
+//    increasing estimated recompute runtime; a plan whose simulation shows a
+//    mutation hazard is followed by its repair (the backward nodes reading
+//    the mutated input banned from recomputation, so their results are
+//    saved instead), repeated while hazards remain (at most 3 times).
+//  * Each candidate is built (`build`: extraction and rewrites as the
+//    pipeline does them, then memory/plan.h) and simulated, in order; the
+//    answer is the first hazard-free candidate whose peak fits: the least
+//    estimated recompute runtime that fits. A candidate is not built when a
+//    lower bound of its peak (the forward's inputs plus the storages its
+//    saved values allocate, all alive when the forward returns) exceeds the
+//    limit, since it cannot fit.
+//  * When none fits: a repair path, also fixed before the limit is read,
+//    starts from the hazard-free candidate with the smallest peak; each step
+//    tries the largest storages alive at the peak (up to kRepairMoves of
+//    them): a saved forward value is recomputed instead, a value the
+//    backward recomputes is saved instead; the step keeps the hazard-free
+//    result with the smallest peak, and the path ends when a step gains
+//    nothing or after kRepairSteps steps. The answer is the first state of
+//    the path that fits.
+//  * Otherwise Error(kBudgetUnreachable) naming the limit and the smallest
+//    peak any hazard-free candidate or path state reached.
+// Because the answer is the first fitting plan in one fixed order, a
+// smaller limit never gives a plan with a higher peak (monotone). Cost: one
+// cut and one build per candidate reached; a limit the runtime-optimized
+// plan meets costs about one plain partition.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "decide/decide.h"
+#include "remat/partition.h"
+
+namespace remat {
+
+inline constexpr double kPeakSearchBudgets[] = {0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125};
+inline constexpr int kRepairMoves = 3;
+inline constexpr int kRepairSteps = 6;
+
+// Builds the partition for a saved set (ids of ctx.graph) chosen by `cut`
+// (null when no cut chose it) and measures it (memory/plan.h).
+using PlanBuilder =
+    std::function<PartitionResult(const std::vector<NodeId>& saved, const MinCutResult* cut)>;
+
+struct PeakSearchStats {
+  int candidates = 0;    // plans built and simulated, repairs included
+  std::string chosen;    // the label of the plan returned
+};
+
+PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
+                                  PeakSearchStats* stats = nullptr);
+
+}  // namespace remat

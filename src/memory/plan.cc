@@ -1,0 +1,44 @@
+// memory/plan.cc — measure_plan (memory/plan.h).
+#include "memory/plan.h"
+
+#include "budget/flops.h"
+#include "remat/error.h"
+
+namespace remat {
+
+std::vector<NodeId> forward_inputs_of(const PartitionResult& r, const std::vector<NodeId>& joint_ids) {
+  std::vector<NodeId> out;
+  if (joint_ids.empty()) return out;
+  std::vector<uint8_t> wanted;
+  for (NodeId j : joint_ids) {
+    if (j >= wanted.size()) wanted.resize(j + 1, 0);
+    wanted[j] = 1;
+  }
+  for (NodeId n = 0; n < r.forward.size(); ++n) {
+    const Node& node = r.forward.node(n);
+    if (node.kind == NodeKind::kPlaceholder && node.origin < wanted.size() && wanted[node.origin])
+      out.push_back(n);
+  }
+  return out;
+}
+
+void measure_plan(const JointGraph& joint, const PartitionOptions& options, PartitionResult& r) {
+  r.memory = simulate_memory(r.forward, r.backward, r.num_fwd_outputs);
+  r.hazards = find_mutation_hazards(r.forward, r.backward, r.num_fwd_outputs,
+                                    forward_inputs_of(r, joint.mutated_inputs));
+  const std::string& name = options.activation_memory_budget_runtime_estimator;
+  const bool own = name == "custom" || (name == "profile" && options.profiled_runtimes.empty());
+  const std::string estimator = own ? "flops" : name;
+  double total = 0;
+  for (NodeId id = 0; id < r.decisions.size() && id < joint.graph.size(); ++id) {
+    if (r.decisions[id].where != NodeDecision::Where::kRecomputed) continue;
+    try {
+      total += estimate_runtime(joint.graph, id, estimator, options.profiled_runtimes);
+    } catch (const Error&) {
+      total += 1;  // a shape torch's flop formula rejects: priced as a pointwise op
+    }
+  }
+  r.recompute_runtime = total;
+}
+
+}  // namespace remat

@@ -1,0 +1,24 @@
+// memory/plan.h — stage 6 (memory): what a finished partition costs when it
+// runs, and what could make it read the wrong data.
+//
+// Contract: measure_plan fills a PartitionResult's `memory`
+// (simulate_memory on its two graphs), `hazards` (find_mutation_hazards,
+// with the joint graph's mutated_inputs) and `recompute_runtime` (the
+// options' runtime estimator summed over the joint nodes decided
+// kRecomputed; a "custom" estimator, a Python hook, and "profile" without
+// measured times are replaced by "flops", so measuring never calls back into
+// the host; a node whose flop formula rejects its shapes counts 1). The peak-memory search
+// (peak_budget.h) is built on it.
+#pragma once
+
+#include "remat/options.h"
+#include "remat/partition.h"
+
+namespace remat {
+
+void measure_plan(const JointGraph& joint, const PartitionOptions& options, PartitionResult& r);
+
+// The forward placeholders of `r` that come from these joint placeholders.
+std::vector<NodeId> forward_inputs_of(const PartitionResult& r, const std::vector<NodeId>& joint_ids);
+
+}  // namespace remat

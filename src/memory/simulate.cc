@@ -1,0 +1,386 @@
+// memory/simulate.cc — the liveness simulation of one training step.
+//
+// Contract: remat/memory.h (simulate_memory). One pass per graph, in node
+// order. Storages are records with a reference count: every node holding a
+// tensor of the storage counts once, from the moment it runs until FX code
+// would release it; inputs, constants, the caller's outputs and gradients are
+// pinned instead. Each record remembers when it was allocated and released,
+// so the storages alive at the peak are found without a second pass.
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+
+#include "analyze/analyze.h"
+#include "memory/bytes.h"
+#include "memory/link.h"
+#include "remat/error.h"
+#include "remat/memory.h"
+
+namespace remat {
+namespace {
+
+using memory::allocation_bytes;
+
+constexpr uint32_t kNever = std::numeric_limits<uint32_t>::max();
+constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
+
+bool is_getitem(const Graph& g, NodeId n) {
+  const OpInfo* op = g.op(n);
+  return op != nullptr && g.str(op->name) == "operator.getitem";
+}
+
+// The getitem's index argument, or -1.
+int64_t getitem_index(const Graph& g, NodeId n) {
+  const Node& node = g.node(n);
+  if (node.args == kNoArg) return -1;
+  const std::vector<ArgId> args = g.children(node.args);
+  if (args.size() < 2 || g.arg(args[1]).kind != ArgKind::kInt) return -1;
+  return g.arg(args[1]).i;
+}
+
+// The first positional argument, when it is a node.
+NodeId first_arg_node(const Graph& g, NodeId n) {
+  const Node& node = g.node(n);
+  if (node.args == kNoArg || g.arg(node.args).span < 2) return kNoNode;
+  const Arg& a = g.arg(node.args + 1);
+  return a.kind == ArgKind::kNode ? a.id : kNoNode;
+}
+
+class Simulator {
+ public:
+  MemoryProfile run(const Graph& fw, const Graph& bw, int num_fwd_outputs) {
+    const memory::ForwardOutputs outs = memory::forward_outputs(fw, num_fwd_outputs);
+    const std::vector<NodeId> link = memory::link_backward_inputs(fw, bw, outs);
+    prof_.forward_timeline.reserve(fw.size());
+    prof_.backward_timeline.reserve(bw.size());
+
+    // Constants of both graphs live as long as their modules: all step.
+    GraphState f(fw, Pass::kForward), b(bw, Pass::kBackward);
+    pin_constants(f);
+    pin_constants(b);
+
+    run_graph(f, nullptr, nullptr, nullptr);
+    // The caller keeps the outputs; the saved values wait for the backward.
+    for (NodeId o : outs.outputs)
+      if (o != kNoNode) for_each_storage(f, o, [&](uint32_t s) { st_[s].pinned = true; });
+    prof_.between_bytes = live_;
+    run_graph(b, &f, &link, &outs.saved);
+    for (NodeId r : returned(bw))
+      if (r != kNoNode) for_each_storage(b, r, [&](uint32_t s) { st_[s].pinned = true; });
+    finish_at_peak();
+    return std::move(prof_);
+  }
+
+ private:
+  struct Storage {
+    int64_t bytes = 0;
+    int32_t refs = 0;
+    bool pinned = false;
+    Pass pass = Pass::kForward;
+    NodeId owner = kNoNode;
+    uint32_t born = 0;       // the instant it was allocated
+    uint32_t died = kNever;  // the first instant it is no longer alive
+  };
+
+  // Per graph: each node's storage records (one per tensor, -1 where it has
+  // none).
+  struct GraphState {
+    const Graph& g;
+    Pass pass;
+    std::vector<uint32_t> first;  // node -> index of its first tensor in `storage`
+    std::vector<int64_t> storage; // per tensor: storage record, or -1
+    // Value-less nodes -> (storage id, record) of the results their getitems
+    // hold (see assign_computed).
+    std::unordered_map<NodeId, std::vector<std::pair<int64_t, uint32_t>>> adopted;
+    GraphState(const Graph& graph, Pass p) : g(graph), pass(p), first(graph.size() + 1, 0) {
+      uint32_t total = 0;
+      for (NodeId n = 0; n < graph.size(); ++n) {
+        first[n] = total;
+        total += graph.node(n).tensors_count;
+      }
+      first[graph.size()] = total;
+      storage.assign(total, -1);
+    }
+  };
+
+  template <typename F>
+  void for_each_storage(const GraphState& s, NodeId n, F&& f) {
+    if (!s.adopted.empty()) {
+      auto it = s.adopted.find(n);
+      if (it != s.adopted.end()) {
+        for (const auto& [sid, rec] : it->second) f(rec);
+        return;
+      }
+    }
+    // A node with two tensors in one storage holds it once.
+    for (uint32_t i = s.first[n]; i < s.first[n + 1]; ++i) {
+      const int64_t id = s.storage[i];
+      if (id < 0) continue;
+      bool seen = false;
+      for (uint32_t j = s.first[n]; j < i; ++j) seen = seen || s.storage[j] == id;
+      if (!seen) f(static_cast<uint32_t>(id));
+    }
+  }
+
+  uint32_t allocate(int64_t bytes, Pass pass, NodeId owner) {
+    Storage s;
+    s.bytes = bytes;
+    s.pass = pass;
+    s.owner = owner;
+    s.born = instant_;
+    st_.push_back(s);
+    live_ = live_ > kMaxBytes - bytes ? kMaxBytes : live_ + bytes;
+    return static_cast<uint32_t>(st_.size() - 1);
+  }
+
+  void hold(const GraphState& s, NodeId n) {
+    for_each_storage(s, n, [&](uint32_t id) { ++st_[id].refs; });
+  }
+
+  void release(const GraphState& s, NodeId n) {
+    for_each_storage(s, n, [&](uint32_t id) {
+      Storage& st = st_[id];
+      if (--st.refs == 0 && !st.pinned && st.died == kNever) {
+        live_ -= st.bytes;
+        st.died = instant_ + 1;
+      }
+    });
+  }
+
+  void pin_constants(GraphState& s) {
+    for (NodeId n = 0; n < s.g.size(); ++n) {
+      if (s.g.node(n).kind != NodeKind::kGetAttr) continue;
+      assign_fresh(s, n);
+      for_each_storage(s, n, [&](uint32_t id) {
+        st_[id].pinned = true;
+        prof_.inputs_bytes += st_[id].bytes;
+      });
+    }
+  }
+
+  // Every tensor of n a storage of its own (inputs, constants, tangents).
+  void assign_fresh(GraphState& s, NodeId n) {
+    const auto tensors = s.g.tensors(n);
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const int64_t sid = tensors[k].storage;
+      int64_t rec = -1;
+      for (size_t j = 0; j < k && sid >= 0; ++j)
+        if (tensors[j].storage == sid) rec = s.storage[s.first[n] + j];
+      if (rec < 0) rec = allocate(allocation_bytes(s.g, tensors[k]), s.pass, n);
+      s.storage[s.first[n] + k] = rec;
+    }
+  }
+
+  // The storage record a tensor `t` of node n shares with one of its inputs,
+  // or -1 for a fresh allocation. Equal storage ids say so; when they do not
+  // (CSE merged the producer; a graph without storage ids), a getitem still
+  // picks its element, a view aliases its first input, and a mutable op with
+  // one result returns its first argument.
+  int64_t aliased(const GraphState& s, NodeId n, const TensorMeta& t) const {
+    const Graph& g = s.g;
+    const auto inputs = g.inputs(n);
+    if (t.storage >= 0) {
+      for (NodeId in : inputs) {
+        const auto its = g.tensors(in);
+        for (size_t j = 0; j < its.size(); ++j)
+          if (its[j].storage == t.storage && s.storage[s.first[in] + j] >= 0)
+            return s.storage[s.first[in] + j];
+        auto adopted = s.adopted.find(in);
+        if (adopted != s.adopted.end())
+          for (const auto& [sid, rec] : adopted->second)
+            if (sid == t.storage) return rec;
+      }
+    }
+    if (inputs.empty()) return -1;
+    const NodeId in = inputs[0];
+    if (is_getitem(g, n)) {
+      const int64_t index = getitem_index(g, n);
+      const auto its = g.tensors(in);
+      for (size_t j = 0; j < its.size(); ++j)
+        if (its[j].index == index) return s.storage[s.first[in] + j];
+      return -1;
+    }
+    const OpInfo* op = g.op(n);
+    if (op == nullptr || op->kind != OpKind::kOverload) return -1;
+    if (op->is_view || (op->is_mutable && op->num_returns == 1)) {
+      const NodeId first = first_arg_node(g, n);
+      if (first != kNoNode && s.first[first] < s.first[first + 1]) return s.storage[s.first[first]];
+    }
+    return -1;
+  }
+
+  // A computed node's tensors: aliases of its inputs' storages, fresh
+  // allocations otherwise. A node without a value (a higher-order op such as
+  // run_with_rng_state) allocates what its getitems hold: its result exists
+  // as soon as it runs.
+  void assign_computed(GraphState& s, NodeId n) {
+    const Graph& g = s.g;
+    const auto tensors = g.tensors(n);
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const TensorMeta& t = tensors[k];
+      int64_t rec = aliased(s, n, t);
+      for (size_t j = 0; j < k && rec < 0 && t.storage >= 0; ++j)
+        if (tensors[j].storage == t.storage) rec = s.storage[s.first[n] + j];
+      if (rec < 0) rec = allocate(allocation_bytes(g, t), s.pass, n);
+      s.storage[s.first[n] + k] = rec;
+    }
+    if (tensors.empty() && g.node(n).value == ValueKind::kMissing) adopt_getitem_results(s, n);
+  }
+
+  void adopt_getitem_results(GraphState& s, NodeId n) {
+    const Graph& g = s.g;
+    std::vector<std::pair<int64_t, uint32_t>> adopted;
+    for (NodeId user : g.users(n)) {
+      if (!is_getitem(g, user)) continue;
+      for (const TensorMeta& t : g.tensors(user)) {
+        if (t.storage >= 0) {
+          bool known = false;
+          for (const auto& [sid, rec] : adopted) known = known || sid == t.storage;
+          if (known || aliased_input_storage(s, n, t.storage) >= 0) continue;
+        }
+        adopted.emplace_back(t.storage, allocate(allocation_bytes(g, t), s.pass, n));
+      }
+    }
+    if (!adopted.empty()) s.adopted.emplace(n, std::move(adopted));
+  }
+
+  // The record of an input of n holding storage id `sid`, or -1.
+  int64_t aliased_input_storage(const GraphState& s, NodeId n, int64_t sid) const {
+    for (NodeId in : s.g.inputs(n)) {
+      const auto its = s.g.tensors(in);
+      for (size_t j = 0; j < its.size(); ++j)
+        if (its[j].storage == sid && s.storage[s.first[in] + j] >= 0) return s.storage[s.first[in] + j];
+    }
+    return -1;
+  }
+
+  static std::vector<NodeId> returned(const Graph& g) {
+    return split_outputs(g, 0).bwd;
+  }
+
+  void record(const GraphState& s, NodeId n) {
+    (s.pass == Pass::kForward ? prof_.forward_timeline : prof_.backward_timeline).push_back(live_);
+    int64_t& pass_peak =
+        s.pass == Pass::kForward ? prof_.forward_peak_bytes : prof_.backward_peak_bytes;
+    pass_peak = std::max(pass_peak, live_);
+    if (live_ > prof_.peak_bytes || prof_.peak_node == kNoNode) {
+      peak_instant_ = instant_;
+      prof_.peak_bytes = live_;
+      prof_.peak_pass = s.pass;
+      prof_.peak_node = n;
+    }
+    ++instant_;
+  }
+
+  // Runs one graph. For the backward, `fw`, `link` and `fw_saved` say which
+  // placeholders receive which saved values.
+  void run_graph(GraphState& s, GraphState* fw, const std::vector<NodeId>* link,
+                 const std::vector<NodeId>* fw_saved) {
+    const Graph& g = s.g;
+    const size_t n = g.size();
+    // release_after: node -> values whose last use it is (CSR).
+    std::vector<uint32_t> count(n + 1, 0);
+    auto last_user = [&](NodeId v) -> NodeId {
+      const auto users = g.users(v);
+      if (!users.empty()) return users.back();
+      return g.node(v).kind == NodeKind::kPlaceholder ? kNoNode : v;
+    };
+    for (NodeId v = 0; v < n; ++v) {
+      if (g.node(v).kind == NodeKind::kOutput) continue;
+      const NodeId u = last_user(v);
+      if (u != kNoNode && g.node(u).kind != NodeKind::kOutput) ++count[u + 1];
+    }
+    for (size_t i = 0; i < n; ++i) count[i + 1] += count[i];
+    std::vector<NodeId> released(count[n]);
+    std::vector<uint32_t> fill(count.begin(), count.end() - 1);
+    for (NodeId v = 0; v < n; ++v) {
+      if (g.node(v).kind == NodeKind::kOutput) continue;
+      const NodeId u = last_user(v);
+      if (u != kNoNode && g.node(u).kind != NodeKind::kOutput) released[fill[u]++] = v;
+    }
+
+    // The backward's saved inputs: its placeholders take over the forward's
+    // storages before anything else happens, and the runtime's own
+    // references (ctx, the arguments list) go.
+    if (fw != nullptr) {
+      for (NodeId v = 0; v < n; ++v) {
+        if (g.node(v).kind != NodeKind::kPlaceholder || (*link)[v] == kNoNode) continue;
+        const NodeId from = (*link)[v];
+        const auto ts = g.tensors(v);
+        const uint32_t avail = fw->first[from + 1] - fw->first[from];
+        for (size_t k = 0; k < ts.size(); ++k)
+          s.storage[s.first[v] + k] = k < avail ? fw->storage[fw->first[from] + k]
+                                                : allocate(allocation_bytes(g, ts[k]), s.pass, v);
+        hold(s, v);
+      }
+      std::vector<NodeId> saved = *fw_saved;
+      std::sort(saved.begin(), saved.end());
+      saved.erase(std::unique(saved.begin(), saved.end()), saved.end());
+      for (NodeId from : saved)
+        if (from != kNoNode) release(*fw, from);
+    }
+    for (NodeId v = 0; v < n; ++v) {
+      const Node& node = g.node(v);
+      switch (node.kind) {
+        case NodeKind::kPlaceholder:
+          if (link != nullptr && (*link)[v] != kNoNode) break;  // held above
+          assign_fresh(s, v);
+          if (s.pass == Pass::kForward)
+            for_each_storage(s, v, [&](uint32_t id) {
+              if (!st_[id].pinned) prof_.inputs_bytes += st_[id].bytes;
+              st_[id].pinned = true;
+            });
+          hold(s, v);
+          break;
+        case NodeKind::kGetAttr:
+          hold(s, v);  // allocated and pinned before the step
+          break;
+        case NodeKind::kCallFunction:
+          assign_computed(s, v);
+          hold(s, v);
+          break;
+        case NodeKind::kOutput:
+          break;
+      }
+      record(s, v);
+      for (uint32_t i = count[v]; i < count[v + 1]; ++i) release(s, released[i]);
+    }
+    // Returning ends the frame: placeholders nothing used go too.
+    for (NodeId v = 0; v < n; ++v) {
+      const Node& node = g.node(v);
+      if (node.kind == NodeKind::kPlaceholder && g.users(v).empty()) release(s, v);
+    }
+  }
+
+  void finish_at_peak() {
+    for (const Storage& s : st_) {
+      if (s.born <= peak_instant_ && peak_instant_ < s.died && s.bytes > 0)
+        prof_.at_peak.push_back({s.pass, s.owner, s.bytes});
+    }
+    std::stable_sort(prof_.at_peak.begin(), prof_.at_peak.end(),
+                     [](const LiveStorage& a, const LiveStorage& b) {
+                       if (a.bytes != b.bytes) return a.bytes > b.bytes;
+                       if (a.pass != b.pass) return a.pass < b.pass;
+                       return a.node < b.node;
+                     });
+  }
+
+  MemoryProfile prof_;
+  std::vector<Storage> st_;
+
+  int64_t live_ = 0;
+  uint32_t instant_ = 0;
+  uint32_t peak_instant_ = 0;
+};
+
+}  // namespace
+
+MemoryProfile simulate_memory(const Graph& forward, const Graph& backward, int num_fwd_outputs) {
+  return Simulator().run(forward, backward, num_fwd_outputs);
+}
+
+const char* pass_name(Pass p) { return p == Pass::kForward ? "forward" : "backward"; }
+
+}  // namespace remat

@@ -1,0 +1,219 @@
+// tests/cpp/test_peak_budget.cc — PartitionOptions::peak_memory_budget
+// (memory/peak_budget.h): the plan fits, it is torch's own when that fits,
+// nothing fitting is a clear error, and a smaller limit never gives a higher
+// peak, on random MLP-shaped joint graphs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph_fixture.h"
+#include "remat/error.h"
+#include "remat/partition.h"
+
+namespace remat {
+namespace {
+
+using testing::A;
+using testing::Ref;
+using testing::TestGraph;
+
+// A random MLP training step: layers of mm then a chain of 1-3 pointwise
+// ops, their hand-written backward (each pointwise op's derivative reads its
+// forward input, each mm's weight gradient reads the layer input), widths
+// and depths drawn from `seed`.
+JointGraph random_mlp(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+  static const char* kOps[] = {"aten.sin.default", "aten.relu.default", "aten.sigmoid.default",
+                               "aten.exp.default", "aten.tanh.default"};
+  const int64_t batch = 16 << pick(3);
+  const int layers = 2 + pick(3);
+  std::vector<int64_t> width{8 << pick(3)};
+  for (int i = 0; i < layers; ++i) width.push_back(4 << pick(4));
+
+  TestGraph t;
+  std::vector<Ref> weights;
+  Ref x = t.placeholder("primals_1", {batch, width[0]});
+  for (int i = 0; i < layers; ++i)
+    weights.push_back(t.placeholder("primals_" + std::to_string(i + 2), {width[i], width[i + 1]}));
+  struct Layer {
+    Ref input;               // h_i
+    std::vector<Ref> chain;  // inputs of the pointwise ops
+  };
+  std::vector<Layer> fw;
+  Ref h = x;
+  for (int i = 0; i < layers; ++i) {
+    Layer l{h, {}};
+    Ref v = t.call("aten.mm.default", {h, weights[i]}, {batch, width[i + 1]});
+    const int n = 1 + pick(3);
+    for (int k = 0; k < n; ++k) {
+      l.chain.push_back(v);
+      v = t.call(kOps[pick(5)], {v}, {batch, width[i + 1]});
+    }
+    fw.push_back(l);
+    h = v;
+  }
+  Ref tangent = t.placeholder("tangents_1", {batch, width[layers]});
+  Ref g = tangent;
+  std::vector<Ref> grads(layers);
+  for (int i = layers - 1; i >= 0; --i) {
+    for (auto it = fw[i].chain.rbegin(); it != fw[i].chain.rend(); ++it) {
+      Ref d = t.call("aten.cos.default", {*it}, {batch, width[i + 1]});
+      g = t.call("aten.mul.Tensor", {g, d}, {batch, width[i + 1]});
+    }
+    Ref ht = t.call("aten.t.default", {fw[i].input}, {width[i], batch});
+    t.alias(ht, fw[i].input);
+    grads[i] = t.call("aten.mm.default", {ht, g}, {width[i], width[i + 1]});
+    Ref wt = t.call("aten.t.default", {weights[i]}, {width[i + 1], width[i]});
+    t.alias(wt, weights[i]);
+    g = t.call("aten.mm.default", {g, wt}, {batch, width[i]});
+  }
+  std::vector<A> outs{h, g};
+  for (Ref r : grads) outs.push_back(r);
+  t.output({A::tuple(outs)});
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  return j;
+}
+
+PartitionResult with_limit(const JointGraph& j, int64_t limit) {
+  PartitionOptions o;
+  o.peak_memory_budget = limit;
+  return min_cut_rematerialization_partition(j, o);
+}
+
+// The smallest reachable peak, read from the error of an impossible limit.
+int64_t smallest_peak(const JointGraph& j) {
+  try {
+    with_limit(j, 1);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBudgetUnreachable);
+    const std::string msg = e.what();
+    const size_t at = msg.find("reachable peak is ");
+    if (at == std::string::npos) return -1;
+    const size_t open = msg.find('(', at);
+    return std::stoll(msg.substr(open + 1));
+  }
+  ADD_FAILURE() << "a 1-byte limit was met";
+  return -1;
+}
+
+TEST(PeakBudget, ALimitTorchsPlanMeetsGivesTorchsPlan) {
+  const JointGraph j = random_mlp(7);
+  const PartitionResult plain = min_cut_rematerialization_partition(j, PartitionOptions{});
+  const PartitionResult r = with_limit(j, plain.memory.peak_bytes);
+  EXPECT_EQ(r.saved_values, plain.saved_values);
+  EXPECT_EQ(r.memory.peak_bytes, plain.memory.peak_bytes);
+  EXPECT_EQ(r.stages.back().stage, "peak_search");
+}
+
+TEST(PeakBudget, NothingFittingNamesTheSmallestReachablePeak) {
+  const JointGraph j = random_mlp(3);
+  const int64_t smallest = smallest_peak(j);
+  ASSERT_GT(smallest, 0);
+  // It is reachable: that limit is met, exactly.
+  EXPECT_EQ(with_limit(j, smallest).memory.peak_bytes, smallest);
+  try {
+    with_limit(j, smallest - 1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBudgetUnreachable);
+    EXPECT_NE(std::string(e.what()).find(std::to_string(smallest) + " bytes"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(PeakBudget, TheSearchReachesBelowEveryActivationBudget) {
+  for (uint32_t seed = 0; seed < 10; ++seed) {
+    const JointGraph j = random_mlp(seed);
+    const int64_t smallest = smallest_peak(j);
+    for (double b : {1.0, 0.5, 0.2, 0.0}) {
+      PartitionOptions o;
+      o.activation_memory_budget = b;
+      EXPECT_LE(smallest, min_cut_rematerialization_partition(j, o).memory.peak_bytes)
+          << "seed " << seed << " budget " << b;
+    }
+  }
+}
+
+// The property: for limits L1 > L2, peak(plan(L2)) <= peak(plan(L1)), every
+// plan fits its limit, and once nothing fits, nothing smaller fits.
+TEST(PeakBudget, ASmallerLimitNeverGivesAHigherPeak) {
+  int ranged = 0;  // graphs where the search goes below torch's plan
+  for (uint32_t seed = 0; seed < 24; ++seed) {
+    const JointGraph j = random_mlp(100 + seed);
+    const int64_t top = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+    const int64_t bottom = smallest_peak(j);
+    ranged += bottom < top;
+    // Limits around every peak the search can return, plus a sweep.
+    std::vector<int64_t> limits{top + top / 2, top, top - 1, bottom, bottom - 1};
+    for (int k = 1; k < 12; ++k) limits.push_back(bottom + (top - bottom) * k / 12);
+    std::sort(limits.rbegin(), limits.rend());
+    limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
+    int64_t previous = INT64_MAX;
+    bool failed = false;
+    for (int64_t limit : limits) {
+      if (limit <= 0) continue;
+      try {
+        const int64_t peak = with_limit(j, limit).memory.peak_bytes;
+        EXPECT_FALSE(failed) << "seed " << seed << ": limit " << limit << " met after a larger failed";
+        EXPECT_LE(peak, limit) << "seed " << seed;
+        EXPECT_LE(peak, previous) << "seed " << seed << " limit " << limit;
+        previous = peak;
+      } catch (const Error& e) {
+        ASSERT_EQ(e.code(), ErrorCode::kBudgetUnreachable) << e.what();
+        EXPECT_LT(limit, bottom) << "seed " << seed << ": " << e.what();
+        failed = true;
+      }
+    }
+  }
+  EXPECT_GE(ranged, 12) << "too few random graphs leave the search a choice";
+}
+
+// x (an input) times a one-element running statistic the caller updates
+// after the forward: the cheapest cut saves both inputs and recomputes the
+// product in the backward, which then reads the updated statistic.
+JointGraph mutated_statistic() {
+  TestGraph t;
+  Ref x = t.placeholder("primals_1", {64});
+  Ref stat = t.placeholder("primals_2", {1});
+  Ref r = t.call("aten.mul.Tensor", {x, stat}, {64});
+  Ref y = t.call("aten.sin.default", {r}, {64});
+  Ref tangent = t.placeholder("tangents_1", {64});
+  Ref c = t.call("aten.cos.default", {r}, {64});
+  Ref g = t.call("aten.mul.Tensor", {tangent, c}, {64});
+  Ref gx = t.call("aten.mul.Tensor", {g, x}, {64});
+  t.output({A::tuple({y, gx, nullptr})});
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  j.mutated_inputs = {stat.id};
+  return j;
+}
+
+TEST(PeakBudget, PlansReadingAMutatedInputAreRepairedNotReturned) {
+  const JointGraph j = mutated_statistic();
+  const PartitionResult plain = min_cut_rematerialization_partition(j, PartitionOptions{});
+  ASSERT_EQ(plain.hazards.size(), 1u);  // torch's plan, kept for parity
+  EXPECT_EQ(plain.forward.name(plain.hazards[0].saved), "primals_2");
+  EXPECT_EQ(plain.backward.name(plain.hazards[0].readers.at(0)), "mul");
+  const PartitionResult r = with_limit(j, int64_t{1} << 40);
+  EXPECT_TRUE(r.hazards.empty());
+  // The product is computed once, in the forward, from the statistic's old
+  // value; the statistic itself is not saved.
+  EXPECT_NE(r.decisions[j.graph.find("mul")].where, NodeDecision::Where::kRecomputed);
+  EXPECT_EQ(std::count(r.saved_values.begin(), r.saved_values.end(), j.graph.find("primals_2")), 0);
+}
+
+TEST(PeakBudget, NegativeLimitsAreInvalidOptions) {
+  PartitionOptions o;
+  o.peak_memory_budget = -5;
+  EXPECT_THROW(o.validate(), Error);
+}
+
+}  // namespace
+}  // namespace remat
