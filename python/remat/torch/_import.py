@@ -109,34 +109,98 @@ class _Decoder:
 _fake_mode = None
 
 
-def _fake_tensor(v: dict) -> Any:
-    """A fake tensor for a static-shaped tensor VALUE; None when shapes are symbolic."""
+class _Symbols:
+    """The joint graph's SymInts by printed expression, to rebuild symbolic sizes.
+
+    Nodes the partitioner created have no joint node to take meta from; their
+    document values name symbolic sizes by expression ("s0", "2*s0"), which
+    map back to the SymInts the joint graph's fake values hold (the exporter
+    prints `str(sym.node.expr)`). Built on first use.
+    """
+
+    def __init__(self, joint_gm: Optional[fx.GraphModule]) -> None:
+        self._gm = joint_gm
+        self._by_expr: Optional[dict[str, Any]] = None
+        self.mode: Any = None  # the joint graph's FakeTensorMode
+
+    def _build(self) -> None:
+        by: dict[str, Any] = {}
+        nodes = self._gm.graph.nodes if self._gm is not None else ()
+        for n in nodes:
+            v = n.meta.get("val")
+            for x in v if isinstance(v, (list, tuple)) else (v,):
+                if isinstance(x, torch.SymInt):
+                    by.setdefault(str(x.node.expr), x)
+                elif isinstance(x, torch.Tensor):
+                    if self.mode is None:
+                        self.mode = getattr(x, "fake_mode", None)
+                    try:
+                        dims = (*x.shape, *x.stride())
+                    except (RuntimeError, NotImplementedError):
+                        dims = tuple(x.shape)
+                    for d in dims:
+                        if isinstance(d, torch.SymInt):
+                            by.setdefault(str(d.node.expr), d)
+        self._by_expr = by
+
+    def dims(self, dims: list) -> Optional[list]:
+        """The document's DIMs as ints and SymInts; None when one is unknown."""
+        if all(isinstance(d, int) for d in dims):
+            return dims
+        if self._by_expr is None:
+            self._build()
+        out = []
+        for d in dims:
+            if isinstance(d, int):
+                out.append(d)
+                continue
+            sym = self._by_expr.get(d.get("expr")) if isinstance(d, dict) else None
+            if sym is None:
+                return None
+            out.append(sym)
+        return out
+
+
+_NO_SYMBOLS = _Symbols(None)
+
+
+def _fake_tensor(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
+    """A fake tensor for a tensor VALUE; None when a symbolic size is unknown to `syms`."""
     global _fake_mode
-    shape = v.get("shape", [])
+    shape = syms.dims(v.get("shape", []))
     stride = v.get("stride")
-    if not all(isinstance(d, int) for d in shape) or (
-        stride is not None and not all(isinstance(d, int) for d in stride)
-    ):
+    if stride is not None:
+        stride = syms.dims(stride)
+        if stride is None:
+            return None
+    if shape is None:
         return None
     dtype = getattr(torch, v["dtype"], None)
     if not isinstance(dtype, torch.dtype):
         return None
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    if _fake_mode is None:
-        _fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-    with _fake_mode:
+    symbolic = not all(isinstance(d, int) for d in (*shape, *(stride or ())))
+    if symbolic:
+        mode = syms.mode
+        if mode is None:
+            return None
+    else:
+        if _fake_mode is None:
+            _fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        mode = _fake_mode
+    with mode:
         if stride is None:
             return torch.empty(shape, dtype=dtype, device=v.get("device", "cpu"))
         return torch.empty_strided(shape, stride, dtype=dtype, device=v.get("device", "cpu"))
 
 
-def _value(v: dict) -> Any:
+def _value(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
     kind = v.get("kind")
     if kind == "tensor":
-        return _fake_tensor(v)
+        return _fake_tensor(v, syms)
     if kind == "sequence":
-        items = [_value(x) for x in v["items"]]
+        items = [_value(x, syms) for x in v["items"]]
         # All or nothing: a partial list would misstate the value's size.
         if any(x is None and it.get("kind") != "none" for x, it in zip(items, v["items"])):
             return None
@@ -157,7 +221,20 @@ def _value(v: dict) -> Any:
     return None
 
 
-def _meta_from_doc(nd: dict) -> dict:
+def _offload_meta(m: dict, meta: dict, syms: _Symbols) -> None:
+    """Activation offloading's meta keys (result graphs) into `meta`."""
+    if m.get("saved_for_offloading"):
+        meta["saved_for_offloading"] = True
+    if "original_device" in m:
+        meta["original_device"] = torch.device(m["original_device"])
+    for key in ("original_size", "original_stride"):
+        if key in m:
+            dims = syms.dims(m[key])
+            if dims is not None:
+                meta[key] = tuple(dims)
+
+
+def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = False) -> dict:
     from torch.utils.checkpoint import CheckpointPolicy
 
     meta: dict[str, Any] = {}
@@ -170,9 +247,14 @@ def _meta_from_doc(nd: dict) -> dict:
             meta[key] = m[key]
     if "region_memory_budget" in m:
         meta["custom"] = {"_region_activation_memory_budget": m["region_memory_budget"]}
+    # A joint pass's request; in a result graph it is only a copy of the
+    # joint node's (created nodes that carry it got it from their model).
+    if joint_doc and m.get("should_offload"):
+        meta["should_offload"] = True
+    _offload_meta(m, meta, syms)
     if "val" in nd:
         meta["remat_val"] = nd["val"]
-        val = _value(nd["val"])
+        val = _value(nd["val"], syms)
         if val is not None or nd["val"].get("kind") == "none":
             meta["val"] = val
     if nd.get("tensor_meta"):
@@ -204,6 +286,7 @@ def _build_graph(
     fresh graph has no owning module, hence no create-node hooks).
     """
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
+    syms = _Symbols(joint_gm)
     graph = fx.Graph()
     create_name = graph._graph_namespace.create_name
     associate = graph._graph_namespace.associate_name_with_obj
@@ -253,7 +336,11 @@ def _build_graph(
         elif src is not None and op != "output":
             _set_attr(node, "meta", copy.copy(src.meta))
         elif op != "output":
-            _set_attr(node, "meta", _meta_from_doc(nd))
+            _set_attr(node, "meta", _meta_from_doc(nd, syms, joint_doc=match_by_name))
+        if src is not None and "meta" in nd and "saved_for_offloading" in nd["meta"]:
+            # torch marks the offloaded forward node in its (shared, for a
+            # placeholder) meta dict.
+            node.meta["saved_for_offloading"] = True
     return graph
 
 
