@@ -1,5 +1,7 @@
 // rewrite/offload.cc — offload_activations: torch 2.13's activation
-// offloading (see offload.h for the contract).
+// offloading.
+//
+// Contract: offload.h.
 //
 // The pass builds each graph once with its new nodes in place (forward:
 // offloads after the last effective use; backward: renamed placeholders and

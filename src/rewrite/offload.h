@@ -3,7 +3,7 @@
 // run by both partitioners after the backward is reordered and before
 // getitems are raised.
 //
-// Contract. With options.enable_activation_offloading, on the extracted
+// Contract: with options.enable_activation_offloading, on the extracted
 // graphs of `e`:
 //  * Choice: a forward node is offloaded when its joint node had
 //    meta["should_offload"] and it is one of the forward's outputs, but not a

@@ -284,3 +284,152 @@ def test_async_reload_of_a_symbolic_tensor_is_refused_by_name(rt, monkeypatch):
     monkeypatch.setattr(cap, "fresh_joint", marked)
     with pytest.raises(remat.UnsupportedError, match="symbolic sizes"):
         run_partition(rt.min_cut_rematerialization_partition, cap, enable_activation_offloading=True, **ASYNC)
+
+
+# --- live inside torch.compile (CPU) -------------------------------------------
+
+
+def _nop_compiler(gm, _inputs):
+    from functorch.compile import make_boxed_func
+
+    return make_boxed_func(gm.forward)
+
+
+def _compare_in_compile(rt, model, inputs, **config) -> list[str]:
+    """Compiles `model` with a partition function that runs torch's and
+    remat's min-cut on copies of the joint graph in AOTAutograd's own
+    context; returns the differences."""
+    from corpus.capture import copy_graph_module
+    from torch._dynamo.backends.common import aot_autograd
+
+    problems: list[str] = []
+
+    def compare(joint, joint_inputs, **kwargs):
+        from torch.utils.checkpoint import CheckpointPolicy
+
+        offload_tags = (CheckpointPolicy.MUST_CPU_OFFLOAD, CheckpointPolicy.PREFER_CPU_OFFLOAD)
+        tagged = sum(1 for n in joint.graph.nodes if n.meta.get("recompute") in offload_tags)
+        theirs = copy_graph_module(joint)
+        ours = copy_graph_module(joint)
+        expected = min_cut_rematerialization_partition(theirs, joint_inputs, **kwargs)
+        actual = rt.min_cut_rematerialization_partition(ours, joint_inputs, **kwargs)
+        problems.extend(parity.partition_diffs(expected, actual, kwargs["num_fwd_outputs"]))
+        problems.extend(offload_meta_diffs(expected, actual))
+        problems.append(f"tagged {tagged}, offloaded {_offload_count(expected[0])}")
+        return expected
+
+    torch._dynamo.reset()
+    backend = aot_autograd(fw_compiler=_nop_compiler, bw_compiler=_nop_compiler, partition_fn=compare)
+    with functorch_config.patch(config), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.compile(model, backend=backend, fullgraph=True)(*inputs).sum().backward()
+    return problems
+
+
+class _SacMLP(torch.nn.Module):
+    """A checkpointed block whose matmuls the policy tags MUST_CPU_OFFLOAD."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(12, 12)
+        self.b = torch.nn.Linear(12, 12)
+
+    def block(self, x):
+        return torch.sigmoid(self.b(torch.relu(self.a(x)))) * x
+
+    def forward(self, x):
+        import functools
+
+        from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+
+        ctx = functools.partial(create_selective_checkpoint_contexts, _cpu_offload_mm)
+        return checkpoint(self.block, x, use_reentrant=False, context_fn=ctx).cos()
+
+
+def _cpu_offload_mm(ctx, op, *args, **kwargs):
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    if op in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default):
+        return CheckpointPolicy.MUST_CPU_OFFLOAD
+    return CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def _mark_checkpoint_offload(gm, _joint_inputs):
+    """A joint pass asking to offload what the policy tagged MUST_CPU_OFFLOAD."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    for n in gm.graph.nodes:
+        if n.meta.get("recompute") == CheckpointPolicy.MUST_CPU_OFFLOAD:
+            n.meta["should_offload"] = True
+    return gm
+
+
+def test_cpu_offload_checkpoint_policies_partition_like_torch(rt):
+    """MUST_CPU_OFFLOAD tags reach the partitioner; torch treats them as no
+    save and no recompute request, and so must remat (with and without
+    offloading the nodes they tag)."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 12, requires_grad=True)
+    problems = _compare_in_compile(rt, _SacMLP(), [x])
+    assert len(problems) == 1 and re.fullmatch(r"tagged [1-9]\d*, offloaded 0", problems[0]), problems
+    problems = _compare_in_compile(rt, _SacMLP(), [x], enable_activation_offloading=True,
+                                   joint_custom_pass=_mark_checkpoint_offload)
+    assert len(problems) == 1 and re.fullmatch(r"tagged [1-9]\d*, offloaded [1-9]\d*", problems[0]), problems
+
+
+def test_install_without_fallback_trains_with_offloading(rt):
+    """torch.compile through remat.torch.install(fallback=False) with
+    offloading on: remat partitions (no fallback), the forward moves the
+    marked activations with device_put and the gradients are eager's."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8), torch.nn.Tanh())
+    x = torch.randn(5, 8)
+    model(x).sum().backward()
+    want = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+
+    def mark(gm, _joint_inputs):
+        for n in gm.graph.nodes:
+            if n.op == "call_function" and n.target in (torch.ops.aten.relu.default, torch.ops.aten.addmm.default):
+                n.meta["should_offload"] = True
+        return gm
+
+    forwards: list = []
+
+    def fw_compiler(gm, inputs):
+        forwards.append(gm)
+        return _nop_compiler(gm, inputs)
+
+    torch._dynamo.reset()
+    backend = aot_autograd(fw_compiler=fw_compiler, bw_compiler=_nop_compiler)
+    rt.install(fallback=False)
+    try:
+        with functorch_config.patch(enable_activation_offloading=True, joint_custom_pass=mark):
+            torch.compile(model, backend=backend, fullgraph=True)(x).sum().backward()
+    finally:
+        rt.uninstall()
+    puts = [n for n in forwards[0].graph.nodes if n.target is torch.ops.prims.device_put.default]
+    assert puts, forwards[0].graph
+    for got, expected in zip((p.grad for p in model.parameters()), want):
+        torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("options", [{}, ASYNC], ids=["sync", "async"])
+def test_offload_graphs_and_results_match_the_schema(options):
+    """The stored graphs (should_offload) and remat's results with offloading
+    (saved_for_offloading, original_*) validate against schema/."""
+    pytest.importorskip("jsonschema")
+    import remat
+    from test_schema import JOINT, RESULT, validator
+
+    for name in ("mlp_all", "cnn_compute"):  # jsonschema is slow: two graphs are enough
+        doc = _load(name)
+        validator(JOINT).validate(doc)
+        result = remat.partition(orjson.dumps(doc), {"enable_activation_offloading": True, **options},
+                                 as_json=False)
+        validator(RESULT).validate(result)
+        assert "offload" in result["stages"]
+        metas = [nd.get("meta", {}) for nd in result["backward"]["nodes"]]
+        assert any("original_size" in m for m in metas), name

@@ -7,9 +7,13 @@ Contract:
     extraction does it: a placeholder gets the joint node's meta dict itself,
     any other node a shallow copy (`copy.copy`). The joint node is the one named
     by the document node's "origin", or, for a joint-graph document, the one of
-    the same name. Nodes with no joint counterpart get their meta rebuilt from
-    the document: the partitioner keys, "val" for static-shaped tensors (fake
-    tensors), and the raw VALUE under meta["remat_val"].
+    the same name. Activation offloading's "saved_for_offloading" mark is set
+    on top, as torch sets it. Nodes with no joint counterpart get their meta
+    rebuilt from the document: the partitioner keys, offloading's keys
+    ("original_device" as a torch.device, sizes as tuples), "val" for tensors
+    (fake tensors; symbolic sizes become the joint graph's SymInts of the same
+    expression, and without one the tensor is left out), and the raw VALUE
+    under meta["remat_val"].
   * `import_result` builds the forward and backward modules of a partition
     result as `_extract_fwd_bwd_modules` does: modules made with
     `_make_graph_module(joint_gm, graph)`, output "desc" metadata from the joint
@@ -247,8 +251,8 @@ def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = Fal
             meta[key] = m[key]
     if "region_memory_budget" in m:
         meta["custom"] = {"_region_activation_memory_budget": m["region_memory_budget"]}
-    # A joint pass's request; in a result graph it is only a copy of the
-    # joint node's (created nodes that carry it got it from their model).
+    # A joint pass's request, read from joint graphs only: a created node of
+    # a result (an RNG getitem copies its op's meta) has none in torch.
     if joint_doc and m.get("should_offload"):
         meta["should_offload"] = True
     _offload_meta(m, meta, syms)
