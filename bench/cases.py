@@ -12,6 +12,7 @@ default_partition.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 from typing import Any, Callable
 
@@ -205,6 +206,45 @@ CASES: dict[str, Callable[[], Joint]] = {
 # inference-style compiles and graphs with nothing to recompute).
 BOTH_PARTITIONERS = {"transformer_4", "resnet18", "resnet18_dynamic", "transformer_1_dynamic",
                      "transformer_4_dynamic", "transformer_1"}
+
+# --- post-cut rewrites ---------------------------------------------------
+
+
+def _benchmark_stand_in(node: torch.fx.Node, *args: Any, **kwargs: Any) -> float:
+    """torch's reload prefetch benchmarks backward compute nodes on the device;
+    both partitioners call this instead (a fixed 10 us), so the rows time
+    partitioning, not kernels."""
+    return 0.01
+
+
+def offloading(joint: Joint, **flags: Any) -> tuple[Joint, dict[str, Any], Any]:
+    """The joint graph with every call_function marked should_offload (as a
+    joint_custom_pass would), the config turning offloading on, and the
+    context that stands in for torch's on-device benchmark."""
+    from unittest import mock
+
+    gm = copy.deepcopy(joint.gm)
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            n.meta["should_offload"] = True
+    context = mock.patch(
+        "torch._functorch._activation_offloading.activation_offloading.benchmark_node", _benchmark_stand_in)
+    return Joint(joint.name, gm, joint.kwargs), {"enable_activation_offloading": True, **flags}, context
+
+
+REWRITES: dict[str, Callable[[Joint], tuple[Joint, dict[str, Any], Any]]] = {
+    "offload": offloading,
+    "offload async+sink+prefetch": lambda j: offloading(
+        j, activation_offload_separate_stream=True, activation_offload_sink_wait=True,
+        activation_reload_prefetch=True),
+}
+# case -> (rewrite, partitioner) rows
+REWRITE_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
+    "transformer_1": (("offload", "min_cut"), ("offload async+sink+prefetch", "min_cut")),
+    "transformer_4": (("offload", "min_cut"), ("offload async+sink+prefetch", "min_cut"),
+                      ("offload", "default")),
+    "transformer_96": (("offload", "min_cut"), ("offload async+sink+prefetch", "min_cut")),
+}
 
 # Tiny sizes for the CI smoke run of the harness.
 SMOKE: dict[str, Callable[[], Joint]] = {

@@ -67,6 +67,10 @@ enum class RecomputePolicy : uint8_t {
   kPreferSave,
   kMustRecompute,
   kPreferRecompute,
+  // The CPU-offload policies: torch's partitioner treats them as neither a
+  // save nor a recompute request (they only reach it as tags).
+  kMustCpuOffload,
+  kPreferCpuOffload,
 };
 
 // `node.meta["partitioner_tag"]`. Unknown strings are kept as kOther.
@@ -166,6 +170,8 @@ enum NodeFlag : uint16_t {
   kFlagMemoryBudget = 1 << 5,    // meta["memory_budget"] is a float
   kFlagWithEffects = 1 << 6,     // target is higher_order.with_effects
   kFlagRegionBudget = 1 << 7,    // a region_activation_memory_budget annotation
+  kFlagShouldOffload = 1 << 8,   // meta["should_offload"]: a joint pass asks for CPU offloading
+  kFlagSavedForOffloading = 1 << 9,  // meta["saved_for_offloading"] (result graphs)
 };
 
 // What a node's value and meta hold beyond the common case: symbolic
@@ -188,6 +194,11 @@ struct NodeExtra {
   // (node.meta["custom"]["_region_activation_memory_budget"]), when
   // kFlagRegionBudget is set.
   double region_memory_budget = 0;
+  // A backward placeholder that receives an offloaded activation: the tensor
+  // it stood for before offloading (torch's meta original_device /
+  // original_size / original_stride), as an index into the value pool's
+  // tensors; kNoTensor otherwise.
+  uint32_t original_tensor = std::numeric_limits<uint32_t>::max();
 
   bool operator==(const NodeExtra&) const = default;
 };

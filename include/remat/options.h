@@ -46,6 +46,14 @@ using CustomKnapsackFn = std::function<std::pair<std::vector<int>, std::vector<i
 // order, before the solver. Exceptions propagate unchanged.
 using CustomRuntimeEstimatorFn = std::function<double(NodeId joint_node)>;
 
+// The runtime, in milliseconds, that torch's reload prefetch credits one
+// backward node with: `benchmark_node(node)` for a compute node (an op with a
+// flop formula), 0 otherwise. Asked only for nodes copied from the joint
+// graph (given as their joint NodeId), only where torch's scheduler asks, in
+// its order; nodes the partitioner created count 0 without a call.
+// Exceptions propagate unchanged.
+using OffloadNodeRuntimeFn = std::function<double(NodeId joint_node)>;
+
 struct PartitionOptions {
   // --- torch._functorch.config -------------------------------------------
   bool cse = true;
@@ -67,9 +75,18 @@ struct PartitionOptions {
   std::string activation_memory_budget_solver = "dp";
   // A torch estimator name, or "custom" for `custom_runtime_estimator`.
   std::string activation_memory_budget_runtime_estimator = "flops";
+  // Activation offloading (torch's _activation_offloading package): saved
+  // activations whose joint node has meta["should_offload"] go to the CPU
+  // after their last forward use and come back before their first backward
+  // use. The other flags only matter when it is on; sink_wait and
+  // reload_prefetch only with separate_stream, as in torch.
+  bool enable_activation_offloading = false;
+  bool activation_offload_separate_stream = false;  // async ao.offload/ao.reload + ao.wait_tensor
+  bool activation_offload_sink_wait = false;        // forward waits move before the output
+  bool activation_reload_prefetch = false;          // backward reloads move earlier (needs offload_node_runtime)
+  double activation_offload_cpu_gpu_bw = 50.0;      // GB/s: transfer time estimate of prefetch
   // Rewrites torch applies after extraction that remat does not reproduce
   // yet; validate() rejects them with kUnsupported rather than ignore them.
-  bool enable_activation_offloading = false;  // config.enable_activation_offloading
   bool sync_decision_cross_ranks = false;     // config._sync_decision_cross_ranks
   // inductor post_grad_fusion_options["activation_quantization_aten_pass"]
   bool activation_quantization = false;
@@ -111,6 +128,10 @@ struct PartitionOptions {
   // fraction in [0, 1] that never decreases within one call. Called on the
   // partitioning thread; null: nothing is reported.
   std::function<void(std::string_view task, double fraction)> progress;
+  // Node runtimes for activation_reload_prefetch (torch benchmarks nodes on
+  // the device; remat asks its caller). validate() requires it when the
+  // prefetch runs.
+  OffloadNodeRuntimeFn offload_node_runtime;
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 

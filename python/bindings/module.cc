@@ -12,7 +12,9 @@
 //    custom hooks (remat/options.h): knapsack_solver(memory: list[float],
 //    max_memory: float, banned: list[int]) -> (saved, recomputed) lists of
 //    ints, and runtime_estimator(joint_id: int) -> float. Passing one selects
-//    it ("custom" solver / estimator). Each call re-acquires the GIL; an
+//    it ("custom" solver / estimator). partition() also takes
+//    offload_node_runtime(joint_id: int) -> float (milliseconds), the node
+//    runtimes activation_reload_prefetch reads. Each call re-acquires the GIL; an
 //    exception it raises unwinds the engine and reaches the caller unchanged.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
@@ -58,10 +60,13 @@ nb::bytes to_bytes(const std::string& s) { return nb::bytes(s.data(), s.size());
 struct PyHooks {
   PyObject* knapsack_solver = nullptr;
   PyObject* runtime_estimator = nullptr;
+  PyObject* offload_node_runtime = nullptr;
 
-  PyHooks(const nb::object& solver, const nb::object& estimator)
+  PyHooks(const nb::object& solver, const nb::object& estimator,
+          const nb::object& offload_runtime = nb::none())
       : knapsack_solver(solver.is_none() ? nullptr : solver.ptr()),
-        runtime_estimator(estimator.is_none() ? nullptr : estimator.ptr()) {}
+        runtime_estimator(estimator.is_none() ? nullptr : estimator.ptr()),
+        offload_node_runtime(offload_runtime.is_none() ? nullptr : offload_runtime.ptr()) {}
 };
 
 // Converts a hook's Python result; a wrong type names the hook.
@@ -90,11 +95,11 @@ remat::CustomKnapsackFn knapsack_hook(PyObject* fn) {
   };
 }
 
-remat::CustomRuntimeEstimatorFn estimator_hook(PyObject* fn) {
-  return [fn](remat::NodeId joint_node) {
+remat::CustomRuntimeEstimatorFn estimator_hook(PyObject* fn, const char* what) {
+  return [fn, what](remat::NodeId joint_node) {
     nb::gil_scoped_acquire gil;
     nb::object r = nb::borrow(fn)(joint_node);
-    return hook_result<double>(r, "custom runtime estimator", "a float");
+    return hook_result<double>(r, what, "a float");
   };
 }
 
@@ -109,9 +114,11 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
       o.activation_memory_budget_solver = "custom";
     }
     if (hooks.runtime_estimator) {
-      o.custom_runtime_estimator = estimator_hook(hooks.runtime_estimator);
+      o.custom_runtime_estimator = estimator_hook(hooks.runtime_estimator, "custom runtime estimator");
       o.activation_memory_budget_runtime_estimator = "custom";
     }
+    if (hooks.offload_node_runtime)
+      o.offload_node_runtime = estimator_hook(hooks.offload_node_runtime, "offload node runtime");
   };
   if (json.empty()) {
     install_hooks();
@@ -166,6 +173,9 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
       REMAT_BOOL(dce_impure_random),
       REMAT_BOOL(distributed_available),
       REMAT_BOOL(enable_activation_offloading),
+      REMAT_BOOL(activation_offload_separate_stream),
+      REMAT_BOOL(activation_offload_sink_wait),
+      REMAT_BOOL(activation_reload_prefetch),
       REMAT_BOOL(sync_decision_cross_ranks),
       REMAT_BOOL(activation_quantization),
       REMAT_BOOL(trace),
@@ -177,6 +187,8 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
        [&](auto k, auto v) { o.activation_memory_budget = as_double(k, v); }},
       {"peak_memory_budget",
        [&](auto k, auto v) { o.peak_memory_budget = as_int(k, v); }},
+      {"activation_offload_cpu_gpu_bw",
+       [&](auto k, auto v) { o.activation_offload_cpu_gpu_bw = as_double(k, v); }},
       {"activation_memory_budget_solver",
        [&](auto k, auto v) { o.activation_memory_budget_solver = as_string(k, v); }},
       {"activation_memory_budget_runtime_estimator",
@@ -281,9 +293,10 @@ NB_MODULE(_remat, m) {
   m.def(
       "partition",
       [](nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner,
-         nb::object knapsack_solver, nb::object runtime_estimator) {
+         nb::object knapsack_solver, nb::object runtime_estimator,
+         nb::object offload_node_runtime) {
         std::string out;
-        const PyHooks hooks(knapsack_solver, runtime_estimator);
+        const PyHooks hooks(knapsack_solver, runtime_estimator, offload_node_runtime);
         {
           // bytes objects are immutable and held by the caller: their buffers
           // stay valid while the GIL is released.
@@ -306,6 +319,7 @@ NB_MODULE(_remat, m) {
       },
       nb::arg("joint_json"), nb::arg("options_json"), nb::arg("partitioner") = "min_cut",
       nb::arg("knapsack_solver") = nb::none(), nb::arg("runtime_estimator") = nb::none(),
+      nb::arg("offload_node_runtime") = nb::none(),
       "Partitions a joint graph; returns the partition-result document.");
 
   m.def(

@@ -81,6 +81,7 @@ def partition(
     as_json: bool = True,
     knapsack_solver: Callable[[list, float, list], tuple] | None = None,
     runtime_estimator: Callable[[int], float] | None = None,
+    offload_node_runtime: Callable[[int], float] | None = None,
 ) -> bytes | dict:
     """Partitions a format-v1 joint graph; returns the partition-result document.
 
@@ -97,9 +98,14 @@ def partition(
     ``runtime_estimator(joint_id) -> float`` prices one item. Exceptions they
     raise propagate unchanged. `remat.torch` builds them from torch's
     CustomKnapsackSolver / CustomRuntimeEstimator.
+
+    ``offload_node_runtime(joint_id) -> float`` gives the milliseconds
+    activation_reload_prefetch credits a backward node with (torch benchmarks
+    compute nodes there; 0 for the others); the engine asks for it only when
+    that prefetch runs.
     """
     out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner,
-                           knapsack_solver, runtime_estimator)
+                           knapsack_solver, runtime_estimator, offload_node_runtime)
     if as_json:
         return out
     import orjson

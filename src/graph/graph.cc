@@ -395,6 +395,8 @@ const char* recompute_policy_name(RecomputePolicy p) {
     case RecomputePolicy::kPreferSave: return "PREFER_SAVE";
     case RecomputePolicy::kMustRecompute: return "MUST_RECOMPUTE";
     case RecomputePolicy::kPreferRecompute: return "PREFER_RECOMPUTE";
+    case RecomputePolicy::kMustCpuOffload: return "MUST_CPU_OFFLOAD";
+    case RecomputePolicy::kPreferCpuOffload: return "PREFER_CPU_OFFLOAD";
   }
   return "?";
 }

@@ -899,10 +899,13 @@ void Reader::read_meta(dom::element e, Node& n) {
       else if (p == "PREFER_SAVE") n.recompute = RecomputePolicy::kPreferSave;
       else if (p == "MUST_RECOMPUTE") n.recompute = RecomputePolicy::kMustRecompute;
       else if (p == "PREFER_RECOMPUTE") n.recompute = RecomputePolicy::kPreferRecompute;
+      else if (p == "MUST_CPU_OFFLOAD") n.recompute = RecomputePolicy::kMustCpuOffload;
+      else if (p == "PREFER_CPU_OFFLOAD") n.recompute = RecomputePolicy::kPreferCpuOffload;
       else {
         fail(ErrorCode::kParse, "meta.recompute",
              fmt::format("unknown recompute policy '{}' (expected MUST_SAVE, PREFER_SAVE, "
-                         "MUST_RECOMPUTE or PREFER_RECOMPUTE)",
+                         "MUST_RECOMPUTE, PREFER_RECOMPUTE, MUST_CPU_OFFLOAD or "
+                         "PREFER_CPU_OFFLOAD)",
                          p));
       }
     } else if (k == "ac_graph_id") {
@@ -920,6 +923,8 @@ void Reader::read_meta(dom::element e, Node& n) {
       if (as_bool(kv.value, "meta.has_backward_hook")) n.flags |= kFlagBackwardHook;
     } else if (k == "saved_tensor_with_no_vc_check") {
       if (as_bool(kv.value, "meta.saved_tensor_with_no_vc_check")) n.flags |= kFlagNoVcCheck;
+    } else if (k == "should_offload") {
+      if (as_bool(kv.value, "meta.should_offload")) n.flags |= kFlagShouldOffload;
     } else if (k == "memory_budget") {
       if (kv.value.type() == element_type::NULL_VALUE) continue;
       extra_.memory_budget = as_number(kv.value, "meta.memory_budget");

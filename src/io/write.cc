@@ -126,7 +126,8 @@ class GraphWriter {
     const bool any = n.recompute != RecomputePolicy::kNone || n.has(kFlagAcGraphId) ||
                      n.tag != PartitionerTag::kNone || n.has(kFlagBackwardHook) ||
                      n.has(kFlagNoVcCheck) || n.has(kFlagMemoryBudget) ||
-                     n.has(kFlagRegionBudget);
+                     n.has(kFlagRegionBudget) || n.has(kFlagShouldOffload) ||
+                     n.has(kFlagSavedForOffloading);
     if (!any) return;
     w_.key("meta");
     w_.begin_object();
@@ -158,6 +159,27 @@ class GraphWriter {
     if (n.has(kFlagRegionBudget)) {
       w_.key("region_memory_budget");
       if (std::isfinite(x.region_memory_budget)) w_.number(x.region_memory_budget); else w_.null();
+    }
+    if (n.has(kFlagShouldOffload)) {
+      w_.key("should_offload");
+      w_.boolean(true);
+    }
+    if (n.has(kFlagSavedForOffloading)) {
+      w_.key("saved_for_offloading");
+      w_.boolean(true);
+    }
+    if (x.original_tensor < g_.values().tensors.size()) {
+      const TensorMeta& t = g_.values().tensors[x.original_tensor];
+      w_.key("original_device");
+      w_.string(str(t.device));
+      w_.key("original_size");
+      w_.begin_array();
+      for (const Dim& d : g_.shape(t)) dim(d);
+      w_.end_array();
+      w_.key("original_stride");
+      w_.begin_array();
+      for (const Dim& d : g_.stride(t)) dim(d);
+      w_.end_array();
     }
     w_.end_object();
   }

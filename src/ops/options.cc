@@ -45,8 +45,7 @@ std::string joined(const std::string_view (&allowed)[N]) {
 }  // namespace
 
 void PartitionOptions::validate() const {
-  for (const auto& [on, field] : {std::pair{enable_activation_offloading, "enable_activation_offloading"},
-                                  std::pair{sync_decision_cross_ranks, "sync_decision_cross_ranks"},
+  for (const auto& [on, field] : {std::pair{sync_decision_cross_ranks, "sync_decision_cross_ranks"},
                                   std::pair{activation_quantization, "activation_quantization"}}) {
     if (on) {
       throw Error(ErrorCode::kUnsupported,
@@ -79,6 +78,21 @@ void PartitionOptions::validate() const {
                 fmt::format("activation_memory_budget_runtime_estimator: unknown estimator "
                             "\"{}\" (one of {})",
                             activation_memory_budget_runtime_estimator, joined(kEstimators)));
+  }
+  // Only a prefetching offload reads the bandwidth and node runtimes.
+  if (enable_activation_offloading && activation_offload_separate_stream &&
+      activation_reload_prefetch) {
+    if (!(activation_offload_cpu_gpu_bw > 0.0 && std::isfinite(activation_offload_cpu_gpu_bw))) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("activation_offload_cpu_gpu_bw must be a positive number of GB/s, "
+                              "got {}",
+                              activation_offload_cpu_gpu_bw));
+    }
+    if (!offload_node_runtime) {
+      throw Error(ErrorCode::kInvalidOption,
+                  "activation_reload_prefetch: needs offload_node_runtime (torch benchmarks "
+                  "each backward compute node; remat takes the times from its caller)");
+    }
   }
   if (activation_memory_budget_solver == "custom" && !custom_knapsack) {
     throw Error(ErrorCode::kInvalidOption,

@@ -5,7 +5,8 @@
 // default_partition. This file only sequences the stages the way torch does;
 // each stage's rules live in its own folder:
 //   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
-//   -> decide (min-cut or default) -> extract -> rewrite (RNG, reorder, getitems)
+//   -> decide (min-cut or default) -> extract
+//   -> rewrite (RNG, reorder, offloading, getitems)
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,7 @@
 #include "prepare/prepare.h"
 #include "remat/error.h"
 #include "remat/partition.h"
+#include "rewrite/offload.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -187,6 +189,10 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   if (reorder) {
     e.backward = reorder_to_mimic_autograd_engine(std::move(e.backward));
     clock.lap("reorder");
+  }
+  if (options.enable_activation_offloading) {
+    offload_activations(e, joint.num_fwd_outputs, reorder, options);
+    clock.lap("offload");
   }
 
   PartitionResult r;

@@ -73,6 +73,8 @@ struct A {
 
 struct TensorSpec {
   std::vector<int64_t> shape;
+  std::vector<int64_t> stride;   // empty: no stride recorded
+  std::string device = "cpu";
   std::string dtype = "float32";
   uint16_t itemsize = 4;
   int64_t storage = -1;          // -1: a fresh storage is assigned at creation
@@ -217,7 +219,7 @@ class TestGraph {
         TensorMeta t;
         t.dtype = b.intern(ts.dtype);
         t.itemsize = ts.itemsize;
-        t.device = b.intern("cpu");
+        t.device = b.intern(ts.device);
         t.shape_begin = static_cast<uint32_t>(b.dim_count());
         t.rank = static_cast<uint32_t>(ts.shape.size());
         int64_t numel = 1;
@@ -226,6 +228,13 @@ class TestGraph {
           dim.value = d;
           b.add_dim(dim);
           numel *= d;
+        }
+        t.stride_begin = static_cast<uint32_t>(b.dim_count());
+        t.has_stride = !ts.stride.empty();
+        for (int64_t d : ts.stride) {
+          Dim dim;
+          dim.value = d;
+          b.add_dim(dim);
         }
         t.numel_hint = ts.symbolic_numel ? 4096 : numel;
         t.storage = ts.storage;

@@ -30,7 +30,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom, _trace
+from . import _custom, _offload, _trace
 from ._export import export_joint_graph
 from ._import import import_result
 from ._memory import get_peak_memory_budget
@@ -75,9 +75,14 @@ def options_from_torch(**overrides: Any) -> dict:
     opts["graphsafe_rng_functionalization"] = bool(config.graphsafe_rng_functionalization) and (
         not inductor_config.fallback_random
         or inductor_config.test_configs.graphsafe_rng_func_ignores_fallback_random)
+    # Activation offloading (torch's _activation_offloading package).
+    opts["enable_activation_offloading"] = bool(config.enable_activation_offloading)
+    for name in ("activation_offload_separate_stream", "activation_offload_sink_wait",
+                 "activation_reload_prefetch"):
+        opts[name] = bool(getattr(config, name))
+    opts["activation_offload_cpu_gpu_bw"] = float(config.activation_offload_cpu_gpu_bw)
     # Rewrites remat does not reproduce yet: passed on so the engine refuses
     # them (UnsupportedError) instead of silently partitioning differently.
-    opts["enable_activation_offloading"] = bool(config.enable_activation_offloading)
     opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
     opts["activation_quantization"] = (
         inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass") is not None)
@@ -151,6 +156,7 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
     with _step("options"):
         opts = _trace.request(options_from_torch() if options is None else options)
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
+        hooks.update(_offload.hooks(joint_module, opts))
     with _step("export"):
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)

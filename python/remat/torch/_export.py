@@ -377,6 +377,10 @@ def _partitioner_meta(meta: dict) -> dict:
         out["has_backward_hook"] = bool(meta["has_backward_hook"])
     if "saved_tensor_with_no_vc_check" in meta:
         out["saved_tensor_with_no_vc_check"] = bool(meta["saved_tensor_with_no_vc_check"])
+    # Set by a joint pass (config.joint_custom_pass) to ask for activation
+    # offloading; torch tests it for truth.
+    if meta.get("should_offload", False):
+        out["should_offload"] = True
     # The reference honors only a float budget (isinstance(..., float)).
     budget = meta.get("memory_budget")
     if isinstance(budget, float):

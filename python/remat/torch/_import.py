@@ -7,9 +7,13 @@ Contract:
     extraction does it: a placeholder gets the joint node's meta dict itself,
     any other node a shallow copy (`copy.copy`). The joint node is the one named
     by the document node's "origin", or, for a joint-graph document, the one of
-    the same name. Nodes with no joint counterpart get their meta rebuilt from
-    the document: the partitioner keys, "val" for static-shaped tensors (fake
-    tensors), and the raw VALUE under meta["remat_val"].
+    the same name. Activation offloading's "saved_for_offloading" mark is set
+    on top, as torch sets it. Nodes with no joint counterpart get their meta
+    rebuilt from the document: the partitioner keys, offloading's keys
+    ("original_device" as a torch.device, sizes as tuples), "val" for tensors
+    (fake tensors; symbolic sizes become the joint graph's SymInts of the same
+    expression, and without one the tensor is left out), and the raw VALUE
+    under meta["remat_val"].
   * `import_result` builds the forward and backward modules of a partition
     result as `_extract_fwd_bwd_modules` does: modules made with
     `_make_graph_module(joint_gm, graph)`, output "desc" metadata from the joint
@@ -106,57 +110,116 @@ class _Decoder:
         raise ValueError(f"remat: not a format-v1 argument: {a!r}")
 
 
-_own_fake_mode = None
+_fake_mode = None
 
 
-def _joint_fake_mode(joint_gm: Optional[fx.GraphModule]) -> Any:
-    """The FakeTensorMode of the joint graph's values, or None.
+class _Symbols:
+    """The joint graph's SymInts by printed expression, to rebuild symbolic sizes.
 
-    Values remat makes for nodes the joint graph lacks (a rewrite's RNG
-    state, say) must live in the same mode: inductor refuses to mix two
-    ("Mixing fake modes NYI")."""
-    if joint_gm is None:
-        return None
-    from torch._subclasses.fake_tensor import FakeTensor
+    Nodes the partitioner created have no joint node to take meta from; their
+    document values name symbolic sizes by expression ("s0", "2*s0"), which
+    map back to the SymInts the joint graph's fake values hold (the exporter
+    prints `str(sym.node.expr)`). Built on first use.
+    """
 
-    for node in joint_gm.graph.find_nodes(op="placeholder"):
-        val = node.meta.get("val")
-        if isinstance(val, FakeTensor):
-            return val.fake_mode
-    return None
+    def __init__(self, joint_gm: Optional[fx.GraphModule]) -> None:
+        self._gm = joint_gm
+        self._by_expr: Optional[dict[str, Any]] = None
+        self.mode: Any = None  # the joint graph's FakeTensorMode
+        self._mode_searched = False
+
+    def _build(self) -> None:
+        by: dict[str, Any] = {}
+        nodes = self._gm.graph.nodes if self._gm is not None else ()
+        for n in nodes:
+            v = n.meta.get("val")
+            for x in v if isinstance(v, (list, tuple)) else (v,):
+                if isinstance(x, torch.SymInt):
+                    by.setdefault(str(x.node.expr), x)
+                elif isinstance(x, torch.Tensor):
+                    if self.mode is None:
+                        self.mode = getattr(x, "fake_mode", None)
+                    try:
+                        dims = (*x.shape, *x.stride())
+                    except (RuntimeError, NotImplementedError):
+                        dims = tuple(x.shape)
+                    for d in dims:
+                        if isinstance(d, torch.SymInt):
+                            by.setdefault(str(d.node.expr), d)
+        self._by_expr = by
+
+    def joint_mode(self) -> Any:
+        """The FakeTensorMode of the joint graph's values, or None (found
+        on the first tensor value, without building the symbol table)."""
+        if self.mode is None and self._gm is not None and not self._mode_searched:
+            self._mode_searched = True
+            for n in self._gm.graph.nodes:
+                v = n.meta.get("val")
+                for x in v if isinstance(v, (list, tuple)) else (v,):
+                    mode = getattr(x, "fake_mode", None) if isinstance(x, torch.Tensor) else None
+                    if mode is not None:
+                        self.mode = mode
+                        return mode
+        return self.mode
+
+    def dims(self, dims: list) -> Optional[list]:
+        """The document's DIMs as ints and SymInts; None when one is unknown."""
+        if all(isinstance(d, int) for d in dims):
+            return dims
+        if self._by_expr is None:
+            self._build()
+        out = []
+        for d in dims:
+            if isinstance(d, int):
+                out.append(d)
+                continue
+            sym = self._by_expr.get(d.get("expr")) if isinstance(d, dict) else None
+            if sym is None:
+                return None
+            out.append(sym)
+        return out
 
 
-def _fake_tensor(v: dict, fake_mode: Any) -> Any:
-    """A fake tensor for a static-shaped tensor VALUE, made in `fake_mode`
-    (remat's own when None); None when shapes are symbolic."""
-    global _own_fake_mode
-    shape = v.get("shape", [])
+_NO_SYMBOLS = _Symbols(None)
+
+
+def _fake_tensor(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
+    """A fake tensor for a tensor VALUE; None when a symbolic size is unknown to `syms`."""
+    global _fake_mode
+    shape = syms.dims(v.get("shape", []))
     stride = v.get("stride")
-    if not all(isinstance(d, int) for d in shape) or (
-        stride is not None and not all(isinstance(d, int) for d in stride)
-    ):
+    if stride is not None:
+        stride = syms.dims(stride)
+        if stride is None:
+            return None
+    if shape is None:
         return None
     dtype = getattr(torch, v["dtype"], None)
     if not isinstance(dtype, torch.dtype):
         return None
-    if fake_mode is None:
-        from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
-        if _own_fake_mode is None:
-            _own_fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        fake_mode = _own_fake_mode
-    with fake_mode:
+    # The joint graph's own mode: inductor refuses to mix two ("Mixing fake
+    # modes NYI"), and symbolic sizes only exist there.
+    mode = syms.joint_mode()
+    if mode is None:
+        if not all(isinstance(d, int) for d in (*shape, *(stride or ()))):
+            return None
+        if _fake_mode is None:
+            _fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        mode = _fake_mode
+    with mode:
         if stride is None:
             return torch.empty(shape, dtype=dtype, device=v.get("device", "cpu"))
         return torch.empty_strided(shape, stride, dtype=dtype, device=v.get("device", "cpu"))
 
 
-def _value(v: dict, fake_mode: Any = None) -> Any:
+def _value(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
     kind = v.get("kind")
     if kind == "tensor":
-        return _fake_tensor(v, fake_mode)
+        return _fake_tensor(v, syms)
     if kind == "sequence":
-        items = [_value(x, fake_mode) for x in v["items"]]
+        items = [_value(x, syms) for x in v["items"]]
         # All or nothing: a partial list would misstate the value's size.
         if any(x is None and it.get("kind") != "none" for x, it in zip(items, v["items"])):
             return None
@@ -177,7 +240,20 @@ def _value(v: dict, fake_mode: Any = None) -> Any:
     return None
 
 
-def _meta_from_doc(nd: dict, fake_mode: Any = None) -> dict:
+def _offload_meta(m: dict, meta: dict, syms: _Symbols) -> None:
+    """Activation offloading's meta keys (result graphs) into `meta`."""
+    if m.get("saved_for_offloading"):
+        meta["saved_for_offloading"] = True
+    if "original_device" in m:
+        meta["original_device"] = torch.device(m["original_device"])
+    for key in ("original_size", "original_stride"):
+        if key in m:
+            dims = syms.dims(m[key])
+            if dims is not None:
+                meta[key] = tuple(dims)
+
+
+def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = False) -> dict:
     from torch.utils.checkpoint import CheckpointPolicy
 
     meta: dict[str, Any] = {}
@@ -190,9 +266,14 @@ def _meta_from_doc(nd: dict, fake_mode: Any = None) -> dict:
             meta[key] = m[key]
     if "region_memory_budget" in m:
         meta["custom"] = {"_region_activation_memory_budget": m["region_memory_budget"]}
+    # A joint pass's request, read from joint graphs only: a created node of
+    # a result (an RNG getitem copies its op's meta) has none in torch.
+    if joint_doc and m.get("should_offload"):
+        meta["should_offload"] = True
+    _offload_meta(m, meta, syms)
     if "val" in nd:
         meta["remat_val"] = nd["val"]
-        val = _value(nd["val"], fake_mode)
+        val = _value(nd["val"], syms)
         if val is not None or nd["val"].get("kind") == "none":
             meta["val"] = val
     if nd.get("tensor_meta"):
@@ -224,7 +305,7 @@ def _build_graph(
     fresh graph has no owning module, hence no create-node hooks).
     """
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
-    fake_mode = _joint_fake_mode(joint_gm)
+    syms = _Symbols(joint_gm)
     graph = fx.Graph()
     create_name = graph._graph_namespace.create_name
     associate = graph._graph_namespace.associate_name_with_obj
@@ -274,7 +355,11 @@ def _build_graph(
         elif src is not None and op != "output":
             _set_attr(node, "meta", copy.copy(src.meta))
         elif op != "output":
-            _set_attr(node, "meta", _meta_from_doc(nd, fake_mode))
+            _set_attr(node, "meta", _meta_from_doc(nd, syms, joint_doc=match_by_name))
+        if src is not None and "meta" in nd and "saved_for_offloading" in nd["meta"]:
+            # torch marks the offloaded forward node in its (shared, for a
+            # placeholder) meta dict.
+            node.meta["saved_for_offloading"] = True
     return graph
 
 
