@@ -139,11 +139,28 @@ void finalize_origins(Graph& g) {
   }
 }
 
+// torch's thread_graphsafe_rng_from_hops changes a graph whose
+// invoke_subgraph bodies take graph-safe RNG states; remat does not thread
+// them yet, and says so instead of returning different graphs.
+void refuse_hop_rng_threading(const Graph& g, const std::vector<NestedGraph>& nested,
+                              bool is_backward) {
+  const std::vector<HopRngCall> calls = find_hop_rng_calls(g, nested, is_backward);
+  if (calls.empty()) return;
+  const HopRngCall& c = calls.front();
+  throw Error(ErrorCode::kUnsupported,
+              fmt::format("thread_graphsafe_rng_from_hops: node '{}' of the {} calls '{}', whose "
+                          "body takes the graph-safe RNG state '{}'; remat does not thread HOP RNG "
+                          "states yet",
+                          g.name(c.hop), is_backward ? "backward" : "forward", c.body->name,
+                          c.body->graph.name(c.states.front())));
+}
+
 // Extraction and rewrites shared by both partitioners. `reorder` is whether
-// the backward is reordered to mimic the autograd engine.
+// the backward is reordered to mimic the autograd engine; `thread_bw`
+// whether HOP RNG states are threaded through the backward too.
 PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved,
                      const std::vector<std::string_view>& ban_reason, const PartitionOptions& options,
-                     bool dce_collectives, bool reorder, const char* partitioner,
+                     bool dce_collectives, bool reorder, bool thread_bw, const char* partitioner,
                      StageClock& clock) {
   const Graph& g = p.graph;
   Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
@@ -165,6 +182,8 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   PartitionResult r;
   r.forward = raise_getitems(std::move(e.forward));
   r.backward = raise_getitems(std::move(e.backward));
+  refuse_hop_rng_threading(r.forward, joint.nested, /*is_backward=*/false);
+  if (thread_bw) refuse_hop_rng_threading(r.backward, joint.nested, /*is_backward=*/true);
   finalize_origins(r.forward);
   finalize_origins(r.backward);
   clock.lap("getitems");
@@ -329,7 +348,7 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
     }
   }
   return emit(joint, p, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
-              /*reorder=*/true, "min_cut", clock);
+              /*reorder=*/true, /*thread_bw=*/true, "min_cut", clock);
 }
 
 PartitionResult default_on(const JointGraph& joint, Prepared p,
@@ -355,8 +374,11 @@ PartitionResult default_on(const JointGraph& joint, Prepared p,
   clock.lap("classify");
   SavedSets saved = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
   clock.lap("decide");
+  // torch's default_partition threads the backward only when the backward
+  // needs something from the forward.
   return emit(joint, p, std::move(saved), {}, options, /*dce_collectives=*/true,
-              /*reorder=*/p.had_recomputable_ops, "default", clock);
+              /*reorder=*/p.had_recomputable_ops, /*thread_bw=*/info.num_required_bw > 0,
+              "default", clock);
 }
 
 // Graphs derived from the joint graph record their origin; the joint graph
