@@ -135,7 +135,8 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
   out.extra = kNoExtra;
   if (in.extra != kNoExtra) {
     NodeExtra x = src_.extra(id);
-    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint})
+    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint,
+                     &x.device})
       *s = str(*s);
     out.extra = dst_.add_extra(x);
   }

@@ -5,7 +5,8 @@
 // default_partition. This file only sequences the stages the way torch does;
 // each stage's rules live in its own folder:
 //   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
-//   -> decide (min-cut or default) -> extract -> rewrite (RNG, reorder, getitems)
+//   -> decide (min-cut or default) -> extract -> rewrite (RNG, reorder,
+//   getitems, HOP RNG states)
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
@@ -139,22 +140,6 @@ void finalize_origins(Graph& g) {
   }
 }
 
-// torch's thread_graphsafe_rng_from_hops changes a graph whose
-// invoke_subgraph bodies take graph-safe RNG states; remat does not thread
-// them yet, and says so instead of returning different graphs.
-void refuse_hop_rng_threading(const Graph& g, const std::vector<NestedGraph>& nested,
-                              bool is_backward) {
-  const std::vector<HopRngCall> calls = find_hop_rng_calls(g, nested, is_backward);
-  if (calls.empty()) return;
-  const HopRngCall& c = calls.front();
-  throw Error(ErrorCode::kUnsupported,
-              fmt::format("thread_graphsafe_rng_from_hops: node '{}' of the {} calls '{}', whose "
-                          "body takes the graph-safe RNG state '{}'; remat does not thread HOP RNG "
-                          "states yet",
-                          g.name(c.hop), is_backward ? "backward" : "forward", c.body->name,
-                          c.body->graph.name(c.states.front())));
-}
-
 // Extraction and rewrites shared by both partitioners. `reorder` is whether
 // the backward is reordered to mimic the autograd engine; `thread_bw`
 // whether HOP RNG states are threaded through the backward too.
@@ -171,7 +156,8 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   clock.lap("extract");
   int rng_states = 0;
   if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
-    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization);
+    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization,
+                                       options.graphsafe_rng_device_types);
     clock.lap("rng");
   }
   if (reorder) {
@@ -182,8 +168,12 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   PartitionResult r;
   r.forward = raise_getitems(std::move(e.forward));
   r.backward = raise_getitems(std::move(e.backward));
-  refuse_hop_rng_threading(r.forward, joint.nested, /*is_backward=*/false);
-  if (thread_bw) refuse_hop_rng_threading(r.backward, joint.nested, /*is_backward=*/true);
+  r.forward = thread_graphsafe_rng_from_hops(std::move(r.forward), joint.nested,
+                                             /*is_backward=*/false, e.forward_names);
+  if (thread_bw) {
+    r.backward = thread_graphsafe_rng_from_hops(std::move(r.backward), joint.nested,
+                                                /*is_backward=*/true, e.backward_names);
+  }
   finalize_origins(r.forward);
   finalize_origins(r.backward);
   clock.lap("getitems");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/copy.h"
 #include "graph_fixture.h"
 #include "remat/error.h"
 #include "remat/partition.h"
@@ -87,21 +88,94 @@ TEST(HopRng, PartitionWithoutBodyRngStatesSucceeds) {
   EXPECT_NO_THROW(default_partition(j, {}));
 }
 
-TEST(HopRng, ThreadingIsRefusedByNameUntilSupported) {
-  const JointGraph j = hop_joint({"primals_0", "fwd_rng_state_0"}, {"saved", "tangents_0"});
-  for (auto* partition : {&min_cut_rematerialization_partition, &default_partition}) {
-    try {
-      partition(j, {});
-      FAIL() << "expected an UnsupportedError";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-      EXPECT_NE(std::string(e.what()).find("thread_graphsafe_rng_from_hops: node "
-                                           "'invoke_subgraph_2' of the forward calls "
-                                           "'partitioned_fw_subgraph_0_0'"),
-                std::string::npos)
-          << e.what();
-    }
+// The node names of a graph, and the args of one node as names/strings.
+std::vector<std::string> names(const Graph& g) { return testing::node_names(g); }
+
+std::vector<std::string> args_of(const Graph& g, std::string_view node) {
+  std::vector<std::string> out;
+  for (ArgId c : g.children(g.node(g.find(node)).args)) {
+    const Arg& a = g.arg(c);
+    out.push_back(a.kind == ArgKind::kNode ? std::string(g.name(a.id))
+                                           : a.kind == ArgKind::kStr ? std::string(g.str(a.id))
+                                                                     : arg_kind_name(a.kind));
   }
+  return out;
+}
+
+TEST(HopRng, StatesBecomeInputsAfterTheLastPlaceholderAndCallsAreReplacedInPlace) {
+  const JointGraph j = hop_joint({"primals_0", "fwd_rng_state_0", "fwd_rng_state_1"},
+                                 {"saved", "tangents_0", "bwd_rng_state_0"});
+  const PartitionResult r = min_cut_rematerialization_partition(j, {});
+  // torch: per call its placeholders, then the new call, named by FX.
+  EXPECT_EQ(names(r.forward),
+            std::vector<std::string>({"primals_1", "fwd_rng_state_0", "fwd_rng_state_1",
+                                      "partitioned_fw_subgraph_0_0", "invoke_subgraph", "getitem",
+                                      "getitem_1", "output"}));
+  EXPECT_EQ(args_of(r.forward, "invoke_subgraph"),
+            std::vector<std::string>({"partitioned_fw_subgraph_0_0", "partitioned_fw_subgraph_0_0",
+                                      "primals_1", "fwd_rng_state_0", "fwd_rng_state_1"}));
+  const Node& call = r.forward.node(r.forward.find("invoke_subgraph"));
+  EXPECT_EQ(j.graph.name(call.origin), "invoke_subgraph_2");  // its meta: the old call's
+  EXPECT_EQ(r.forward.node(r.forward.find("fwd_rng_state_1")).origin, kNoNode);
+  EXPECT_EQ(r.forward.str(r.forward.node(r.forward.find("fwd_rng_state_1")).target), "fwd_rng_state_1");
+  // The backward's states follow its last placeholder, the tangent.
+  const std::vector<std::string> bw = names(r.backward);
+  ASSERT_GE(bw.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(bw.begin(), bw.begin() + 3),
+            std::vector<std::string>({"getitem_1", "tangents_1", "bwd_rng_state_0"}));
+  EXPECT_EQ(args_of(r.backward, "invoke_subgraph"),
+            std::vector<std::string>({"partitioned_bw_subgraph_0_0", "partitioned_bw_subgraph_0_0",
+                                      "getitem_1", "tangents_1", "bwd_rng_state_0"}));
+}
+
+TEST(HopRng, StateValuesAreTheBodysGenerators) {
+  JointGraph j = hop_joint({"primals_0"}, {"saved", "tangents_0"});
+  // A body whose RNG input holds a generator with a host handle.
+  TestGraph t;
+  Ref x = t.placeholder("primals_0");
+  Ref state = t.placeholder("fwd_rng_state_0");
+  t[state].value = ValueKind::kGenerator;
+  t[state].tensors.clear();
+  t[state].flags = 0;
+  Ref sin = t.call("aten.sin.default", {x});
+  t.output({A::tuple({sin, sin})});
+  Graph body = t.build();
+  {
+    // TestGraph has no generator fields: rebuild the node with them.
+    GraphBuilder b(body);
+    NodeCopier c(body, b);
+    std::vector<NodeId> remap(body.size(), kNoNode);
+    for (NodeId id = 0; id < body.size(); ++id) {
+      if (id != state.id) {
+        remap[id] = c.copy(id, remap);
+        continue;
+      }
+      Node n;
+      c.copy_value(id, n);
+      n.args = c.copy_args(body.node(id).args, remap);
+      n.kwargs = c.copy_args(body.node(id).kwargs, remap);
+      NodeExtra ex;
+      ex.device = b.intern("cuda:1");
+      ex.handle = 7;
+      remap[id] = b.add_node(n, ex);
+    }
+    body = b.finish();
+  }
+  j.nested[0].graph = std::move(body);
+  const PartitionResult r = min_cut_rematerialization_partition(j, {});
+  const NodeId ph = r.forward.find("fwd_rng_state_0");
+  ASSERT_NE(ph, kNoNode);
+  EXPECT_EQ(r.forward.node(ph).value, ValueKind::kGenerator);
+  EXPECT_EQ(r.forward.str(r.forward.extra(ph).device), "cuda:1");
+  EXPECT_EQ(r.forward.extra(ph).handle, 7);
+}
+
+TEST(HopRng, DefaultPartitionThreadsBothGraphsWhenTheBackwardNeedsTheForward) {
+  const JointGraph j = hop_joint({"primals_0", "fwd_rng_state_0"},
+                                 {"saved", "tangents_0", "bwd_rng_state_0"});
+  const PartitionResult r = default_partition(j, {});
+  EXPECT_NE(r.forward.find("fwd_rng_state_0"), kNoNode);
+  EXPECT_NE(r.backward.find("bwd_rng_state_0"), kNoNode);
 }
 
 }  // namespace

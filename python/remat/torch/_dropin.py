@@ -72,6 +72,10 @@ def options_from_torch(**overrides: Any) -> dict:
     opts["graphsafe_rng_functionalization"] = bool(config.graphsafe_rng_functionalization) and (
         not inductor_config.fallback_random
         or inductor_config.test_configs.graphsafe_rng_func_ignores_fallback_random)
+    # supports_graphsafe_rng's device types (register_graphsafe_rng_device_type adds to them).
+    from torch._functorch._aot_autograd import utils as aot_utils
+
+    opts["graphsafe_rng_device_types"] = sorted(aot_utils._GRAPHSAFE_RNG_DEVICE_TYPES)
     # Rewrites remat does not reproduce yet: passed on so the engine refuses
     # them (UnsupportedError) instead of silently partitioning differently.
     opts["enable_activation_offloading"] = bool(config.enable_activation_offloading)
