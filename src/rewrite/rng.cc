@@ -435,11 +435,14 @@ Graph rewrite_backward(const Graph& bw, const std::vector<Pair>& pairs, NodeId t
 }
 
 // The state a CPU-style replay saves for an op on `device`: torch's
-// get_sample_rng_state.
+// get_sample_rng_state, which asks the device's module for its state and
+// uses the CPU's when the module has none (torch.cpu has none, so a CPU
+// registered as graph-safe still saves the CPU's state).
 int64_t state_bytes(const std::string& device, const std::vector<std::string>& types,
                     std::string_view op_name) {
   if (device.empty() || !graphsafe_type(device, types)) return kCpuRngStateBytes;
   if (device_type(device) == "cuda") return kCudaRngStateBytes;
+  if (device_type(device) == "cpu") return kCpuRngStateBytes;
   throw Error(ErrorCode::kUnsupported,
               fmt::format("node '{}': the RNG state of a '{}' random op replayed without "
                           "graph-safe functionalization has a size remat does not know",

@@ -173,25 +173,28 @@ def test_graphsafe_off_takes_the_cpu_style_path_with_cuda_sized_states():
 # --------------------------------------------------------------------------- supports_graphsafe_rng
 
 
-@pytest.mark.parametrize("device_types", [set(), {"cuda", "cpu"}])
-def test_graphsafe_device_types_follow_torchs_registry(monkeypatch, device_types):
+@pytest.mark.parametrize("device_types,context", [
+    (set(), "graphsafe"), ({"cuda", "cpu"}, "graphsafe"), ({"cuda", "cpu"}, "graphsafe_off")])
+def test_graphsafe_device_types_follow_torchs_registry(monkeypatch, device_types, context):
     """The device types torch's supports_graphsafe_rng accepts (extended by
     register_graphsafe_rng_device_type) reach the engine: none (every op
     takes the CPU-style path, with CPU-sized states), or the CPU too (a CPU
-    op has no device index, which torch asserts and remat reports)."""
+    op has no device index, which torch asserts and remat reports; with
+    graph-safe functionalization off it saves the CPU's state, torch.cpu
+    having no get_rng_state of its own)."""
     from torch._functorch._aot_autograd import utils as aot_utils
 
     monkeypatch.setattr(aot_utils, "_GRAPHSAFE_RNG_DEVICE_TYPES", device_types)
     name = "cpu_and_cuda"
     try:
-        expected = _run(name, "min_cut", {})
+        expected = _run(name, "min_cut", CONTEXTS[context])
     except AssertionError as e:
-        assert "device_idx" in str(e)
+        assert "device_idx" in str(e) and "cpu" in device_types and context == "graphsafe"
         with pytest.raises(remat.InvalidGraphError, match="needs a device index, and 'cpu' has none"):
-            _run(name, "min_cut", {}, side="remat")
+            _run(name, "min_cut", CONTEXTS[context], side="remat")
         return
-    assert device_types == set()
-    actual = _run(name, "min_cut", {}, side="remat")
+    assert device_types == set() or context == "graphsafe_off"
+    actual = _run(name, "min_cut", CONTEXTS[context], side="remat")
     assert not parity.partition_diffs(expected, actual, rng_graphs.load(name).num_fwd_outputs)
     assert not _rng_meta_diffs(expected, actual)
     assert "hop:run_and_save_rng_state" in _targets(actual[0])
