@@ -60,7 +60,9 @@ MATRIX = [(g, c, p) for g in GRAPHS if g != COLLIDING
           for c, p in (("graphsafe", "min_cut"), ("graphsafe_off", "min_cut"),
                        ("budget_0.05", "min_cut"), ("graphsafe", "default"))]
 MATRIX += [(g, "fallback_random", "min_cut") for g in ("ckpt_dropout", "hop_dropout", COLLIDING)]
-MATRIX += [(g, "budget_0.5", "min_cut") for g in ("attention_dropout", "hop_dropout", "philox_attention")]
+MATRIX += [(g, "budget_0.5", "min_cut") for g in ("attention_dropout", "hop_dropout", "philox_attention",
+                                                  "two_devices")]
+MATRIX += [("two_devices", "fallback_random", "min_cut")]
 # Without graph-safe states of its own, the colliding graph threads its
 # bodies' states like any other.
 MATRIX += [(COLLIDING, c, p) for c, p in (("graphsafe_off", "min_cut"), ("graphsafe_off", "default"),
@@ -251,3 +253,27 @@ def test_threaded_calls_extend_eager_input_vals_as_torch():
         assert [_val_key(results[1], a) for a in act.args[-1:]] == [_val_key(results[0], a) for a in exp.args[-1:]]
         assert act_args[-1] is act.args[-1].meta["val"]
         assert isinstance(act_args[-1], torch.Generator)
+
+
+@pytest.mark.parametrize("name,context", [
+    ("ckpt_dropout", "graphsafe"), ("two_devices", "graphsafe"), ("cpu_and_cuda", "budget_0.05"),
+    ("philox_dropout", "graphsafe"), ("hop_dropout", "graphsafe"), ("attention_dropout", "graphsafe_off"),
+])
+def test_installed_without_fallback_partitions_rng_graphs(name, context):
+    """What torch.compile calls after install(fallback=False) (torch's own
+    names, patched) partitions every RNG path without handing the graph back
+    to torch: no warning, no error, torch's graphs."""
+    from torch._functorch import partitioners
+
+    stored = rng_graphs.load(name)
+    expected = _run(name, "min_cut", CONTEXTS[context])
+    remat_torch.install(fallback=False)
+    try:
+        assert partitioners.min_cut_rematerialization_partition is not min_cut_rematerialization_partition
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            actual = rng_graphs.run(partitioners.min_cut_rematerialization_partition, stored,
+                                    **CONTEXTS[context])
+    finally:
+        remat_torch.uninstall()
+    assert not parity.partition_diffs(expected, actual, stored.num_fwd_outputs)
