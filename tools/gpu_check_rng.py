@@ -13,9 +13,13 @@ different order between two compiles). It also checks that remat partitioned
 every graph and that the graph-safe path was taken where it should be.
 
 Exit status 0 when every run agrees, 1 otherwise, 2 without a GPU. Run it
-through tools/gpu_check.sh.
+through tools/gpu_check.sh. `--device cpu` runs the same comparison on the
+CPU (random ops take the CPU-style path there, so no graph-safe path is
+expected): a dry run of the script itself, which tests/python runs so that
+the script cannot rot between GPU runs.
 
   python tools/gpu_check_rng.py [--steps 3] [--only case,...] [--backends aot_eager,inductor]
+                                [--device cuda|cpu]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import torch  # noqa: E402
+import torch._functorch.config  # noqa: E402  (torch._functorch does not import it)
 
 
 def _capture_tool() -> Any:
@@ -88,15 +93,17 @@ class _Watch:
             _dropin._partition = original
 
 
-def _train(make: Callable[[], torch.nn.Module], shape: tuple, backend: str, steps: int) -> tuple[list, list]:
+def _train(make: Callable[[], torch.nn.Module], shape: tuple, backend: str, steps: int,
+           device: str) -> tuple[list, list]:
     torch._dynamo.reset()
     torch.manual_seed(0)
-    model = make().cuda()
+    model = make().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     compiled = torch.compile(model, backend=backend)
-    x = torch.randn(*shape, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    x = torch.randn(*shape, device=device, generator=torch.Generator(device).manual_seed(1))
     torch.manual_seed(0)
-    torch.cuda.manual_seed(0)
+    if device == "cuda":
+        torch.cuda.manual_seed(0)
     losses = []
     for _ in range(steps):
         opt.zero_grad(set_to_none=True)
@@ -105,7 +112,8 @@ def _train(make: Callable[[], torch.nn.Module], shape: tuple, backend: str, step
         losses.append(loss.detach().clone())
         grads = [p.grad.detach().clone() for p in model.parameters()]
         opt.step()
-    torch.cuda.synchronize()
+    if device == "cuda":
+        torch.cuda.synchronize()
     return losses, grads
 
 
@@ -120,30 +128,35 @@ def _same(a: list, b: list, exact: bool) -> bool:
     return True
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--only", default="")
     p.add_argument("--backends", default="aot_eager,inductor")
-    args = p.parse_args()
-    if not torch.cuda.is_available():
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    args = p.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
         print("gpu_check_rng: no CUDA GPU; nothing checked")
         return 2
     warnings.filterwarnings("ignore")
     tool = _capture_tool()
     wanted = {s for s in args.only.split(",") if s}
     failures = 0
-    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "the CPU (dry run)"
+    print(f"torch {torch.__version__} on {where}")
     for name, (make, shape, config, graphsafe) in _cases(tool).items():
         if wanted and name not in wanted:
+            continue
+        if args.device == "cpu" and config.get("functionalize_rng_ops"):
+            print(f"skip {name}: the philox path needs CUDA (AOTAutograd reads its generator)")
             continue
         for backend in args.backends.split(","):
             label = f"{name} [{backend}]"
             try:
                 with torch._functorch.config.patch(config):
-                    theirs = _train(make, shape, backend, args.steps)
+                    theirs = _train(make, shape, backend, args.steps, args.device)
                     with _Watch().installed() as watch:
-                        ours = _train(make, shape, backend, args.steps)
+                        ours = _train(make, shape, backend, args.steps, args.device)
             except Exception:
                 failures += 1
                 print(f"FAIL {label}: an exception\n{traceback.format_exc()}")
@@ -158,7 +171,7 @@ def main() -> int:
                 problems.append(f"gradients differ (max abs difference {worst:.3g})")
             if watch.partitions == 0:
                 problems.append("remat partitioned nothing")
-            if graphsafe and watch.graphsafe == 0:
+            if graphsafe and args.device == "cuda" and watch.graphsafe == 0:
                 problems.append("no forward took the graph-safe RNG path")
             if problems:
                 failures += 1

@@ -277,3 +277,20 @@ def test_installed_without_fallback_partitions_rng_graphs(name, context):
     finally:
         remat_torch.uninstall()
     assert not parity.partition_diffs(expected, actual, stored.num_fwd_outputs)
+
+
+def test_gpu_check_script_dry_runs_on_the_cpu(capsys):
+    """tools/gpu_check_rng.py (run by tools/gpu_check.sh where a GPU is lent)
+    trains through install(fallback=False) and compares with torch; its CPU
+    dry run keeps the script itself working between GPU runs."""
+    import importlib.util
+    import os
+
+    path = os.path.join(rng_graphs.ROOT, "tools", "gpu_check_rng.py")
+    spec = importlib.util.spec_from_file_location("gpu_check_rng", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rc = mod.main(["--device", "cpu", "--backends", "aot_eager", "--steps", "1", "--only", "hop_dropout"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "ok   hop_dropout [aot_eager]: 1 steps, 1 graph(s) partitioned by remat" in out
