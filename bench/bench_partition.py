@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import json
 import os
 import re
@@ -80,14 +79,15 @@ def run_case(joint: cases.Joint, repeat: int, torch_repeat: int, budget: float |
     if rewrite is not None:
         joint, config, context = cases.REWRITES[rewrite](joint)
         patch.update(config)
-    with functorch_config.patch(patch), _use_lazy_graph_module(lazy), context:
+    with joint.partition_context(), functorch_config.patch(patch), _use_lazy_graph_module(lazy), \
+            context:
         t_torch, (tfw, tbw) = median_time(
-            lambda gm: theirs(gm, None, **kwargs), torch_repeat, lambda: copy.deepcopy(joint.gm))
+            lambda gm: theirs(gm, None, **kwargs), torch_repeat, joint.copy)
         t_e2e, (rfw, rbw) = median_time(
-            lambda gm: ours(gm, None, **kwargs), repeat, lambda: copy.deepcopy(joint.gm))
+            lambda gm: ours(gm, None, **kwargs), repeat, joint.copy)
         engine = []
         for _ in range(repeat):
-            engine.append(rt.partition(copy.deepcopy(joint.gm), partitioner=partitioner,
+            engine.append(rt.partition(joint.copy(), partitioner=partitioner,
                                        **kwargs).result["seconds"])
     same = (graph_signature(tfw) == graph_signature(rfw)
             and graph_signature(tbw) == graph_signature(rbw))

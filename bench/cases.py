@@ -6,7 +6,9 @@ aot_function (static shapes) or torch.compile (dynamic shapes, where dynamo
 makes sizes symbolic) and a partition function that records the joint graph
 and stops the compilation, so capturing never pays for torch's own
 partitioner. `BOTH_PARTITIONERS` lists the cases also timed with
-default_partition.
+default_partition. The RNG rewrites' cases are the stored joint graphs with
+CUDA metadata of tests/python/rng_graphs.py (a CPU cannot trace them), each
+partitioned in the context AOTAutograd partitions in.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-from typing import Any, Callable
+import os
+import sys
+from typing import Any, Callable, ContextManager, Optional
 
 import torch
 import torch.nn as nn
@@ -26,6 +30,16 @@ class Joint:
     name: str
     gm: torch.fx.GraphModule
     kwargs: dict[str, Any]  # num_fwd_outputs, static_lifetime_input_indices
+    # The context torch partitions this graph in (None: the caller's own).
+    context: Optional[Callable[[], ContextManager[Any]]] = None
+    # A fresh joint module for each run (None: a deep copy of gm).
+    fresh: Optional[Callable[[], torch.fx.GraphModule]] = None
+
+    def copy(self) -> torch.fx.GraphModule:
+        return self.fresh() if self.fresh is not None else copy.deepcopy(self.gm)
+
+    def partition_context(self) -> ContextManager[Any]:
+        return self.context() if self.context is not None else contextlib.nullcontext()
 
     @property
     def nodes(self) -> int:
@@ -192,6 +206,30 @@ def transformer_dynamic(layers: int, dim: int = 32, heads: int = 4) -> Joint:
     return capture_compiled(model, torch.randn(2, 8, dim), name=f"transformer_{layers}_dynamic")
 
 
+def stored_rng(name: str, row: str, **config: Any) -> Joint:
+    """A stored joint graph with CUDA metadata (tests/data/rng) under torch
+    config `config`: the RNG rewrites' rows."""
+    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python")
+    sys.path.insert(0, tests)
+    try:
+        import rng_graphs
+    finally:
+        sys.path.pop(0)
+    stored = rng_graphs.load(name)
+    return Joint(row, stored.fresh(), stored.partition_kwargs(),
+                 context=lambda: rng_graphs.partition_context(stored, **config), fresh=stored.fresh)
+
+
+# One row per RNG rewrite: graph-safe functionalization (CUDA's default), the
+# CPU-style path it falls back to, philox seeds/offsets, and HOP threading.
+RNG_CASES: dict[str, Callable[[], Joint]] = {
+    "rng_graphsafe_attention": lambda: stored_rng("attention_dropout", "rng_graphsafe_attention"),
+    "rng_cpu_style_attention": lambda: stored_rng(
+        "attention_dropout", "rng_cpu_style_attention", graphsafe_rng_functionalization=False),
+    "rng_philox_attention": lambda: stored_rng("philox_attention", "rng_philox_attention"),
+    "rng_hop_dropout": lambda: stored_rng("hop_dropout", "rng_hop_dropout"),
+}
+
 CASES: dict[str, Callable[[], Joint]] = {
     **{f"sequential_weights_{n}": (lambda n=n: sequential_weights(n)) for n in (100, 1000, 5000)},
     **{f"parallel_chains_{c}": (lambda c=c: parallel_chains(c)) for c in (32, 128, 512)},
@@ -200,12 +238,13 @@ CASES: dict[str, Callable[[], Joint]] = {
     "resnet18_dynamic": lambda: resnet18(dynamic=True),
     "transformer_1_dynamic": lambda: transformer_dynamic(1),
     "transformer_4_dynamic": lambda: transformer_dynamic(4),
+    **RNG_CASES,
 }
 
 # Cases also timed with default_partition (torch's choice without a min-cut:
 # inference-style compiles and graphs with nothing to recompute).
 BOTH_PARTITIONERS = {"transformer_4", "resnet18", "resnet18_dynamic", "transformer_1_dynamic",
-                     "transformer_4_dynamic", "transformer_1"}
+                     "transformer_4_dynamic", "transformer_1", *RNG_CASES}
 
 # --- post-cut rewrites ---------------------------------------------------
 
@@ -252,4 +291,5 @@ SMOKE: dict[str, Callable[[], Joint]] = {
     "parallel_chains_8": lambda: parallel_chains(8),
     "transformer_1": lambda: transformer_stack(1),
     "transformer_1_dynamic": lambda: transformer_dynamic(1),
+    "rng_hop_dropout": RNG_CASES["rng_hop_dropout"],
 }

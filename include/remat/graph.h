@@ -58,6 +58,7 @@ enum class ValueKind : uint8_t {
   kOpaque,         // another opaque value (a process group, ...)
   kBackwardState,  // torch.fx.experimental._backward_state.BackwardState
   kConstant,       // a plain Python value (int, float, ...)
+  kGenerator,      // a torch.Generator (the state of a graph-safe RNG input)
 };
 
 // torch.utils.checkpoint.CheckpointPolicy, or none.
@@ -188,6 +189,10 @@ struct NodeExtra {
   StrId nested_hint = 0;
   StrId binds_symbol = 0; // the symbol this node binds (is_symbol_binding_fx_node)
   StrId repr = 0;         // kConstant/kOpaque values: a printable form
+  // kGenerator values: the generator's device, and the host's handle of the
+  // very object (-1: none; the host makes a fresh one for the device).
+  StrId device = 0;
+  int64_t handle = -1;
   int64_t ac_graph_id = 0;
   double memory_budget = 0;
   // torch.autograd.graph.region_activation_memory_budget's annotation

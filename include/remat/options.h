@@ -97,6 +97,10 @@ struct PartitionOptions {
   bool dce_impure_random = true;
   // torch.distributed.is_available(): enables the wait_tensor rules.
   bool distributed_available = true;
+  // The device types whose random ops torch functionalizes graph-safely
+  // (torch._functorch._aot_autograd.utils._GRAPHSAFE_RNG_DEVICE_TYPES, which
+  // register_graphsafe_rng_device_type extends): supports_graphsafe_rng.
+  std::vector<std::string> graphsafe_rng_device_types = {"cuda"};
 
   // --- remat's own -------------------------------------------------------
   CutSide cut_side = CutSide::kSinkMinimal;

@@ -195,6 +195,13 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
        [&](auto k, auto v) {
          o.activation_memory_budget_runtime_estimator = as_string(k, v);
        }},
+      {"graphsafe_rng_device_types",
+       [&](auto k, auto v) {
+         simdjson::dom::array list;
+         if (v.get(list)) bad_option(k, "expected a list of device type names");
+         o.graphsafe_rng_device_types.clear();
+         for (auto x : list) o.graphsafe_rng_device_types.push_back(as_string(k, x));
+       }},
       {"profiled_runtimes",
        [&](auto k, auto v) {
          simdjson::dom::array list;

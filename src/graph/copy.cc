@@ -138,7 +138,8 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
     original = copy_tensor(src_.values().tensors[src_.extra(id).original_tensor]);
   if (in.extra != kNoExtra) {
     NodeExtra x = src_.extra(id);
-    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint})
+    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint,
+                     &x.device})
       *s = str(*s);
     x.original_tensor = original;
     out.extra = dst_.add_extra(x);

@@ -384,6 +384,7 @@ const char* value_kind_name(ValueKind k) {
     case ValueKind::kOpaque: return "opaque";
     case ValueKind::kBackwardState: return "backward_state";
     case ValueKind::kConstant: return "constant";
+    case ValueKind::kGenerator: return "generator";
   }
   return "?";
 }

@@ -403,6 +403,18 @@ class GraphWriter {
         }
         w_.end_object();
         break;
+      case ValueKind::kGenerator:
+        w_.begin_object();
+        w_.key("kind");
+        w_.string("generator");
+        w_.key("device");
+        w_.string(str(x.device));
+        if (x.handle >= 0) {
+          w_.key("handle");
+          w_.integer(x.handle);
+        }
+        w_.end_object();
+        break;
       default:
         simple_kind(value_kind_name(n.value));
         break;

@@ -6,7 +6,7 @@
 // each stage's rules live in its own folder:
 //   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
 //   -> decide (min-cut or default) -> extract
-//   -> rewrite (RNG, reorder, offloading, getitems)
+//   -> rewrite (RNG, reorder, offloading, getitems, HOP RNG states)
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
@@ -169,10 +169,11 @@ void finalize_origins(Graph& g) {
 }
 
 // Extraction and rewrites shared by both partitioners. `reorder` is whether
-// the backward is reordered to mimic the autograd engine.
+// the backward is reordered to mimic the autograd engine; `thread_bw`
+// whether HOP RNG states are threaded through the backward too.
 PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved,
                      const std::vector<std::string_view>& ban_reason, const PartitionOptions& options,
-                     bool dce_collectives, bool reorder, const char* partitioner,
+                     bool dce_collectives, bool reorder, bool thread_bw, const char* partitioner,
                      StageClock& clock) {
   const Graph& g = p.graph;
   Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
@@ -183,7 +184,8 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   clock.lap("extract");
   int rng_states = 0;
   if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
-    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization);
+    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization,
+                                       options.graphsafe_rng_device_types);
     clock.lap("rng");
   }
   if (reorder) {
@@ -198,6 +200,12 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   PartitionResult r;
   r.forward = raise_getitems(std::move(e.forward));
   r.backward = raise_getitems(std::move(e.backward));
+  r.forward = thread_graphsafe_rng_from_hops(std::move(r.forward), joint.nested,
+                                             /*is_backward=*/false, e.forward_names);
+  if (thread_bw) {
+    r.backward = thread_graphsafe_rng_from_hops(std::move(r.backward), joint.nested,
+                                                /*is_backward=*/true, e.backward_names);
+  }
   finalize_origins(r.forward);
   finalize_origins(r.backward);
   clock.lap("getitems");
@@ -381,7 +389,8 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   }
 
   PartitionResult r = emit(joint, p, split_saved(g, chosen), ban_reason, options,
-                           /*dce_collectives=*/false, /*reorder=*/true, "min_cut", clock);
+                           /*dce_collectives=*/false, /*reorder=*/true, /*thread_bw=*/true,
+                           "min_cut", clock);
   if (options.trace) {
     for (NodeId id : r.saved_values) trace.saved_bytes.push_back(size_of(joint.graph, id, options));
   }
@@ -403,7 +412,7 @@ PartitionResult peak_budget_on(const JointGraph& joint, const Prepared& p, const
         ban_reason[g.node(id).origin] = cut->ban_reason[id];
     StageClock scratch(Clock::now());
     return emit(joint, p, split_saved(g, chosen), ban_reason, options, /*dce_collectives=*/false,
-                /*reorder=*/true, "min_cut", scratch);
+                /*reorder=*/true, /*thread_bw=*/true, "min_cut", scratch);
   };
   PartitionResult r = solve_peak_budget(ctx, options.peak_memory_budget, build);
   clock.lap("peak_search");
@@ -435,8 +444,11 @@ PartitionResult default_on(const JointGraph& joint, Prepared p,
   clock.lap("classify");
   SavedSets saved = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
   clock.lap("decide");
+  // torch's default_partition threads the backward only when the backward
+  // needs something from the forward.
   return emit(joint, p, std::move(saved), {}, options, /*dce_collectives=*/true,
-              /*reorder=*/p.had_recomputable_ops, "default", clock);
+              /*reorder=*/p.had_recomputable_ops, /*thread_bw=*/info.num_required_bw > 0,
+              "default", clock);
 }
 
 // Graphs derived from the joint graph record their origin; the joint graph

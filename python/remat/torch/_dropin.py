@@ -81,6 +81,10 @@ def options_from_torch(**overrides: Any) -> dict:
                  "activation_reload_prefetch"):
         opts[name] = bool(getattr(config, name))
     opts["activation_offload_cpu_gpu_bw"] = float(config.activation_offload_cpu_gpu_bw)
+    # supports_graphsafe_rng's device types (register_graphsafe_rng_device_type adds to them).
+    from torch._functorch._aot_autograd import utils as aot_utils
+
+    opts["graphsafe_rng_device_types"] = sorted(aot_utils._GRAPHSAFE_RNG_DEVICE_TYPES)
     # Rewrites remat does not reproduce yet: passed on so the engine refuses
     # them (UnsupportedError) instead of silently partitioning differently.
     opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)

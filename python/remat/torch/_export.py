@@ -225,6 +225,16 @@ class _Exporter:
         # that isinstance even when the object is also an opaque value.
         if isinstance(v, (torch.ScriptObject, FakeScriptObject)):
             return {"kind": "script_object"}
+        if isinstance(v, torch.Generator):
+            # A graph-safe RNG input's state (an opaque value to torch, with
+            # a kind of its own): its device, and a handle so that the import
+            # gives back the very object (torch copies it from a HOP body's
+            # placeholder to the outer graph's).
+            out = {"kind": "generator", "device": str(v.device)}
+            if self.handles is not None:
+                out["handle"] = len(self.handles)
+                self.handles.append(v)
+            return out
         if is_opaque_value(v):
             return {"kind": "opaque", "repr": _safe_repr(v)}
         if isinstance(v, BackwardState):

@@ -18,7 +18,9 @@ Contract:
     result as `_extract_fwd_bwd_modules` does: modules made with
     `_make_graph_module(joint_gm, graph)`, output "desc" metadata from the joint
     output plus SavedForBackwards(NoVcCheck)AOTOutput for saved values, and
-    meta["autograd_backward"] on backward call_function/get_attr nodes.
+    meta["autograd_backward"] on backward call_function/get_attr nodes, and
+    invoke_subgraph calls the partitioner gave extra inputs (HOP RNG states)
+    their "eager_input_vals" extended with those inputs' values.
   * Opaque arguments resolve through `handles` (the list given to the export);
     without it they become `OpaqueArg` placeholders carrying the repr.
 """
@@ -214,12 +216,23 @@ def _fake_tensor(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
         return torch.empty_strided(shape, stride, dtype=dtype, device=v.get("device", "cpu"))
 
 
-def _value(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
+def _generator(v: dict, handles: Optional[list]) -> Any:
+    """The exported generator itself, or a fresh state of the device's default
+    generator (what torch's graph-safe RNG functionalization stores)."""
+    h = v.get("handle", -1)
+    if handles is not None and h is not None and 0 <= h < len(handles):
+        return handles[h]
+    from torch._functorch._aot_autograd.utils import get_default_generator
+
+    return get_default_generator(torch.device(v["device"])).clone_state()
+
+
+def _value(v: dict, syms: _Symbols = _NO_SYMBOLS, handles: Optional[list] = None) -> Any:
     kind = v.get("kind")
     if kind == "tensor":
         return _fake_tensor(v, syms)
     if kind == "sequence":
-        items = [_value(x, syms) for x in v["items"]]
+        items = [_value(x, syms, handles) for x in v["items"]]
         # All or nothing: a partial list would misstate the value's size.
         if any(x is None and it.get("kind") != "none" for x, it in zip(items, v["items"])):
             return None
@@ -237,6 +250,8 @@ def _value(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
         from torch.fx.experimental._backward_state import BackwardState
 
         return BackwardState()
+    if kind == "generator":
+        return _generator(v, handles)
     return None
 
 
@@ -253,7 +268,8 @@ def _offload_meta(m: dict, meta: dict, syms: _Symbols) -> None:
                 meta[key] = tuple(dims)
 
 
-def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = False) -> dict:
+def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = False,
+                   handles: Optional[list] = None) -> dict:
     from torch.utils.checkpoint import CheckpointPolicy
 
     meta: dict[str, Any] = {}
@@ -273,7 +289,7 @@ def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = Fal
     _offload_meta(m, meta, syms)
     if "val" in nd:
         meta["remat_val"] = nd["val"]
-        val = _value(nd["val"], syms)
+        val = _value(nd["val"], syms, handles)
         if val is not None or nd["val"].get("kind") == "none":
             meta["val"] = val
     if nd.get("tensor_meta"):
@@ -355,12 +371,34 @@ def _build_graph(
         elif src is not None and op != "output":
             _set_attr(node, "meta", copy.copy(src.meta))
         elif op != "output":
-            _set_attr(node, "meta", _meta_from_doc(nd, syms, joint_doc=match_by_name))
+            _set_attr(node, "meta", _meta_from_doc(nd, syms, joint_doc=match_by_name, handles=handles))
         if src is not None and "meta" in nd and "saved_for_offloading" in nd["meta"]:
             # torch marks the offloaded forward node in its (shared, for a
             # placeholder) meta dict.
             node.meta["saved_for_offloading"] = True
     return graph
+
+
+def _check_placeholder_targets(graph: fx.Graph, side: str) -> None:
+    """FX generates one function parameter per placeholder target, so two
+    placeholders sharing a target make a graph no module can be built from.
+
+    torch 2.13 builds such a forward/backward when a graph takes graph-safe
+    RNG states of its own and of an invoke_subgraph body: both are numbered
+    from fwd_rng_state_0. torch returns the module with stale code (its
+    recompile raises SyntaxError); remat says so instead.
+    """
+    import remat
+
+    seen: dict[str, str] = {}
+    for node in graph.find_nodes(op="placeholder"):
+        other = seen.setdefault(node.target, node.name)
+        if other != node.name:
+            raise remat.UnsupportedError(
+                f"the {side} graph torch 2.13 builds here has placeholders {other!r} and "
+                f"{node.name!r} with the same target {node.target!r} (graph-safe RNG states of "
+                "the graph and of an invoke_subgraph body); FX cannot generate code for it, so "
+                "remat does not return it (torch returns a module whose code is stale)")
 
 
 def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.GraphModule:
@@ -383,6 +421,25 @@ def import_graph(
     is_joint = d.get("format") == "remat.joint_graph"
     graph = _build_graph(d["nodes"], joint_gm, handles, match_by_name=is_joint)
     return _make_module(joint_gm, graph)
+
+
+def _extend_eager_input_vals(graph: fx.Graph, nodes: list[dict], joint_nodes: dict) -> None:
+    """invoke_subgraph calls given extra inputs (the RNG states of their
+    bodies, by thread_graphsafe_rng_from_hops) get those inputs' values
+    appended to meta["eager_input_vals"], which holds one value per argument,
+    as torch appends them."""
+    from torch._higher_order_ops import invoke_subgraph
+
+    for node, nd in zip(graph.nodes, nodes):
+        if node.op != "call_function" or node.target is not invoke_subgraph:
+            continue
+        src = joint_nodes.get(nd.get("origin"))
+        eager = node.meta.get("eager_input_vals")
+        if src is None or not eager or len(node.args) <= len(src.args):
+            continue
+        args, kwargs = eager
+        added = [a.meta.get("val") for a in node.args[len(src.args):]]
+        node.meta["eager_input_vals"] = ((*args, *added), kwargs)
 
 
 def _joint_output_descs(joint_gm: fx.GraphModule) -> list:
@@ -418,6 +475,10 @@ def import_result(
     bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False)
 
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
+    _check_placeholder_targets(fw_graph, "forward")
+    _check_placeholder_targets(bw_graph, "backward")
+    _extend_eager_input_vals(fw_graph, r["forward"]["nodes"], joint_nodes)
+    _extend_eager_input_vals(bw_graph, r["backward"]["nodes"], joint_nodes)
     descs = _joint_output_descs(joint_gm)
     # Saved tensors (script objects are saved after them), the last of which
     # skip version-counter checks.
