@@ -25,6 +25,9 @@ struct PartitionSettings {
   std::optional<double> memory_budget;
   bool no_cse = false;
   std::string dot;              // --dot PATH: DOT of a failed min-cut
+  // --activation-quantization JSON: torch's activation_quantization_aten_pass
+  // dict ("" = off), as ActivationQuantizationOptions::from_json reads it.
+  std::string activation_quantization;
 };
 
 struct ParetoSettings {

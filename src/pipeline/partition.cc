@@ -5,7 +5,8 @@
 // default_partition. This file only sequences the stages the way torch does;
 // each stage's rules live in its own folder:
 //   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
-//   -> decide (min-cut or default) -> extract -> rewrite (RNG, reorder, getitems)
+//   -> decide (min-cut or default) -> extract (with FP8 activation quantization)
+//   -> rewrite (RNG, reorder, getitems)
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "prepare/prepare.h"
 #include "remat/error.h"
 #include "remat/partition.h"
+#include "rewrite/quantize.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -141,12 +143,22 @@ void finalize_origins(Graph& g) {
 
 // Extraction and rewrites shared by both partitioners. `reorder` is whether
 // the backward is reordered to mimic the autograd engine.
-PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved,
-                     const std::vector<std::string_view>& ban_reason, const PartitionOptions& options,
-                     bool dce_collectives, bool reorder, const char* partitioner,
-                     StageClock& clock) {
+PartitionResult emit(const JointGraph& joint, const Prepared& p, const NodeInfo& info,
+                     SavedSets saved, const std::vector<std::string_view>& ban_reason,
+                     const PartitionOptions& options, bool dce_collectives, bool reorder,
+                     const char* partitioner, StageClock& clock) {
   const Graph& g = p.graph;
   Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
+  // torch quantizes inside its extraction, before any other rewrite.
+  std::vector<NodeId> quantized;
+  std::vector<GraphSnapshot> snapshots;
+  if (options.activation_quantization.enabled) {
+    clock.lap("extract");
+    quantized = quantize_activations(g, e, info.static_lifetime, joint.num_fwd_outputs,
+                                     options.activation_quantization,
+                                     options.keep_snapshots ? &snapshots : nullptr);
+    clock.lap("quantize");
+  }
   if (dce_collectives) {
     e.forward = eliminate_dead_collectives(std::move(e.forward));
     e.backward = eliminate_dead_collectives(std::move(e.backward));
@@ -174,6 +186,9 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
   r.num_fwd_outputs = joint.num_fwd_outputs;
   r.num_rng_states = rng_states;
+  r.quantized_values = std::move(quantized);
+  for (GraphSnapshot& snap : snapshots) finalize_origins(snap.graph);
+  r.snapshots = std::move(snapshots);
   r.forced_must_save = p.forced_must_save;
   r.partitioner = partitioner;
   record_decisions(joint, p, ban_reason, r);
@@ -328,7 +343,7 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
       saved.saved_values.push_back(id);
     }
   }
-  return emit(joint, p, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
+  return emit(joint, p, info, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
               /*reorder=*/true, "min_cut", clock);
 }
 
@@ -355,7 +370,7 @@ PartitionResult default_on(const JointGraph& joint, Prepared p,
   clock.lap("classify");
   SavedSets saved = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
   clock.lap("decide");
-  return emit(joint, p, std::move(saved), {}, options, /*dce_collectives=*/true,
+  return emit(joint, p, info, std::move(saved), {}, options, /*dce_collectives=*/true,
               /*reorder=*/p.had_recomputable_ops, "default", clock);
 }
 

@@ -7,7 +7,10 @@ Contract:
     the result imported back.
   * Options come from `torch._functorch.config` at call time, plus the runtime
     facts torch itself reads (tracing context, inductor's fallback_random,
-    torch.distributed), so an existing configuration keeps working.
+    torch.distributed) and inductor's activation_quantization_aten_pass, so an
+    existing configuration keeps working. What torch's FP8 quantization pass
+    does besides rewriting the graphs (counters, meta marks, trace
+    artifacts, guards on symbolic sizes) is `_quantization`'s.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
     forced to MUST_SAVE get that recompute tag in their meta.
   * `install()` makes torch.compile (inductor and aot_eager backends) and
@@ -28,7 +31,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom
+from . import _custom, _quantization
 from ._export import export_joint_graph
 from ._import import import_result
 
@@ -76,8 +79,12 @@ def options_from_torch(**overrides: Any) -> dict:
     # them (UnsupportedError) instead of silently partitioning differently.
     opts["enable_activation_offloading"] = bool(config.enable_activation_offloading)
     opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
-    opts["activation_quantization"] = (
-        inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass") is not None)
+    # inductor's FP8 activation quantization pass, which torch's extraction runs.
+    quantization = _quantization.options(
+        inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass"))
+    opts["activation_quantization"] = quantization
+    # Graph copies for torch's structured-trace artifacts, only while tracing.
+    opts["keep_snapshots"] = quantization is not None and _quantization.wants_snapshots()
     opts.update(overrides)
     return opts
 
@@ -146,6 +153,12 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
     with _step("options"):
         opts = options_from_torch() if options is None else options
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
+        quantization = opts.get("activation_quantization")
+        if quantization is not None:
+            # torch compares with its config's own value (an int stays an int).
+            raw = _torch_quantization_config() if options is None else None
+            threshold = (raw if isinstance(raw, dict) else quantization).get("size_in_mb", 100)
+            hooks["size_check"] = _quantization.size_check(joint_module, threshold)
     with _step("export"):
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)
@@ -159,7 +172,14 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
         for name in result.get("forced_must_save", []):
             by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
         fw, bw = import_result(result, joint_module, handles)
+        _quantization.finish(result, joint_module, fw, bw, handles)
     return Partition(fw, bw, result)
+
+
+def _torch_quantization_config() -> Optional[dict]:
+    import torch._inductor.config as inductor_config
+
+    return inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass")
 
 
 def min_cut_rematerialization_partition(
