@@ -10,8 +10,10 @@
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -34,8 +36,10 @@ using Clock = std::chrono::steady_clock;
 // twice (the min-cut handing over to the default partitioner) adds up.
 class StageClock {
  public:
-  explicit StageClock(Clock::time_point start) : start_(start), last_(start) {}
+  StageClock(Clock::time_point start, const PartitionOptions& options)
+      : start_(start), last_(start), progress_(options.progress) {}
   void lap(const char* stage) {
+    report(stage);
     const Clock::time_point now = Clock::now();
     const double seconds = std::chrono::duration<double>(now - last_).count();
     last_ = now;
@@ -51,8 +55,26 @@ class StageClock {
   std::vector<StageTime> take() { return std::move(laps_); }
 
  private:
+  // Tells the caller's progress hook how far the pipeline is: each stage's
+  // share is a rough constant (decide and extract dominate on big graphs),
+  // and the fraction never goes back when a stage runs twice.
+  void report(std::string_view stage) {
+    if (!progress_) return;
+    static constexpr std::pair<std::string_view, double> kDone[] = {
+        {"prepare", 0.2}, {"classify", 0.3}, {"decide", 0.6}, {"extract", 0.8},
+        {"rng", 0.85},    {"reorder", 0.9},  {"getitems", 0.95}, {"report", 1.0}};
+    for (const auto& [name, fraction] : kDone) {
+      if (name == stage && fraction > fraction_) {
+        fraction_ = fraction;
+        progress_("partition", fraction);
+      }
+    }
+  }
+
   Clock::time_point start_, last_;
   std::vector<StageTime> laps_;
+  const std::function<void(std::string_view, double)>& progress_;
+  double fraction_ = 0;
 };
 
 // aot_autograd's _is_functional_graph: the only mutations allowed are copy_
@@ -142,11 +164,12 @@ void finalize_origins(Graph& g) {
 }
 
 // Extraction and rewrites shared by both partitioners. `reorder` is whether
-// the backward is reordered to mimic the autograd engine.
+// the backward is reordered to mimic the autograd engine. `trace` is what the
+// decision recorded; the rewrites add the lines torch logs during them.
 PartitionResult emit(const JointGraph& joint, const Prepared& p, const NodeInfo& info,
                      SavedSets saved, const std::vector<std::string_view>& ban_reason,
                      const PartitionOptions& options, bool dce_collectives, bool reorder,
-                     const char* partitioner, StageClock& clock) {
+                     const char* partitioner, StageClock& clock, PartitionTrace trace) {
   const Graph& g = p.graph;
   Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
   // torch quantizes inside its extraction, before any other rewrite.
@@ -156,7 +179,8 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, const NodeInfo&
     clock.lap("extract");
     quantized = quantize_activations(g, e, info.static_lifetime, joint.num_fwd_outputs,
                                      options.activation_quantization,
-                                     options.keep_snapshots ? &snapshots : nullptr);
+                                     options.keep_snapshots ? &snapshots : nullptr,
+                                     options.trace ? &trace.log : nullptr);
     clock.lap("quantize");
   }
   if (dce_collectives) {
@@ -191,6 +215,7 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, const NodeInfo&
   r.snapshots = std::move(snapshots);
   r.forced_must_save = p.forced_must_save;
   r.partitioner = partitioner;
+  r.trace = std::move(trace);
   record_decisions(joint, p, ban_reason, r);
   clock.lap("report");
   r.seconds = clock.total();
@@ -324,7 +349,9 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
 
   // decide
   std::vector<uint8_t> categories = options.ops.classify(g);
-  DecideContext ctx{g, info, dist, categories, options};
+  PartitionTrace trace;
+  const bool tracing = options.trace || options.visualize_memory_budget_pareto;
+  DecideContext ctx{g, info, dist, categories, options, tracing ? &trace : nullptr};
   MinCutResult cut;
   std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
   clock.lap("decide");
@@ -343,8 +370,15 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
       saved.saved_values.push_back(id);
     }
   }
-  return emit(joint, p, info, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
-              /*reorder=*/true, "min_cut", clock);
+  PartitionResult r = emit(joint, p, info, std::move(saved), ban_reason, options,
+                           /*dce_collectives=*/false, /*reorder=*/true, "min_cut", clock,
+                           std::move(trace));
+  if (options.trace) {
+    for (NodeId id : r.saved_values) {
+      r.trace.saved_bytes.push_back(size_of(joint.graph, id, options));
+    }
+  }
+  return r;
 }
 
 PartitionResult default_on(const JointGraph& joint, Prepared p,
@@ -371,7 +405,7 @@ PartitionResult default_on(const JointGraph& joint, Prepared p,
   SavedSets saved = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
   clock.lap("decide");
   return emit(joint, p, info, std::move(saved), {}, options, /*dce_collectives=*/true,
-              /*reorder=*/p.had_recomputable_ops, "default", clock);
+              /*reorder=*/p.had_recomputable_ops, "default", clock, PartitionTrace{});
 }
 
 // Graphs derived from the joint graph record their origin; the joint graph
@@ -403,7 +437,7 @@ PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
                                                     const PartitionOptions& options) {
   options.validate();
   check_joint(joint);
-  StageClock clock(Clock::now());
+  StageClock clock(Clock::now(), options);
   return min_cut_on(joint, with_overrides(joint, options), clock);
 }
 
@@ -411,7 +445,7 @@ PartitionResult default_partition(const JointGraph& joint, const PartitionOption
   options.validate();
   check_joint(joint);
   // torch's default_partition does no DCE or CSE.
-  StageClock clock(Clock::now());
+  StageClock clock(Clock::now(), options);
   Prepared p;
   p.graph = rooted(joint);
   return default_on(joint, std::move(p), with_overrides(joint, options), clock,

@@ -14,6 +14,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -102,7 +103,8 @@ bool large_enough(const Graph& fw, NodeId x, const TensorMeta& t,
 // enable_activation_quantization's loop over the forward's outputs.
 std::vector<Candidate> choose(const Graph& g, const Extracted& e,
                               const std::vector<uint8_t>& static_lifetime,
-                              const ActivationQuantizationOptions& o) {
+                              const ActivationQuantizationOptions& o,
+                              std::vector<LogRecord>* log) {
   const Graph& fw = e.forward;
   const size_t strings = fw.strings().size();
   std::vector<uint8_t> saved(strings, 0), is_static(strings, 0);
@@ -143,7 +145,14 @@ std::vector<Candidate> choose(const Graph& g, const Extracted& e,
     const TensorMeta& t = fw.tensors(x)[0];
     if (std::find(allowed.begin(), allowed.end(), t.dtype) == allowed.end()) continue;
     if (!large_enough(fw, x, t, o)) continue;
-    if (is_static[n.name] || chosen[x]) continue;
+    if (is_static[n.name]) {
+      if (log) {
+        log->push_back({LogRecord::Level::kDebug, false,
+                        "Skipping quantization of static input %s: ", {std::string(fw.name(x))}});
+      }
+      continue;
+    }
+    if (chosen[x]) continue;
     const io::DtypeKind kind = io::dtype_kind(fw.str(t.dtype));
     if (kind != io::DtypeKind::kFloat && kind != io::DtypeKind::kInt) {
       throw Error(ErrorCode::kUnsupported,
@@ -414,12 +423,15 @@ BackwardPlan plan_backward(const Graph& bw, const Graph& new_fw, FxNamespace& na
   for (NodeId id = 0; id < bw.size(); ++id) {
     if (bw.node(id).kind == NodeKind::kPlaceholder) placeholders.push_back(id);
   }
+  // By name: the last placeholder (torch's dict keeps the last of equal
+  // names) and the chosen candidate.
+  std::unordered_map<StrId, NodeId> placeholder_by_name;
+  for (NodeId id : placeholders) placeholder_by_name[bw.node(id).name] = id;
+  std::unordered_map<StrId, size_t> chosen_by_name;
+  for (size_t k = 0; k < chosen.size(); ++k) chosen_by_name.try_emplace(old_fw.node(chosen[k].fw).name, k);
   auto placeholder_named = [&](std::string_view name) {
-    NodeId found = kNoNode;  // the dict keeps the last of equal names
-    for (NodeId id : placeholders) {
-      if (bw.name(id) == name) found = id;
-    }
-    return found;
+    const auto it = placeholder_by_name.find(bw.find_str(name));
+    return it == placeholder_by_name.end() ? kNoNode : it->second;
   };
   std::vector<StrId> quant_of_old(bw.size(), 0);  // new name of a replaced placeholder
 
@@ -432,10 +444,8 @@ BackwardPlan plan_backward(const Graph& bw, const Graph& new_fw, FxNamespace& na
     if (name.find(kQuantPrefix) == std::string_view::npos) continue;
     const std::string_view saved = strip_quant_prefix(name);
     const NodeId old = placeholder_named(saved);
-    const auto c = std::find_if(chosen.begin(), chosen.end(), [&](const Candidate& x) {
-      return old_fw.name(x.fw) == saved;
-    });
-    if (old == kNoNode || c == chosen.end()) {
+    const auto c = chosen_by_name.find(bw.find_str(saved));
+    if (old == kNoNode || c == chosen_by_name.end()) {
       throw Error(ErrorCode::kInvalidGraph,
                   fmt::format("forward output '{}': FP8 activation quantization finds no "
                               "quantized backward input '{}' for it",
@@ -445,7 +455,7 @@ BackwardPlan plan_backward(const Graph& bw, const Graph& new_fw, FxNamespace& na
     in.fw = a.id;
     in.name = fresh_name(names, bw, name);
     plan.replaced_old.push_back(old);
-    plan.dequant_dtype.push_back(c->dequant_dtype);
+    plan.dequant_dtype.push_back(chosen[c->second].dequant_dtype);
     plan.quant.push_back(in);
     quant_of_old[old] = in.name;
   }
@@ -473,7 +483,17 @@ BackwardPlan plan_backward(const Graph& bw, const Graph& new_fw, FxNamespace& na
   }
 
   // Dequantization, in the new placeholder order (a replaced placeholder
-  // keeps its position).
+  // keeps its position). Scale lookups by name: the first old placeholder
+  // (position, id) and the first scale of each name.
+  std::unordered_map<StrId, std::pair<size_t, NodeId>> first_old;
+  std::unordered_map<StrId, size_t> first_scale;
+  size_t after_pos = placeholders.size();
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    const NodeId p = placeholders[i];
+    first_old.try_emplace(quant_of_old[p] != 0 ? quant_of_old[p] : bw.node(p).name, i, p);
+    if (p == plan.scale_after) after_pos = i;
+  }
+  for (size_t k = 0; k < plan.scales.size(); ++k) first_scale.try_emplace(plan.scales[k].name, k);
   std::vector<size_t> quant_index(bw.size(), SIZE_MAX);
   for (size_t k = 0; k < plan.replaced_old.size(); ++k) quant_index[plan.replaced_old[k]] = k;
   for (NodeId id : placeholders) {
@@ -487,26 +507,15 @@ BackwardPlan plan_backward(const Graph& bw, const Graph& new_fw, FxNamespace& na
       const std::string scale_name = std::string(kScalePrefix) + replace_all(qname, kQuantPrefix, "");
       // The first placeholder of that name, in graph order: the old ones
       // come first up to scale_after, then the scales, then the rest.
-      bool found = false;
-      for (NodeId p : placeholders) {
-        const std::string_view pname =
-            quant_of_old[p] != 0 ? bw.str(quant_of_old[p]) : bw.name(p);
-        if (!found && pname == scale_name) {
-          d.anchor_old = d.scale_old = p;
-          found = true;
-        }
-        if (p == plan.scale_after && !found) {
-          for (size_t s = 0; s < plan.scales.size(); ++s) {
-            if (bw.str(plan.scales[s].name) == scale_name) {
-              d.anchor_scale = d.scale = s;
-              found = true;
-              break;
-            }
-          }
-        }
-        if (found) break;
-      }
-      if (!found) {
+      const StrId wanted = bw.find_str(scale_name);
+      const auto old = first_old.find(wanted);
+      const auto scale = first_scale.find(wanted);
+      const bool old_first = old != first_old.end() && old->second.first <= after_pos;
+      if (wanted != 0 && (old_first || scale == first_scale.end()) && old != first_old.end()) {
+        d.anchor_old = d.scale_old = old->second.second;
+      } else if (wanted != 0 && scale != first_scale.end()) {
+        d.anchor_scale = d.scale = scale->second;
+      } else {
         throw Error(ErrorCode::kInvalidGraph,
                     fmt::format("backward input '{}': FP8 activation quantization finds no "
                                 "scale input '{}' (torch raises StopIteration)",
@@ -607,8 +616,9 @@ std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
                                          const std::vector<uint8_t>& static_lifetime,
                                          int num_fwd_outputs,
                                          const ActivationQuantizationOptions& options,
-                                         std::vector<GraphSnapshot>* snapshots) {
-  const std::vector<Candidate> chosen = choose(g, e, static_lifetime, options);
+                                         std::vector<GraphSnapshot>* snapshots,
+                                         std::vector<LogRecord>* log) {
+  const std::vector<Candidate> chosen = choose(g, e, static_lifetime, options, log);
   if (chosen.empty()) return {};
 
   const Graph& fw = e.forward;

@@ -53,11 +53,14 @@ namespace remat {
 // ids (the forward nodes' origins) of the quantized saved values in forward
 // output order; empty when nothing qualified. With `snapshots`, appends the
 // forward before and after, then the backward before and after, under
-// torch's artifact names.
+// torch's artifact names. With `log`, appends the debug line torch logs for
+// each static-lifetime input it skips ("Skipping quantization of static
+// input %s: "), once per forward output that holds one.
 std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
                                          const std::vector<uint8_t>& static_lifetime,
                                          int num_fwd_outputs,
                                          const ActivationQuantizationOptions& options,
-                                         std::vector<GraphSnapshot>* snapshots);
+                                         std::vector<GraphSnapshot>* snapshots,
+                                         std::vector<LogRecord>* log = nullptr);
 
 }  // namespace remat

@@ -13,6 +13,8 @@ Contract:
     artifacts, guards on symbolic sizes) is `_quantization`'s.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
     forced to MUST_SAVE get that recompute tag in their meta.
+  * Logs, structured-trace artifacts, debug files and reports are torch's
+    (see _trace): the same logger, artifact names and file names.
   * `install()` makes torch.compile (inductor and aot_eager backends) and
     aot_autograd's default use them; `uninstall()` restores torch's functions.
 """
@@ -31,7 +33,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom, _quantization
+from . import _custom, _quantization, _trace
 from ._export import export_joint_graph
 from ._import import import_result
 
@@ -83,8 +85,6 @@ def options_from_torch(**overrides: Any) -> dict:
     quantization = _quantization.options(
         inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass"))
     opts["activation_quantization"] = quantization
-    # Graph copies for torch's structured-trace artifacts, only while tracing.
-    opts["keep_snapshots"] = quantization is not None and _quantization.wants_snapshots()
     opts.update(overrides)
     return opts
 
@@ -151,7 +151,7 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
 
     handles: list = []
     with _step("options"):
-        opts = options_from_torch() if options is None else options
+        opts = _trace.request(options_from_torch() if options is None else options)
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
         quantization = opts.get("activation_quantization")
         if quantization is not None:
@@ -163,7 +163,11 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)
     with _step("engine"):
-        result = remat.partition(doc, opts, partitioner, as_json=False, **hooks)
+        try:
+            result = remat.partition(doc, opts, partitioner, as_json=False, **hooks)
+        except remat.NoFiniteCutError as e:
+            # torch's min_cut_failed_* artifacts and files, then the error.
+            raise _trace.on_no_finite_cut(e, joint_module) from e
     with _step("import"):
         # Mirror torch: the tag passes write MUST_SAVE into the joint graph
         # before extraction copies meta (torch's own run, should the fallback
@@ -172,7 +176,13 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
         for name in result.get("forced_must_save", []):
             by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
         fw, bw = import_result(result, joint_module, handles)
-        _quantization.finish(result, joint_module, fw, bw, handles)
+        # What torch's FP8 quantization pass does besides the graphs.
+        _quantization.finish(result, joint_module, fw)
+        # The logs and structured-trace artifacts torch emits for this graph,
+        # the quantization pass's at extraction.
+        _trace.after_partition(
+            joint_module, doc, opts, result, fw, bw,
+            extraction=lambda: _quantization.trace_artifacts(result, joint_module, handles))
     return Partition(fw, bw, result)
 
 

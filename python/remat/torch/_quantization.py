@@ -16,19 +16,19 @@ Contract:
     (`bool()`, which records the same guard in the ShapeEnv that torch's
     should_quantize records, in the same order), or statically
     (statically_known_true / statically_known_false; None when neither).
-  * `finish(result, joint_module, forward, backward, handles)`: the rest of
-    what torch does when the pass quantized something (the result's
-    "quantized_values" is non-empty): counters["inductor"]
+  * `finish(result, joint_module, forward)`: the rest of what torch does
+    when the pass quantized something (the result's "quantized_values" is
+    non-empty): counters["inductor"]
     ["activation_quantization_fwd_aten_pass"] and [..."_bwd_aten_pass"] go up
     by one each; the quantized forward nodes and their joint nodes carry
     meta["saved_for_quantization"] and meta["dequant_type"], as torch leaves
     them; the forward output's meta "desc" and "output_stack_traces" are the
     ones torch's extraction set before the pass (the scales have none; a
-    quantized output keeps its value's stack trace); and the structured-trace
-    artifacts before/after_activation_quantization_fwd/bwd_aten_pass are
-    logged from the result's "snapshots" (`emit_trace_artifacts`).
-  * `wants_snapshots()`: whether torch's structured trace is on, i.e. whether
-    torch would build those artifacts' payloads now.
+    quantized output keeps its value's stack trace).
+  * `trace_artifacts(result, joint_module, handles)`: the structured-trace
+    artifacts before/after_activation_quantization_fwd/bwd_aten_pass, built
+    from the result's "snapshots" and logged through `_trace` (which asks
+    the engine for snapshots only while a structured trace listens).
 """
 
 from __future__ import annotations
@@ -97,14 +97,7 @@ def size_check(joint_module: fx.GraphModule, threshold: Any) -> Callable[[int, b
     return check
 
 
-def wants_snapshots() -> bool:
-    from torch._logging._internal import trace_log
-
-    return bool(trace_log.handlers)
-
-
-def finish(result: dict, joint_module: fx.GraphModule, forward: fx.GraphModule,
-           backward: fx.GraphModule, handles: Optional[list]) -> None:
+def finish(result: dict, joint_module: fx.GraphModule, forward: fx.GraphModule) -> None:
     quantized = result.get("quantized_values") or []
     if not quantized:
         return
@@ -114,7 +107,6 @@ def finish(result: dict, joint_module: fx.GraphModule, forward: fx.GraphModule,
     counters["inductor"]["activation_quantization_bwd_aten_pass"] += 1
     _mark(quantized, joint_module, forward)
     _restore_output_meta(forward)
-    emit_trace_artifacts(result, joint_module, handles)
 
 
 def _mark(quantized: list, joint_module: fx.GraphModule, forward: fx.GraphModule) -> None:
@@ -150,34 +142,25 @@ def _restore_output_meta(forward: fx.GraphModule) -> None:
     out.meta["output_stack_traces"] = traces
 
 
-def emit_trace_artifacts(result: dict, joint_module: fx.GraphModule, handles: Optional[list]) -> None:
-    """Logs the result's snapshots as torch's structured-trace artifacts.
-
-    Kept apart on purpose: remat's structured-trace plumbing
-    (remat.torch._trace) may take it over.
-    """
+def trace_artifacts(result: dict, joint_module: fx.GraphModule, handles: Optional[list]) -> None:
+    """torch's before/after_activation_quantization_{fwd,bwd}_aten_pass
+    artifacts, from the graphs the engine kept (result "snapshots", present
+    when `_trace.request` asked for them), through `_trace`."""
     snapshots = result.get("snapshots") or []
-    if not snapshots:
+    if not snapshots or not result.get("quantized_values"):
         return
-    from torch._logging import trace_structured
-
-    from ._import import _build_graph, _make_module
-
-    from ._import import created_nodes
+    from ._import import _build_graph, _make_module, created_nodes
+    from ._trace import trace_activation_quantization
 
     forward_made: dict = {}  # the latest forward's created nodes, for backward placeholders
     for snap in snapshots:
+        when, _, rest = snap["name"].partition("_activation_quantization_")
+        which = rest.split("_", 1)[0]
         graph = _build_graph(snap["nodes"], joint_module, handles, match_by_name=False,
                              made_by=forward_made)
-        if "_fwd_" in snap["name"]:
+        if which == "fwd":
             forward_made = created_nodes(snap["nodes"], graph)
-        module = _make_module(joint_module, graph)
-        trace_structured(
-            "artifact",
-            metadata_fn=lambda name=snap["name"]: {"name": name, "encoding": "string"},
-            payload_fn=lambda m=module: m.print_readable(
-                print_output=False, include_stride=True, include_device=True),
-        )
+        trace_activation_quantization(when, which, _make_module(joint_module, graph))
 
 
-__all__ = ["options", "size_check", "finish", "wants_snapshots", "emit_trace_artifacts"]
+__all__ = ["options", "size_check", "finish", "trace_artifacts"]
