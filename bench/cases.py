@@ -6,7 +6,7 @@ aot_function (static shapes) or torch.compile (dynamic shapes, where dynamo
 makes sizes symbolic) and a partition function that records the joint graph
 and stops the compilation, so capturing never pays for torch's own
 partitioner. `BOTH_PARTITIONERS` lists the cases also timed with
-default_partition.
+default_partition, `FP8` those also timed under FP8 activation quantization.
 """
 
 from __future__ import annotations
@@ -205,6 +205,10 @@ CASES: dict[str, Callable[[], Joint]] = {
 # inference-style compiles and graphs with nothing to recompute).
 BOTH_PARTITIONERS = {"transformer_4", "resnet18", "resnet18_dynamic", "transformer_1_dynamic",
                      "transformer_4_dynamic", "transformer_1"}
+
+# Cases also timed under inductor's FP8 activation quantization pass
+# (bench_partition.FP8), which torch's extraction runs for both partitioners.
+FP8 = {"transformer_1", "transformer_4", "resnet18"}
 
 # Tiny sizes for the CI smoke run of the harness.
 SMOKE: dict[str, Callable[[], Joint]] = {
