@@ -6,9 +6,10 @@ aot_function (static shapes) or torch.compile (dynamic shapes, where dynamo
 makes sizes symbolic) and a partition function that records the joint graph
 and stops the compilation, so capturing never pays for torch's own
 partitioner. `BOTH_PARTITIONERS` lists the cases also timed with
-default_partition. The RNG rewrites' cases are the stored joint graphs with
-CUDA metadata of tests/python/rng_graphs.py (a CPU cannot trace them), each
-partitioned in the context AOTAutograd partitions in.
+default_partition, `FP8` those also timed under FP8 activation quantization.
+The RNG rewrites' cases are the stored joint graphs with CUDA metadata of
+tests/python/rng_graphs.py (a CPU cannot trace them), each partitioned in the
+context AOTAutograd partitions in.
 """
 
 from __future__ import annotations
@@ -284,6 +285,10 @@ REWRITE_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
                       ("offload", "default")),
     "transformer_96": (("offload", "min_cut"), ("offload async+sink+prefetch", "min_cut")),
 }
+
+# Cases also timed under inductor's FP8 activation quantization pass
+# (bench_partition.FP8), which torch's extraction runs for both partitioners.
+FP8 = {"transformer_1", "transformer_4", "resnet18"}
 
 # Tiny sizes for the CI smoke run of the harness.
 SMOKE: dict[str, Callable[[], Joint]] = {

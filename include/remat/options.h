@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,61 @@ using CustomRuntimeEstimatorFn = std::function<double(NodeId joint_node)>;
 // its order; nodes the partitioner created count 0 without a call.
 // Exceptions propagate unchanged.
 using OffloadNodeRuntimeFn = std::function<double(NodeId joint_node)>;
+// How torch settles the size test of FP8 activation quantization for a
+// tensor whose size is symbolic (see ActivationQuantizationOptions).
+enum class SizeQuery : uint8_t {
+  // bool(size_in_mb >= threshold): the size hints decide, and torch's
+  // ShapeEnv records a guard on the outcome.
+  kGuard,
+  // statically_known_true / statically_known_false: only what the ShapeEnv
+  // can prove from its ranges and guards, without recording anything.
+  kStatic,
+};
+
+// Answers torch's size question for one joint-graph node (its NodeId in the
+// caller's joint graph) whose numel is symbolic: whether
+// `numel * itemsize / 2**20 >= size_in_mb`, or nullopt when it is not known
+// (kStatic only). Called on the partitioning thread, in the order torch asks.
+using SymbolicSizeFn = std::function<std::optional<bool>(NodeId joint_node, SizeQuery how)>;
+
+// inductor's post_grad_fusion_options["activation_quantization_aten_pass"],
+// which makes torch's extraction quantize large saved activations to FP8 in
+// the forward and dequantize them in the backward
+// (partitioners.enable_activation_quantization). One field per key torch
+// reads, with torch's default. Dtype names are torch's, with or without the
+// "torch." prefix ("torch.float8_e5m2", "bfloat16"; aliases such as "half"
+// included); they are kept canonical here ("float8_e5m2").
+struct ActivationQuantizationOptions {
+  bool enabled = false;  // the dict is set (not None)
+  std::string quant_type = "float8_e5m2";
+  double size_in_mb = 100;
+  // torch reads "use_scaling" with default True where the forward quantizes
+  // and where the backward gains the scale inputs, but with default False
+  // where the backward dequantizes. nullopt (the key absent) reproduces that
+  // mix; a value applies to all three.
+  std::optional<bool> use_scaling;
+  bool exclude_primals = false;  // skip saved values whose name contains "primals"
+  std::vector<std::string> allowed_dtypes = {"bfloat16"};
+  // Decide symbolic sizes statically (kStatic) instead of with a guard.
+  bool skip_dynamo_guards = false;
+  // With skip_dynamo_guards: quantize unless provably too small (instead of
+  // only when provably large enough).
+  bool quantize_dynamic_shape = false;
+  // torch asks its ShapeEnv about symbolic sizes; remat asks this hook.
+  // Without it, kGuard decides by the size hints (an unbacked size is an
+  // Error, as torch raises) and kStatic knows nothing.
+  SymbolicSizeFn symbolic_size;
+
+  bool scale_forward() const { return use_scaling.value_or(true); }
+  bool scale_backward() const { return use_scaling.value_or(false); }
+
+  // Parses torch's dict as a JSON object ({"quant_type": "torch.float8_e4m3fn",
+  // "size_in_mb": 0, "use_scaling": true, "allowed_dtypes":
+  // "torch.bfloat16;torch.float32", ...}; `null` leaves the pass off). Throws
+  // Error(kInvalidOption) naming the key for unknown keys, wrong types and
+  // unknown dtypes. The result is enabled unless the JSON is null.
+  static ActivationQuantizationOptions from_json(std::string_view json);
+};
 
 struct PartitionOptions {
   // --- torch._functorch.config -------------------------------------------
@@ -88,8 +144,10 @@ struct PartitionOptions {
   // Rewrites torch applies after extraction that remat does not reproduce
   // yet; validate() rejects them with kUnsupported rather than ignore them.
   bool sync_decision_cross_ranks = false;     // config._sync_decision_cross_ranks
-  // inductor post_grad_fusion_options["activation_quantization_aten_pass"]
-  bool activation_quantization = false;
+
+  // --- torch._inductor.config --------------------------------------------
+  // post_grad_fusion_options["activation_quantization_aten_pass"]
+  ActivationQuantizationOptions activation_quantization;
 
   // --- facts torch reads from its runtime --------------------------------
   // Graph.eliminate_dead_code treats random ops as impure unless a tracing
@@ -136,6 +194,9 @@ struct PartitionOptions {
   // the device; remat asks its caller). validate() requires it when the
   // prefetch runs.
   OffloadNodeRuntimeFn offload_node_runtime;
+  // Keep copies of the graphs where torch emits structured-trace artifacts
+  // of a rewrite (PartitionResult::snapshots); off, nothing is copied.
+  bool keep_snapshots = false;
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 

@@ -134,6 +134,14 @@ struct StageTime {
   double seconds = 0;
 };
 
+// A graph as it stood at one point of the pipeline, under the name of the
+// structured-trace artifact torch emits there
+// ("before_activation_quantization_fwd_aten_pass", ...).
+struct GraphSnapshot {
+  std::string name;
+  Graph graph;
+};
+
 struct PartitionResult {
   // The two graphs. Each node's `origin` is its node in the input joint graph
   // (kNoNode for nodes the partitioner created, such as RNG state plumbing).
@@ -147,6 +155,14 @@ struct PartitionResult {
   std::vector<NodeId> saved_sym_nodes;
   int num_fwd_outputs = 0;
   int num_rng_states = 0;  // RNG states inserted before the sym nodes
+  // FP8 activation quantization (options.activation_quantization): the saved
+  // values the forward returns quantized (joint ids, in forward-output
+  // order). Non-empty exactly when torch runs the pass's forward and
+  // backward halves (and bumps its counters once each).
+  std::vector<NodeId> quantized_values;
+  // With options.keep_snapshots: the graphs torch's rewrites log as
+  // structured-trace artifacts, in the order torch logs them.
+  std::vector<GraphSnapshot> snapshots;
   // Joint nodes whose recompute policy prepare forced to MUST_SAVE (torch
   // writes these into the joint graph's meta; the adapter mirrors that).
   std::vector<NodeId> forced_must_save;

@@ -14,8 +14,10 @@
 //    ints, and runtime_estimator(joint_id: int) -> float. Passing one selects
 //    it ("custom" solver / estimator). partition() also takes
 //    offload_node_runtime(joint_id: int) -> float (milliseconds), the node
-//    runtimes activation_reload_prefetch reads. Each call re-acquires the GIL; an
-//    exception it raises unwinds the engine and reaches the caller unchanged.
+//    runtimes activation_reload_prefetch reads, and size_check(joint_id: int,
+//    guard: bool) -> bool | None, the FP8 quantization pass's symbolic-size
+//    question. Each call re-acquires the GIL; an exception it raises unwinds
+//    the engine and reaches the caller unchanged.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -25,6 +27,7 @@
 #include <simdjson.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -61,12 +64,14 @@ struct PyHooks {
   PyObject* knapsack_solver = nullptr;
   PyObject* runtime_estimator = nullptr;
   PyObject* offload_node_runtime = nullptr;
+  PyObject* size_check = nullptr;
 
   PyHooks(const nb::object& solver, const nb::object& estimator,
-          const nb::object& offload_runtime = nb::none())
+          const nb::object& offload_runtime = nb::none(), const nb::object& size = nb::none())
       : knapsack_solver(solver.is_none() ? nullptr : solver.ptr()),
         runtime_estimator(estimator.is_none() ? nullptr : estimator.ptr()),
-        offload_node_runtime(offload_runtime.is_none() ? nullptr : offload_runtime.ptr()) {}
+        offload_node_runtime(offload_runtime.is_none() ? nullptr : offload_runtime.ptr()),
+        size_check(size.is_none() ? nullptr : size.ptr()) {}
 };
 
 // Converts a hook's Python result; a wrong type names the hook.
@@ -103,6 +108,17 @@ remat::CustomRuntimeEstimatorFn estimator_hook(PyObject* fn, const char* what) {
   };
 }
 
+// size_check(joint_id, guard) -> bool | None: the FP8 quantization pass's
+// question about a symbolic size (remat/options.h, SymbolicSizeFn).
+remat::SymbolicSizeFn size_hook(PyObject* fn) {
+  return [fn](remat::NodeId joint_node, remat::SizeQuery how) -> std::optional<bool> {
+    nb::gil_scoped_acquire gil;
+    nb::object r = nb::borrow(fn)(joint_node, how == remat::SizeQuery::kGuard);
+    if (r.is_none()) return std::nullopt;
+    return hook_result<bool>(r, "size check", "a bool or None");
+  };
+}
+
 // Fills PartitionOptions from a JSON object whose keys are the field names.
 // Unknown keys and wrong types are errors: a typo must not silently fall back
 // to torch's default. Hooks given select the "custom" solver / estimator.
@@ -119,6 +135,7 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
     }
     if (hooks.offload_node_runtime)
       o.offload_node_runtime = estimator_hook(hooks.offload_node_runtime, "offload node runtime");
+    if (hooks.size_check) o.activation_quantization.symbolic_size = size_hook(hooks.size_check);
   };
   if (json.empty()) {
     install_hooks();
@@ -177,10 +194,16 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
       REMAT_BOOL(activation_offload_sink_wait),
       REMAT_BOOL(activation_reload_prefetch),
       REMAT_BOOL(sync_decision_cross_ranks),
-      REMAT_BOOL(activation_quantization),
       REMAT_BOOL(trace),
       REMAT_BOOL(visualize_memory_budget_pareto),
+      REMAT_BOOL(keep_snapshots),
 #undef REMAT_BOOL
+      // torch's activation_quantization_aten_pass dict, or null.
+      {"activation_quantization",
+       [&](auto, auto v) {
+         o.activation_quantization =
+             remat::ActivationQuantizationOptions::from_json(simdjson::minify(v));
+       }},
       {"max_dist_from_bw",
        [&](auto k, auto v) { o.max_dist_from_bw = static_cast<int>(as_int(k, v)); }},
       {"activation_memory_budget",
@@ -301,9 +324,9 @@ NB_MODULE(_remat, m) {
       "partition",
       [](nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner,
          nb::object knapsack_solver, nb::object runtime_estimator,
-         nb::object offload_node_runtime) {
+         nb::object offload_node_runtime, nb::object size_check) {
         std::string out;
-        const PyHooks hooks(knapsack_solver, runtime_estimator, offload_node_runtime);
+        const PyHooks hooks(knapsack_solver, runtime_estimator, offload_node_runtime, size_check);
         {
           // bytes objects are immutable and held by the caller: their buffers
           // stay valid while the GIL is released.
@@ -326,7 +349,7 @@ NB_MODULE(_remat, m) {
       },
       nb::arg("joint_json"), nb::arg("options_json"), nb::arg("partitioner") = "min_cut",
       nb::arg("knapsack_solver") = nb::none(), nb::arg("runtime_estimator") = nb::none(),
-      nb::arg("offload_node_runtime") = nb::none(),
+      nb::arg("offload_node_runtime") = nb::none(), nb::arg("size_check") = nb::none(),
       "Partitions a joint graph; returns the partition-result document.");
 
   m.def(

@@ -82,6 +82,7 @@ def partition(
     knapsack_solver: Callable[[list, float, list], tuple] | None = None,
     runtime_estimator: Callable[[int], float] | None = None,
     offload_node_runtime: Callable[[int], float] | None = None,
+    size_check: Callable[[int, bool], bool | None] | None = None,
 ) -> bytes | dict:
     """Partitions a format-v1 joint graph; returns the partition-result document.
 
@@ -103,9 +104,16 @@ def partition(
     activation_reload_prefetch credits a backward node with (torch benchmarks
     compute nodes there; 0 for the others); the engine asks for it only when
     that prefetch runs.
+
+    `size_check(joint_id, guard) -> bool | None` answers FP8 activation
+    quantization's question about a tensor whose size is symbolic (options
+    "activation_quantization"): whether its size in MB reaches size_in_mb,
+    decided with a guard (`guard` True: torch's bool() on the SymBool) or only
+    if provable (False: None when unknown). Without it the engine uses the
+    size hints, resp. knows nothing. `remat.torch` asks torch's ShapeEnv.
     """
     out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner,
-                           knapsack_solver, runtime_estimator, offload_node_runtime)
+                           knapsack_solver, runtime_estimator, offload_node_runtime, size_check)
     if as_json:
         return out
     import orjson

@@ -594,6 +594,8 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result)
   w.integer(result.num_rng_states);
   field("forced_must_save");
   write_id_list(w, g, result.forced_must_save, "forced_must_save");
+  field("quantized_values");
+  write_id_list(w, g, result.quantized_values, "quantized_values");
   field("forward");
   w.begin_object();
   w.key("nodes");
@@ -604,6 +606,21 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result)
   w.key("nodes");
   GraphWriter(result.backward, w, &g).nodes(2);
   w.end_object();
+  if (!result.snapshots.empty()) {
+    field("snapshots");
+    w.begin_array();
+    for (const GraphSnapshot& snap : result.snapshots) {
+      w.newline(4);
+      w.begin_object();
+      w.key("name");
+      w.string(snap.name);
+      w.key("nodes");
+      GraphWriter(snap.graph, w, &g).nodes(4);
+      w.end_object();
+    }
+    w.break_line(2);
+    w.end_array();
+  }
   field("decisions");
   w.begin_object();
   const size_t n = std::min(result.decisions.size(), g.size());

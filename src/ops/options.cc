@@ -2,11 +2,14 @@
 //
 // Contract: rejects values torch would reject or silently misuse, with
 // Error(kInvalidOption) naming the field; accepts everything else unchanged.
+// (torch checks the quantization dtypes only once a saved value is a
+// candidate; remat checks them up front.)
 #include <cmath>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "io/dtypes.h"
 #include "remat/error.h"
 #include "remat/options.h"
 
@@ -42,11 +45,33 @@ std::string joined(const std::string_view (&allowed)[N]) {
   return out;
 }
 
+// torch resolves the dtype names with getattr(torch, ...) and the range
+// with torch.finfo, so an unknown name or a quant_type finfo rejects would
+// make it raise; complex quant types are refused too (torch's clamps reject
+// them once a tensor is quantized).
+void validate_quantization(const ActivationQuantizationOptions& q) {
+  double lo = 0, hi = 0;
+  const std::string_view quant = io::canonical_dtype(q.quant_type);
+  if (quant.empty() || !io::float_range(quant, lo, hi)) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("activation_quantization.quant_type: \"{}\" is not a real "
+                            "floating-point torch dtype that torch.finfo supports",
+                            q.quant_type));
+  }
+  for (const std::string& d : q.allowed_dtypes) {
+    if (io::canonical_dtype(d).empty()) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("activation_quantization.allowed_dtypes: \"{}\" is not a torch "
+                              "dtype",
+                              d));
+    }
+  }
+}
+
 }  // namespace
 
 void PartitionOptions::validate() const {
-  for (const auto& [on, field] : {std::pair{sync_decision_cross_ranks, "sync_decision_cross_ranks"},
-                                  std::pair{activation_quantization, "activation_quantization"}}) {
+  for (const auto& [on, field] : {std::pair{sync_decision_cross_ranks, "sync_decision_cross_ranks"}}) {
     if (on) {
       throw Error(ErrorCode::kUnsupported,
                   fmt::format("{}: remat does not reproduce this torch rewrite yet; leave it off "
@@ -54,6 +79,7 @@ void PartitionOptions::validate() const {
                               field));
     }
   }
+  if (activation_quantization.enabled) validate_quantization(activation_quantization);
   if (!(activation_memory_budget >= 0.0 && activation_memory_budget <= 1.0)) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("activation_memory_budget must be in [0, 1], got {}",

@@ -5,7 +5,7 @@
 // default_partition. This file only sequences the stages the way torch does;
 // each stage's rules live in its own folder:
 //   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
-//   -> decide (min-cut or default) -> extract
+//   -> decide (min-cut or default) -> extract (with FP8 activation quantization)
 //   -> rewrite (RNG, reorder, offloading, getitems, HOP RNG states)
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
@@ -26,6 +26,7 @@
 #include "remat/error.h"
 #include "remat/partition.h"
 #include "rewrite/offload.h"
+#include "rewrite/quantize.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -170,13 +171,27 @@ void finalize_origins(Graph& g) {
 
 // Extraction and rewrites shared by both partitioners. `reorder` is whether
 // the backward is reordered to mimic the autograd engine; `thread_bw`
-// whether HOP RNG states are threaded through the backward too.
-PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved,
-                     const std::vector<std::string_view>& ban_reason, const PartitionOptions& options,
-                     bool dce_collectives, bool reorder, bool thread_bw, const char* partitioner,
-                     StageClock& clock) {
+// whether HOP RNG states are threaded through the backward too. `trace` is
+// what the decision recorded; the rewrites add the lines torch logs during
+// them.
+PartitionResult emit(const JointGraph& joint, const Prepared& p, const NodeInfo& info,
+                     SavedSets saved, const std::vector<std::string_view>& ban_reason,
+                     const PartitionOptions& options, bool dce_collectives, bool reorder,
+                     bool thread_bw, const char* partitioner, StageClock& clock,
+                     PartitionTrace trace) {
   const Graph& g = p.graph;
   Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
+  // torch quantizes inside its extraction, before any other rewrite.
+  std::vector<NodeId> quantized;
+  std::vector<GraphSnapshot> snapshots;
+  if (options.activation_quantization.enabled) {
+    clock.lap("extract");
+    quantized = quantize_activations(g, e, info.static_lifetime, joint.num_fwd_outputs,
+                                     options.activation_quantization,
+                                     options.keep_snapshots ? &snapshots : nullptr,
+                                     options.trace ? &trace.log : nullptr);
+    clock.lap("quantize");
+  }
   if (dce_collectives) {
     e.forward = eliminate_dead_collectives(std::move(e.forward));
     e.backward = eliminate_dead_collectives(std::move(e.backward));
@@ -215,8 +230,12 @@ PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved
   r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
   r.num_fwd_outputs = joint.num_fwd_outputs;
   r.num_rng_states = rng_states;
+  r.quantized_values = std::move(quantized);
+  for (GraphSnapshot& snap : snapshots) finalize_origins(snap.graph);
+  r.snapshots = std::move(snapshots);
   r.forced_must_save = p.forced_must_save;
   r.partitioner = partitioner;
+  r.trace = std::move(trace);
   record_decisions(joint, p, ban_reason, r);
   clock.lap("report");
   measure_plan(joint, options, r);
@@ -388,13 +407,14 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
     ban_reason[g.node(id).origin] = cut.ban_reason[id];
   }
 
-  PartitionResult r = emit(joint, p, split_saved(g, chosen), ban_reason, options,
+  PartitionResult r = emit(joint, p, info, split_saved(g, chosen), ban_reason, options,
                            /*dce_collectives=*/false, /*reorder=*/true, /*thread_bw=*/true,
-                           "min_cut", clock);
+                           "min_cut", clock, std::move(trace));
   if (options.trace) {
-    for (NodeId id : r.saved_values) trace.saved_bytes.push_back(size_of(joint.graph, id, options));
+    for (NodeId id : r.saved_values) {
+      r.trace.saved_bytes.push_back(size_of(joint.graph, id, options));
+    }
   }
-  r.trace = std::move(trace);
   return r;
 }
 
@@ -411,8 +431,9 @@ PartitionResult peak_budget_on(const JointGraph& joint, const Prepared& p, const
       for (NodeId id = 0; id < cut->ban_reason.size(); ++id)
         ban_reason[g.node(id).origin] = cut->ban_reason[id];
     StageClock scratch(Clock::now());
-    return emit(joint, p, split_saved(g, chosen), ban_reason, options, /*dce_collectives=*/false,
-                /*reorder=*/true, /*thread_bw=*/true, "min_cut", scratch);
+    return emit(joint, p, ctx.info, split_saved(g, chosen), ban_reason, options,
+                /*dce_collectives=*/false, /*reorder=*/true, /*thread_bw=*/true, "min_cut", scratch,
+                PartitionTrace{});
   };
   PartitionResult r = solve_peak_budget(ctx, options.peak_memory_budget, build);
   clock.lap("peak_search");
@@ -446,9 +467,9 @@ PartitionResult default_on(const JointGraph& joint, Prepared p,
   clock.lap("decide");
   // torch's default_partition threads the backward only when the backward
   // needs something from the forward.
-  return emit(joint, p, std::move(saved), {}, options, /*dce_collectives=*/true,
+  return emit(joint, p, info, std::move(saved), {}, options, /*dce_collectives=*/true,
               /*reorder=*/p.had_recomputable_ops, /*thread_bw=*/info.num_required_bw > 0,
-              "default", clock);
+              "default", clock, PartitionTrace{});
 }
 
 // Graphs derived from the joint graph record their origin; the joint graph

@@ -79,6 +79,7 @@ struct TensorSpec {
   uint16_t itemsize = 4;
   int64_t storage = -1;          // -1: a fresh storage is assigned at creation
   bool symbolic_numel = false;   // numel has no hint: torch's 4096 fallback
+  std::vector<std::string> dim_exprs;  // per dim: a symbolic size's expression ("" = constant)
 };
 
 struct NodeSpec {
@@ -223,11 +224,12 @@ class TestGraph {
         t.shape_begin = static_cast<uint32_t>(b.dim_count());
         t.rank = static_cast<uint32_t>(ts.shape.size());
         int64_t numel = 1;
-        for (int64_t d : ts.shape) {
+        for (size_t i = 0; i < ts.shape.size(); ++i) {
           Dim dim;
-          dim.value = d;
+          dim.value = ts.shape[i];
+          if (i < ts.dim_exprs.size() && !ts.dim_exprs[i].empty()) dim.expr = b.intern(ts.dim_exprs[i]);
           b.add_dim(dim);
-          numel *= d;
+          numel *= ts.shape[i];
         }
         t.stride_begin = static_cast<uint32_t>(b.dim_count());
         t.has_stride = !ts.stride.empty();

@@ -7,7 +7,10 @@ Contract:
     the result imported back.
   * Options come from `torch._functorch.config` at call time, plus the runtime
     facts torch itself reads (tracing context, inductor's fallback_random,
-    torch.distributed), so an existing configuration keeps working.
+    torch.distributed) and inductor's activation_quantization_aten_pass, so an
+    existing configuration keeps working. What torch's FP8 quantization pass
+    does besides rewriting the graphs (counters, meta marks, trace
+    artifacts, guards on symbolic sizes) is `_quantization`'s.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
     forced to MUST_SAVE get that recompute tag in their meta.
   * Logs, structured-trace artifacts, debug files and reports are torch's
@@ -30,7 +33,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom, _offload, _trace
+from . import _custom, _offload, _quantization, _trace
 from ._export import export_joint_graph
 from ._import import import_result
 from ._memory import get_peak_memory_budget
@@ -88,8 +91,10 @@ def options_from_torch(**overrides: Any) -> dict:
     # Rewrites remat does not reproduce yet: passed on so the engine refuses
     # them (UnsupportedError) instead of silently partitioning differently.
     opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
-    opts["activation_quantization"] = (
-        inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass") is not None)
+    # inductor's FP8 activation quantization pass, which torch's extraction runs.
+    quantization = _quantization.options(
+        inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass"))
+    opts["activation_quantization"] = quantization
     # remat's own setting (remat.torch.peak_memory_budget), not torch's config.
     opts["peak_memory_budget"] = get_peak_memory_budget()
     opts.update(overrides)
@@ -161,6 +166,12 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
         opts = _trace.request(options_from_torch() if options is None else options)
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
         hooks.update(_offload.hooks(joint_module, opts))
+        quantization = opts.get("activation_quantization")
+        if quantization is not None:
+            # torch compares with its config's own value (an int stays an int).
+            raw = _torch_quantization_config() if options is None else None
+            threshold = (raw if isinstance(raw, dict) else quantization).get("size_in_mb", 100)
+            hooks["size_check"] = _quantization.size_check(joint_module, threshold)
     with _step("export"):
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)
@@ -180,8 +191,13 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
         for hazard in result.get("hazards", ()):
             warnings.warn(_hazard_message(hazard), RematHazardWarning, stacklevel=3)
         fw, bw = import_result(result, joint_module, handles)
-        # The logs and structured-trace artifacts torch emits for this graph.
-        _trace.after_partition(joint_module, doc, opts, result, fw, bw)
+        # What torch's FP8 quantization pass does besides the graphs.
+        _quantization.finish(result, joint_module, fw)
+        # The logs and structured-trace artifacts torch emits for this graph,
+        # the quantization pass's at extraction.
+        _trace.after_partition(
+            joint_module, doc, opts, result, fw, bw,
+            extraction=lambda: _quantization.trace_artifacts(result, joint_module, handles))
     return Partition(fw, bw, result)
 
 
@@ -200,6 +216,12 @@ def _hazard_message(h: dict) -> str:
             + "; the backward may fail (\"modified by an inplace operation\") or read the new "
             "values. torch's partitioner makes the same plan; a remat peak memory budget "
             "(remat.torch.peak_memory_budget) never does.")
+
+
+def _torch_quantization_config() -> Optional[dict]:
+    import torch._inductor.config as inductor_config
+
+    return inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass")
 
 
 def min_cut_rematerialization_partition(

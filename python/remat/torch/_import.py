@@ -11,14 +11,18 @@ Contract:
     on top, as torch sets it. Nodes with no joint counterpart get their meta
     rebuilt from the document: the partitioner keys, offloading's keys
     ("original_device" as a torch.device, sizes as tuples), "val" for tensors
-    (fake tensors; symbolic sizes become the joint graph's SymInts of the same
-    expression, and without one the tensor is left out), and the raw VALUE
-    under meta["remat_val"].
+    (fake tensors in the joint graph's FakeTensorMode; symbolic sizes become
+    the joint graph's SymInts of the same expression, and without one the
+    op is run on its inputs' fake values, as torch's rewrites do), and the
+    raw VALUE under meta["remat_val"]. A backward placeholder a rewrite
+    created with the name of a created forward node takes a copy of that
+    node's meta, as torch's FP8 quantization gives it.
   * `import_result` builds the forward and backward modules of a partition
     result as `_extract_fwd_bwd_modules` does: modules made with
     `_make_graph_module(joint_gm, graph)`, output "desc" metadata from the joint
     output plus SavedForBackwards(NoVcCheck)AOTOutput for saved values, and
-    meta["autograd_backward"] on backward call_function/get_attr nodes, and
+    meta["autograd_backward"] on backward call_function/get_attr nodes that
+    come from the joint graph (not on nodes a rewrite created), and
     invoke_subgraph calls the partitioner gave extra inputs (HOP RNG states)
     their "eager_input_vals" extended with those inputs' values.
   * Opaque arguments resolve through `handles` (the list given to the export);
@@ -311,6 +315,7 @@ def _build_graph(
     joint_gm: Optional[fx.GraphModule],
     handles: Optional[list],
     match_by_name: bool,
+    made_by: Optional[dict[str, fx.Node]] = None,
 ) -> fx.Graph:
     """Appends the document's nodes to a fresh graph as `Graph.create_node` would.
 
@@ -322,6 +327,7 @@ def _build_graph(
     """
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
     syms = _Symbols(joint_gm)
+    made_by = made_by or {}
     graph = fx.Graph()
     create_name = graph._graph_namespace.create_name
     associate = graph._graph_namespace.associate_name_with_obj
@@ -370,8 +376,15 @@ def _build_graph(
             _set_attr(node, "meta", src.meta)  # torch's extraction shares the placeholder's dict
         elif src is not None and op != "output":
             _set_attr(node, "meta", copy.copy(src.meta))
+        elif op == "placeholder" and name in made_by:
+            # torch gives a placeholder for a forward node it created that
+            # node's meta (meta.update).
+            _set_attr(node, "meta", dict(made_by[name].meta))
         elif op != "output":
-            _set_attr(node, "meta", _meta_from_doc(nd, syms, joint_doc=match_by_name, handles=handles))
+            meta = _meta_from_doc(nd, syms, joint_doc=match_by_name, handles=handles)
+            _set_attr(node, "meta", meta)
+            if meta.get("val") is None and op == "call_function" and nd.get("val", {}).get("kind") == "tensor":
+                _propagate_fake_value(node)
         if src is not None and "meta" in nd and "saved_for_offloading" in nd["meta"]:
             # torch marks the offloaded forward node in its (shared, for a
             # placeholder) meta dict.
@@ -399,6 +412,29 @@ def _check_placeholder_targets(graph: fx.Graph, side: str) -> None:
                 f"{node.name!r} with the same target {node.target!r} (graph-safe RNG states of "
                 "the graph and of an invoke_subgraph body); FX cannot generate code for it, so "
                 "remat does not return it (torch returns a module whose code is stale)")
+
+
+def _propagate_fake_value(node: fx.Node) -> None:
+    """meta["val"] (and tensor_meta) of a created node whose document value is
+    symbolic: its op run on its inputs' fake values, as torch's rewrites do.
+    Left out when an input has no value or the op fails."""
+    inputs = node.all_input_nodes
+    if not inputs or any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
+        return
+    mode = torch._guards.detect_fake_mode([n.meta["val"] for n in inputs])
+    if mode is None:
+        return
+    args, kwargs = fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["val"])
+    try:
+        with mode:
+            val = node.target(*args, **kwargs)
+    except Exception:
+        return
+    node.meta["val"] = val
+    if "tensor_meta" in node.meta and isinstance(val, torch.Tensor):
+        from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+        node.meta["tensor_meta"] = _extract_tensor_metadata(val)
 
 
 def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.GraphModule:
@@ -457,6 +493,12 @@ def _set_output_meta(graph: fx.Graph, descs: list) -> None:
     ]
 
 
+def created_nodes(doc_nodes: list, graph: fx.Graph) -> dict[str, fx.Node]:
+    """The nodes of `graph` (built from `doc_nodes`) that a rewrite created, by name."""
+    names = {nd["name"] for nd in doc_nodes if "origin" not in nd and nd["op"] != "output"}
+    return {n.name: n for n in graph.nodes if n.name in names}
+
+
 def import_result(
     result: Any,
     joint_gm: fx.GraphModule,
@@ -472,7 +514,8 @@ def import_result(
     r = _load(result)
     num_fwd = int(r["num_fwd_outputs"])
     fw_graph = _build_graph(r["forward"]["nodes"], joint_gm, handles, match_by_name=False)
-    bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False)
+    bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False,
+                            made_by=created_nodes(r["forward"]["nodes"], fw_graph))
 
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
     _check_placeholder_targets(fw_graph, "forward")
@@ -498,8 +541,11 @@ def import_result(
         ],
     )
     _set_output_meta(bw_graph, descs[num_fwd:])
+    # torch marks the backward's nodes at extraction; nodes its later
+    # rewrites create (no origin) stay unmarked.
+    created = {nd["name"] for nd in r["backward"]["nodes"] if "origin" not in nd}
     for node in bw_graph.nodes:
-        if node.op in ("call_function", "get_attr"):
+        if node.op in ("call_function", "get_attr") and node.name not in created:
             node.meta["autograd_backward"] = True
     return _make_module(joint_gm, fw_graph), _make_module(joint_gm, bw_graph)
 
