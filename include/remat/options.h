@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "remat/ops.h"
 
 namespace remat {
+
+class RankGroup;  // remat/sync.h
 
 // Which minimum cut to return when several have the same cost.
 enum class CutSide : uint8_t {
@@ -66,10 +69,13 @@ struct PartitionOptions {
   std::string activation_memory_budget_solver = "dp";
   // A torch estimator name, or "custom" for `custom_runtime_estimator`.
   std::string activation_memory_budget_runtime_estimator = "flops";
+  // config._sync_decision_cross_ranks: ranks agree on one decision through
+  // `rank_group` below. Without a group of more than one rank there is
+  // nothing to agree on and it changes nothing, as in torch.
+  bool sync_decision_cross_ranks = false;
   // Rewrites torch applies after extraction that remat does not reproduce
   // yet; validate() rejects them with kUnsupported rather than ignore them.
   bool enable_activation_offloading = false;  // config.enable_activation_offloading
-  bool sync_decision_cross_ranks = false;     // config._sync_decision_cross_ranks
   // inductor post_grad_fusion_options["activation_quantization_aten_pass"]
   bool activation_quantization = false;
 
@@ -90,6 +96,10 @@ struct PartitionOptions {
   // them then); ignored otherwise. Called on the partitioning thread.
   CustomKnapsackFn custom_knapsack;
   CustomRuntimeEstimatorFn custom_runtime_estimator;
+  // The caller's process group (torch.distributed's default group, for
+  // remat.torch), used by the one-call partitioners when
+  // sync_decision_cross_ranks is set; null when not distributed.
+  std::shared_ptr<RankGroup> rank_group;
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 

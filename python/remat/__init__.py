@@ -77,6 +77,7 @@ def partition(
     as_json: bool = True,
     knapsack_solver: Callable[[list, float, list], tuple] | None = None,
     runtime_estimator: Callable[[int], float] | None = None,
+    rank_group: Any = None,
 ) -> bytes | dict:
     """Partitions a format-v1 joint graph; returns the partition-result document.
 
@@ -93,9 +94,18 @@ def partition(
     ``runtime_estimator(joint_id) -> float`` prices one item. Exceptions they
     raise propagate unchanged. `remat.torch` builds them from torch's
     CustomKnapsackSolver / CustomRuntimeEstimator.
+
+    `rank_group` lets ranks agree on one decision when the option
+    ``sync_decision_cross_ranks`` is set (torch's
+    ``_sync_decision_cross_ranks``; remat/sync.h has the protocol): an object
+    with ``rank()``, ``world_size()``, ``all_gather(obj) -> list`` (one str or
+    list of str per rank), ``all_reduce_max(list[int]) -> list[int]``,
+    ``target_repr(qualified_name) -> str`` (Python's str() of a callable
+    target) and ``agreed(picked_rank, payload)``. `remat.torch` builds one on
+    torch.distributed. Exceptions its methods raise propagate unchanged.
     """
     out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner,
-                           knapsack_solver, runtime_estimator)
+                           knapsack_solver, runtime_estimator, rank_group)
     if as_json:
         return out
     import orjson

@@ -46,7 +46,6 @@ std::string joined(const std::string_view (&allowed)[N]) {
 
 void PartitionOptions::validate() const {
   for (const auto& [on, field] : {std::pair{enable_activation_offloading, "enable_activation_offloading"},
-                                  std::pair{sync_decision_cross_ranks, "sync_decision_cross_ranks"},
                                   std::pair{activation_quantization, "activation_quantization"}}) {
     if (on) {
       throw Error(ErrorCode::kUnsupported,

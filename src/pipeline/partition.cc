@@ -5,12 +5,17 @@
 // default_partition. This file only sequences the stages the way torch does;
 // each stage's rules live in its own folder:
 //   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
-//   -> decide (min-cut or default) -> extract -> rewrite (RNG, reorder, getitems)
+//   -> decide (min-cut or default)            = plan_*: a PartitionPlan
+//   [the caller, or sync/, may replace the decision here, as torch's
+//    _sync_decision_cross_ranks does]
+//   -> extract -> rewrite (RNG, reorder, getitems)  = emit_partition
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <span>
 #include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -20,6 +25,7 @@
 #include "prepare/prepare.h"
 #include "remat/error.h"
 #include "remat/partition.h"
+#include "remat/sync.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -29,14 +35,17 @@ using Clock = std::chrono::steady_clock;
 
 // Records how long each stage took since the previous lap; the pipeline's
 // answer to "where does the time go" without a profiler. A stage that runs
-// twice (the min-cut handing over to the default partitioner) adds up.
+// twice (the min-cut handing over to the default partitioner) adds up. The
+// time a caller holds a plan between its two steps is not the engine's:
+// resume() skips it.
 class StageClock {
  public:
-  explicit StageClock(Clock::time_point start) : start_(start), last_(start) {}
+  StageClock() : last_(Clock::now()) {}
   void lap(const char* stage) {
     const Clock::time_point now = Clock::now();
     const double seconds = std::chrono::duration<double>(now - last_).count();
     last_ = now;
+    total_ += seconds;
     for (StageTime& t : laps_) {
       if (t.stage == stage) {
         t.seconds += seconds;
@@ -45,11 +54,13 @@ class StageClock {
     }
     laps_.push_back({stage, seconds});
   }
-  double total() const { return std::chrono::duration<double>(last_ - start_).count(); }
+  void resume() { last_ = Clock::now(); }
+  double total() const { return total_; }
   std::vector<StageTime> take() { return std::move(laps_); }
 
  private:
-  Clock::time_point start_, last_;
+  Clock::time_point last_;
+  double total_ = 0;
   std::vector<StageTime> laps_;
 };
 
@@ -88,7 +99,7 @@ Graph rooted(const JointGraph& joint) {
   return g;
 }
 
-std::vector<NodeId> to_joint(const Graph& g, const std::vector<NodeId>& ids) {
+std::vector<NodeId> to_joint(const Graph& g, std::span<const NodeId> ids) {
   std::vector<NodeId> out;
   out.reserve(ids.size());
   for (NodeId id : ids) out.push_back(g.node(id).origin);
@@ -97,9 +108,8 @@ std::vector<NodeId> to_joint(const Graph& g, const std::vector<NodeId>& ids) {
 
 // Fills the report part of the result: where each joint node ended up.
 // `ban_reason` is per joint node (empty when no cut ran).
-void record_decisions(const JointGraph& joint, const Prepared& p,
+void record_decisions(size_t n, const Prepared& p,
                       const std::vector<std::string_view>& ban_reason, PartitionResult& r) {
-  const size_t n = joint.graph.size();
   std::vector<uint8_t> present(n, 0), in_fw(n, 0), in_bw(n, 0), saved(n, 0);
   for (const Node& node : p.graph.nodes()) present[node.origin] = 1;
   for (const Node& node : r.forward.nodes()) {
@@ -139,55 +149,75 @@ void finalize_origins(Graph& g) {
   }
 }
 
-// Extraction and rewrites shared by both partitioners. `reorder` is whether
-// the backward is reordered to mimic the autograd engine.
-PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved,
-                     const std::vector<std::string_view>& ban_reason, const PartitionOptions& options,
-                     bool dce_collectives, bool reorder, const char* partitioner,
-                     StageClock& clock) {
-  const Graph& g = p.graph;
-  Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
-  if (dce_collectives) {
-    e.forward = eliminate_dead_collectives(std::move(e.forward));
-    e.backward = eliminate_dead_collectives(std::move(e.backward));
-  }
-  clock.lap("extract");
-  int rng_states = 0;
-  if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
-    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization);
-    clock.lap("rng");
-  }
-  if (reorder) {
-    e.backward = reorder_to_mimic_autograd_engine(std::move(e.backward));
-    clock.lap("reorder");
-  }
+}  // namespace
 
-  PartitionResult r;
-  r.forward = raise_getitems(std::move(e.forward));
-  r.backward = raise_getitems(std::move(e.backward));
-  finalize_origins(r.forward);
-  finalize_origins(r.backward);
-  clock.lap("getitems");
-  r.saved_values = to_joint(g, e.saved_values);
-  r.saved_opaque_nodes = to_joint(g, e.saved_script_objects);
-  for (NodeId id : to_joint(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
-  r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
-  r.num_fwd_outputs = joint.num_fwd_outputs;
-  r.num_rng_states = rng_states;
-  r.forced_must_save = p.forced_must_save;
-  r.partitioner = partitioner;
-  record_decisions(joint, p, ban_reason, r);
-  clock.lap("report");
-  r.seconds = clock.total();
-  r.stages = clock.take();
-  return r;
+// --- the plan ------------------------------------------------------------------
+
+// Everything the pipeline holds between deciding and extracting.
+struct PartitionPlan::State {
+  Prepared prepared;  // its graph's origins are joint ids
+  NodeInfo info;
+  const char* partitioner = "min_cut";
+  // min-cut: the chosen values (prepared ids), split by kind at emit, after
+  // any replacement, as torch splits them after its sync.
+  // default: `sets` as decided; only sets.saved_values may be replaced.
+  std::vector<NodeId> chosen;
+  SavedSets sets;
+  std::vector<NodeId> saved_joint;  // saved(): chosen or sets.saved_values, as joint ids
+  MinCutResult cut;                 // ban reasons (views into it live as long)
+  std::vector<std::string_view> ban_reason;  // per joint node; empty: no cut ran
+  bool dce_collectives = false;  // default: DCE dead collectives after extraction
+  bool reorder = false;          // reorder the backward like the autograd engine
+  int num_fwd_outputs = 0;
+  size_t joint_size = 0;
+  PartitionOptions options;  // without hooks and rank group
+  StageClock clock;
+};
+
+class PlanAccess {
+ public:
+  static PartitionPlan make(std::unique_ptr<PartitionPlan::State> s) {
+    return PartitionPlan(std::move(s));
+  }
+  static PartitionPlan::State& state(PartitionPlan& p) { return *p.state_; }
+};
+
+PartitionPlan::PartitionPlan(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PartitionPlan::PartitionPlan(PartitionPlan&&) noexcept = default;
+PartitionPlan& PartitionPlan::operator=(PartitionPlan&&) noexcept = default;
+PartitionPlan::~PartitionPlan() = default;
+const std::vector<NodeId>& PartitionPlan::saved() const { return state_->saved_joint; }
+const char* PartitionPlan::partitioner() const { return state_->partitioner; }
+const Graph& PartitionPlan::prepared() const { return state_->prepared.graph; }
+const PartitionOptions& PartitionPlan::options() const { return state_->options; }
+
+namespace {
+
+using PlanState = PartitionPlan::State;
+
+// The options a plan keeps: deciding is over, so the caller's hooks (which
+// may refer to objects that do not outlive the call) are dropped.
+PartitionOptions plan_options(const PartitionOptions& options) {
+  PartitionOptions o = options;
+  o.custom_knapsack = nullptr;
+  o.custom_runtime_estimator = nullptr;
+  o.rank_group = nullptr;
+  return o;
+}
+
+std::unique_ptr<PlanState> new_state(const JointGraph& joint, const PartitionOptions& options) {
+  auto s = std::make_unique<PlanState>();
+  s->num_fwd_outputs = joint.num_fwd_outputs;
+  s->joint_size = joint.graph.size();
+  s->options = plan_options(options);
+  return s;
 }
 
 // default_partition on a graph whose nodes already point at `joint`.
 // `from_min_cut`: the min-cut handed this graph over; it must not come back.
-PartitionResult default_on(const JointGraph& joint, Prepared p,
-                           const PartitionOptions& options, StageClock& clock,
-                           bool from_min_cut);
+std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
+                                      const PartitionOptions& options,
+                                      std::unique_ptr<PlanState> s, bool from_min_cut);
 
 // Python's repr of a float, for messages that quote torch's.
 std::string py_float(double x) {
@@ -283,14 +313,12 @@ double resolve_memory_budget(const Graph& g, const std::vector<NestedGraph>& nes
   return budget;
 }
 
-PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
-                           StageClock& clock) {
-  const size_t n = joint.graph.size();
-
+std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOptions& options,
+                                      std::unique_ptr<PlanState> s) {
   // prepare: its graph's nodes point at the joint graph's ids.
   Prepared p = prepare_for_min_cut(joint.graph, options);
   const Graph& g = p.graph;
-  clock.lap("prepare");
+  s->clock.lap("prepare");
 
   // analyze
   NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
@@ -298,11 +326,11 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   // With nothing required by the backward there is nothing to cut; torch
   // hands such graphs to the default partitioner.
   if (info.num_required_bw == 0) {
-    clock.lap("classify");
-    return default_on(joint, std::move(p), options, clock, /*from_min_cut=*/true);
+    s->clock.lap("classify");
+    return default_on(joint, std::move(p), options, std::move(s), /*from_min_cut=*/true);
   }
   std::vector<int64_t> dist = dist_from_bw(g, info);
-  clock.lap("classify");
+  s->clock.lap("classify");
 
   // The budget: the global option, unless the graph carries its own.
   const double budget = resolve_memory_budget(g, joint.nested, info, options);
@@ -310,31 +338,24 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   // decide
   std::vector<uint8_t> categories = options.ops.classify(g);
   DecideContext ctx{g, info, dist, categories, options};
-  MinCutResult cut;
-  std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
-  clock.lap("decide");
-  std::vector<std::string_view> ban_reason(n);
-  for (NodeId id = 0; id < cut.ban_reason.size(); ++id) {
-    ban_reason[g.node(id).origin] = cut.ban_reason[id];
+  s->chosen = choose_saved_values_set(ctx, budget, &s->cut);
+  s->clock.lap("decide");
+  s->ban_reason.assign(joint.graph.size(), std::string_view());
+  for (NodeId id = 0; id < s->cut.ban_reason.size(); ++id) {
+    s->ban_reason[g.node(id).origin] = s->cut.ban_reason[id];
   }
-
-  SavedSets saved;
-  for (NodeId id : chosen) {
-    if (is_sym_node(g, id)) {
-      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
-    } else if (is_opaque_node(g, id)) {
-      saved.saved_opaque_nodes.push_back(id);
-    } else {
-      saved.saved_values.push_back(id);
-    }
-  }
-  return emit(joint, p, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
-              /*reorder=*/true, "min_cut", clock);
+  s->saved_joint = to_joint(g, s->chosen);
+  s->partitioner = "min_cut";
+  s->reorder = true;
+  s->dce_collectives = false;
+  s->info = std::move(info);
+  s->prepared = std::move(p);
+  return s;
 }
 
-PartitionResult default_on(const JointGraph& joint, Prepared p,
-                           const PartitionOptions& options, StageClock& clock,
-                           bool from_min_cut) {
+std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
+                                      const PartitionOptions& options,
+                                      std::unique_ptr<PlanState> s, bool from_min_cut) {
   const bool recomputable = has_recomputable_ops(p.graph);
   if (recomputable && !is_functional_graph(p.graph)) {
     // torch warns and falls back to the min-cut partitioner here. Coming from
@@ -345,18 +366,134 @@ PartitionResult default_on(const JointGraph& joint, Prepared p,
                   "graph has recompute tags, mutates non-inputs and needs nothing in "
                   "backward: torch's partitioners recurse forever on it");
     }
-    return min_cut_on(joint, options, clock);
+    return min_cut_on(joint, options, std::move(s));
   }
   prepare_for_default(p, options);
-  clock.lap("prepare");
+  s->clock.lap("prepare");
 
   NodeInfo info = classify_nodes(p.graph, joint.static_lifetime_input_indices,
                                  joint.num_fwd_outputs, options);
-  clock.lap("classify");
-  SavedSets saved = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
-  clock.lap("decide");
-  return emit(joint, p, std::move(saved), {}, options, /*dce_collectives=*/true,
-              /*reorder=*/p.had_recomputable_ops, "default", clock);
+  s->clock.lap("classify");
+  s->sets = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
+  s->clock.lap("decide");
+  s->saved_joint = to_joint(p.graph, s->sets.saved_values);
+  s->partitioner = "default";
+  s->reorder = p.had_recomputable_ops;
+  s->dce_collectives = true;
+  s->info = std::move(info);
+  s->prepared = std::move(p);
+  return s;
+}
+
+// min-cut: torch splits the (possibly synced) choice by kind after the sync.
+SavedSets split_chosen(const Graph& g, const std::vector<NodeId>& chosen) {
+  SavedSets saved;
+  for (NodeId id : chosen) {
+    if (is_sym_node(g, id)) {
+      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
+    } else if (is_opaque_node(g, id)) {
+      saved.saved_opaque_nodes.push_back(id);
+    } else {
+      saved.saved_values.push_back(id);
+    }
+  }
+  return saved;
+}
+
+// Extraction and rewrites shared by both partitioners.
+PartitionResult emit(PlanState& s) {
+  const Prepared& p = s.prepared;
+  const Graph& g = p.graph;
+  const PartitionOptions& options = s.options;
+  SavedSets saved = s.partitioner == std::string_view("min_cut") ? split_chosen(g, s.chosen)
+                                                                  : std::move(s.sets);
+  Extracted e = extract_fwd_bwd(g, std::move(saved), s.num_fwd_outputs, options);
+  if (s.dce_collectives) {
+    e.forward = eliminate_dead_collectives(std::move(e.forward));
+    e.backward = eliminate_dead_collectives(std::move(e.backward));
+  }
+  s.clock.lap("extract");
+  int rng_states = 0;
+  if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
+    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization);
+    s.clock.lap("rng");
+  }
+  if (s.reorder) {
+    e.backward = reorder_to_mimic_autograd_engine(std::move(e.backward));
+    s.clock.lap("reorder");
+  }
+
+  PartitionResult r;
+  r.forward = raise_getitems(std::move(e.forward));
+  r.backward = raise_getitems(std::move(e.backward));
+  finalize_origins(r.forward);
+  finalize_origins(r.backward);
+  s.clock.lap("getitems");
+  r.saved_values = to_joint(g, e.saved_values);
+  r.saved_opaque_nodes = to_joint(g, e.saved_script_objects);
+  for (NodeId id : to_joint(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
+  r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
+  r.num_fwd_outputs = s.num_fwd_outputs;
+  r.num_rng_states = rng_states;
+  r.forced_must_save = p.forced_must_save;
+  r.partitioner = s.partitioner;
+  record_decisions(s.joint_size, p, s.ban_reason, r);
+  s.clock.lap("report");
+  r.seconds = s.clock.total();
+  r.stages = s.clock.take();
+  return r;
+}
+
+// Per prepared node: whether the forward cannot compute it (it depends on a
+// tangent, a must-be-in-backward node or a backward seed).
+std::vector<uint8_t> backward_only(const Graph& g, const NodeInfo& info) {
+  std::vector<uint8_t> out(g.size(), 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    uint8_t b = info.tangents_closure[id] || is_bwd_seed_offset(g, id);
+    for (NodeId in : g.inputs(id)) b |= out[in];
+    out[id] = b;
+  }
+  return out;
+}
+
+// Checks a caller's replacement of the decision and turns it into prepared
+// ids (see emit_partition in remat/partition.h).
+std::vector<NodeId> replacement(const PlanState& s, const std::vector<NodeId>& saved) {
+  const Graph& g = s.prepared.graph;
+  std::vector<NodeId> prepared_of(s.joint_size, kNoNode);
+  for (NodeId id = 0; id < g.size(); ++id) prepared_of[g.node(id).origin] = id;
+  const std::vector<uint8_t> bw_only = backward_only(g, s.info);
+  const bool is_default = s.partitioner == std::string_view("default");
+  std::vector<uint8_t> seen(g.size(), 0);
+  std::vector<NodeId> out;
+  out.reserve(saved.size());
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const NodeId j = saved[i];
+    if (j >= s.joint_size) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("saved value #{}: {} is not a node id of the joint graph "
+                              "(it has {} nodes)", i, j, s.joint_size));
+    }
+    const NodeId id = prepared_of[j];
+    if (id == kNoNode) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("saved value #{}: joint node #{} was removed by DCE or CSE "
+                              "before the decision; it cannot be saved", i, j));
+    }
+    const std::string_view name = g.name(id);
+    auto refuse = [&](std::string_view why) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("saved value #{}: node '{}' {}", i, name, why));
+    };
+    if (g.node(id).kind == NodeKind::kOutput) refuse("is the output node");
+    if (bw_only[id]) refuse("depends on the backward's inputs: the forward cannot compute it");
+    if (seen[id]) refuse("is listed twice");
+    if (is_default && (is_sym_node(g, id) || is_opaque_node(g, id)))
+      refuse("is a sym node or an opaque value: default_partition's decision lists tensors");
+    seen[id] = 1;
+    out.push_back(id);
+  }
+  return out;
 }
 
 // Graphs derived from the joint graph record their origin; the joint graph
@@ -382,25 +519,65 @@ PartitionOptions with_overrides(const JointGraph& joint, const PartitionOptions&
   return out;
 }
 
-}  // namespace
-
-PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
-                                                    const PartitionOptions& options) {
-  options.validate();
-  check_joint(joint);
-  StageClock clock(Clock::now());
-  return min_cut_on(joint, with_overrides(joint, options), clock);
+// The one-call functions: plan, agree when asked to, emit.
+PartitionResult plan_sync_emit(PartitionPlan plan, const PartitionOptions& options) {
+  if (options.sync_decision_cross_ranks && options.rank_group) {
+    SyncOutcome o = sync_decision_cross_ranks(plan, *options.rank_group);
+    PlanAccess::state(plan).clock.lap("sync");
+    if (o.status == SyncOutcome::Status::kAgreed)
+      return emit_partition(std::move(plan), std::move(o.saved));
+  }
+  return emit_partition(std::move(plan));
 }
 
-PartitionResult default_partition(const JointGraph& joint, const PartitionOptions& options) {
+}  // namespace
+
+PartitionPlan plan_min_cut_rematerialization_partition(const JointGraph& joint,
+                                                       const PartitionOptions& options) {
+  options.validate();
+  check_joint(joint);
+  const PartitionOptions o = with_overrides(joint, options);
+  return PlanAccess::make(min_cut_on(joint, o, new_state(joint, o)));
+}
+
+PartitionPlan plan_default_partition(const JointGraph& joint, const PartitionOptions& options) {
   options.validate();
   check_joint(joint);
   // torch's default_partition does no DCE or CSE.
-  StageClock clock(Clock::now());
+  const PartitionOptions o = with_overrides(joint, options);
   Prepared p;
   p.graph = rooted(joint);
-  return default_on(joint, std::move(p), with_overrides(joint, options), clock,
-                    /*from_min_cut=*/false);
+  return PlanAccess::make(default_on(joint, std::move(p), o, new_state(joint, o),
+                                     /*from_min_cut=*/false));
+}
+
+PartitionResult emit_partition(PartitionPlan plan) {
+  PlanState& s = PlanAccess::state(plan);
+  s.clock.resume();
+  return emit(s);
+}
+
+PartitionResult emit_partition(PartitionPlan plan, std::vector<NodeId> saved) {
+  PlanState& s = PlanAccess::state(plan);
+  s.clock.resume();
+  std::vector<NodeId> ids = replacement(s, saved);
+  if (s.partitioner == std::string_view("min_cut")) {
+    s.chosen = std::move(ids);
+  } else {
+    s.sets.saved_values = std::move(ids);
+  }
+  s.saved_joint = std::move(saved);
+  s.clock.lap("replace");
+  return emit(s);
+}
+
+PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
+                                                    const PartitionOptions& options) {
+  return plan_sync_emit(plan_min_cut_rematerialization_partition(joint, options), options);
+}
+
+PartitionResult default_partition(const JointGraph& joint, const PartitionOptions& options) {
+  return plan_sync_emit(plan_default_partition(joint, options), options);
 }
 
 std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,

@@ -84,7 +84,7 @@ def test_truncated_json_is_a_parse_error():
         remat.partition(_read(NO_FINITE_CUT)[:100])
 
 
-@pytest.mark.parametrize("flag", ["enable_activation_offloading", "_sync_decision_cross_ranks"])
+@pytest.mark.parametrize("flag", ["enable_activation_offloading"])
 def test_torch_rewrites_remat_lacks_are_refused_not_ignored(flag):
     """A config remat cannot honor raises UnsupportedError naming it; with
     install(), torch's own partitioner takes over with a warning."""

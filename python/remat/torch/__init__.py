@@ -10,6 +10,18 @@ Contract:
   partition(gm, *, num_fwd_outputs, ...) -> Partition(forward, backward, result)
   install() / uninstall(): make torch.compile use remat
 Importing this package imports torch; `import remat` alone does not.
+
+Parity with torch's partitioners holds for every option they read, with one
+deliberate difference: activation_memory_budget_solver="ilp". torch solves
+that knapsack with scipy.optimize.milp (HiGHS, 1e-4 relative MIP gap); remat
+solves it exactly, so its choice recomputes no more runtime than torch's, but
+on ties (or within HiGHS' gap) it may save another set than torch. The "dp"
+solver (torch's default) gives node-for-node parity.
+
+config._sync_decision_cross_ranks: under an initialized torch.distributed
+group of several ranks, the drop-in agrees with the other ranks through
+torch.distributed exactly as torch does (_ranks.TorchRankGroup), and logs the
+same structured-trace artifact; otherwise it changes nothing, as in torch.
 """
 
 from ._capture import CapturedJoint, CaptureSession, capture, save_capture

@@ -12,6 +12,11 @@ Contract:
     forced to MUST_SAVE get that recompute tag in their meta.
   * `install()` makes torch.compile (inductor and aot_eager backends) and
     aot_autograd's default use them; `uninstall()` restores torch's functions.
+  * With config._sync_decision_cross_ranks under torch.distributed, the
+    engine agrees with the other ranks through `_ranks.TorchRankGroup` (the
+    same collectives as torch's); once it has talked to them, a later failure
+    is raised even under install()'s fallback (torch's partitioner would
+    repeat the collectives on this rank alone).
 """
 
 from __future__ import annotations
@@ -28,11 +33,15 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom
+from . import _custom, _ranks
 from ._export import export_joint_graph
 from ._import import import_result
 
 log = logging.getLogger(__name__)
+
+# Set on a RematError raised after this rank agreed with the others on a
+# decision: install()'s fallback must not hand the graph to torch then.
+NO_FALLBACK = "_remat_no_fallback"
 
 # PartitionOptions fields read straight from torch._functorch.config.
 _CONFIG_FIELDS = (
@@ -72,10 +81,11 @@ def options_from_torch(**overrides: Any) -> dict:
     opts["graphsafe_rng_functionalization"] = bool(config.graphsafe_rng_functionalization) and (
         not inductor_config.fallback_random
         or inductor_config.test_configs.graphsafe_rng_func_ignores_fallback_random)
+    # Ranks agree through the rank group _partition passes along (_ranks).
+    opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
     # Rewrites remat does not reproduce yet: passed on so the engine refuses
     # them (UnsupportedError) instead of silently partitioning differently.
     opts["enable_activation_offloading"] = bool(config.enable_activation_offloading)
-    opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
     opts["activation_quantization"] = (
         inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass") is not None)
     opts.update(overrides)
@@ -146,12 +156,13 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
     with _step("options"):
         opts = options_from_torch() if options is None else options
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
+        group = _ranks.rank_group(joint_module) if opts.get("sync_decision_cross_ranks") else None
     with _step("export"):
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)
     with _step("engine"):
-        result = remat.partition(doc, opts, partitioner, as_json=False, **hooks)
-    with _step("import"):
+        result = remat.partition(doc, opts, partitioner, as_json=False, rank_group=group, **hooks)
+    with _step("import"), _no_fallback_once_synced(group):
         # Mirror torch: the tag passes write MUST_SAVE into the joint graph
         # before extraction copies meta (torch's own run, should the fallback
         # take over, writes the same tags).
@@ -160,6 +171,18 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
             by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
         fw, bw = import_result(result, joint_module, handles)
     return Partition(fw, bw, result)
+
+
+@contextlib.contextmanager
+def _no_fallback_once_synced(group: Optional[_ranks.TorchRankGroup]):
+    """After ranks agreed, torch's partitioner must not run again on this rank
+    alone (its sync would wait for ranks that moved on): failures say so."""
+    try:
+        yield
+    except remat.RematError as e:
+        if group is not None and group.talked:
+            setattr(e, NO_FALLBACK, True)
+        raise
 
 
 def min_cut_rematerialization_partition(
@@ -219,6 +242,8 @@ def _with_fallback(ours: Callable, theirs: Callable) -> Callable:
         try:
             return ours(*args, **kwargs)
         except remat.RematError as e:
+            if getattr(e, NO_FALLBACK, False):
+                raise
             why = "not supported yet" if isinstance(e, remat.UnsupportedError) else type(e).__name__
             warnings.warn(f"remat: falling back to torch's partitioner ({why}): {e}", stacklevel=2)
             return theirs(*args, **kwargs)
