@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# C++ dependencies, from Debian.
-pkgs="libsimdjson-dev libfmt-dev libcli11-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz"
+# C++ dependencies, from Debian; graphviz draws the cut in reports, chromium
+# is the headless browser the report's test runs in.
+pkgs="libsimdjson-dev libfmt-dev libcli11-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz chromium"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
@@ -18,7 +19,10 @@ fi
 
 # Python side: torch 2.13 (the CPU wheel on disk), build and test tools.
 python3 -m pip install -q --disable-pip-version-check "torch==2.13.0"
-python3 -m pip install -q --disable-pip-version-check cmake ninja pytest scipy networkx orjson numpy jsonschema
+# tlparse reads TORCH_TRACE logs (the trace test); websocket-client drives
+# Chromium's DevTools protocol (the report test).
+python3 -m pip install -q --disable-pip-version-check cmake ninja pytest scipy networkx orjson numpy jsonschema \
+  tlparse websocket-client
 echo "setup: building and installing remat"
 python3 -m pip install -q --disable-pip-version-check .
 echo "setup: done ($(remat --version))"

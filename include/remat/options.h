@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,17 @@ struct PartitionOptions {
   // them then); ignored otherwise. Called on the partitioning thread.
   CustomKnapsackFn custom_knapsack;
   CustomRuntimeEstimatorFn custom_runtime_estimator;
+  // Record PartitionResult::trace: the lines torch's partitioner would log,
+  // the knapsack's inputs and choices, saved sizes. Off: no cost.
+  bool trace = false;
+  // torch's config.visualize_memory_budget_pareto: when the budget reaches
+  // the knapsack, also sweep the budget / recompute-runtime frontier into
+  // PartitionResult::trace.pareto (torch draws it at that point).
+  bool visualize_memory_budget_pareto = false;
+  // Told how far long work has come: `task` ("partition", "pareto") and a
+  // fraction in [0, 1] that never decreases within one call. Called on the
+  // partitioning thread; null: nothing is reported.
+  std::function<void(std::string_view task, double fraction)> progress;
   // The caller's process group (torch.distributed's default group, for
   // remat.torch), used by the one-call partitioners when
   // sync_decision_cross_ranks is set; null when not distributed.

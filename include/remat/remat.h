@@ -7,5 +7,6 @@
 #include "remat/ops.h"
 #include "remat/options.h"
 #include "remat/partition.h"
+#include "remat/report.h"
 #include "remat/sync.h"
 #include "remat/version.h"

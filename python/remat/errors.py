@@ -2,7 +2,8 @@
 
 Contract: every error of the engine is a `RematError`; the subclass follows the
 C++ ErrorCode. `NoFiniteCutError` carries `.explanation` (the infinite path, node
-by node) and `.dot` (the capacity graph in Graphviz syntax).
+by node), `.dot` (the capacity graph in Graphviz syntax) and `.edge_list` (the
+same graph as networkx's generate_edgelist prints it).
 """
 
 from __future__ import annotations
@@ -61,10 +62,12 @@ class NoFiniteCutError(RematError):
 
     code = "no_finite_cut"
 
-    def __init__(self, message: str = "", explanation: str = "", dot: str = "") -> None:
+    def __init__(self, message: str = "", explanation: str = "", dot: str = "",
+                 edge_list: str = "") -> None:
         super().__init__(message)
         self.explanation = explanation
         self.dot = dot
+        self.edge_list = edge_list
 
 
 # Keyed by the C++ error_code_name() spelling; the bindings look classes up here.

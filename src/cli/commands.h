@@ -14,6 +14,9 @@ namespace remat::cli {
 struct CommonSettings {
   std::string graph;   // path of the joint graph; empty: the shipped example
   bool verbose = false;
+  // --progress: "auto" (a bar on a terminal for long work: any pareto
+  // sweep, big graphs), "always" (on a terminal, whatever the size), "never".
+  std::string progress = "auto";
   std::string argv0;   // to find the examples next to the installed binary
 };
 
@@ -37,7 +40,17 @@ struct ParetoSettings {
   bool no_cse = false;
 };
 
+struct ReportSettings {
+  std::string html;             // -o: the report (required)
+  std::string json;             // --json PATH: also the partition result
+  std::string partitioner = "min_cut";
+  std::optional<double> memory_budget;
+  bool no_cse = false;
+  bool no_pareto = false;       // skip the frontier (a sweep costs many partitions)
+};
+
 int run_info(const CommonSettings& common);
+int run_report(const CommonSettings& common, const ReportSettings& settings);
 int run_partition(const CommonSettings& common, const PartitionSettings& settings);
 int run_pareto(const CommonSettings& common, const ParetoSettings& settings);
 

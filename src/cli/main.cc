@@ -1,7 +1,8 @@
 // cli/main.cc — the `remat` command: argument parsing and error reporting.
 //
 // Contract: `remat --help`, `remat --version`, `remat info [GRAPH]`,
-// `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [options]`.
+// `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [options]`,
+// `remat report [GRAPH] -o HTML [options]`.
 // Every failure is one "remat: error: ..." message on stderr and a non-zero
 // exit status (1 for errors, CLI11's codes for bad usage); no exception
 // escapes main, so the process never aborts with a stack trace.
@@ -30,6 +31,13 @@ void keep_freed_memory() {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);
 #endif
+}
+
+void add_progress_option(CLI::App* cmd, remat::cli::CommonSettings& common) {
+  cmd->add_option("--progress", common.progress,
+                  "progress bar on stderr when it is a terminal: auto (long work; default), "
+                  "always, never; never drawn into a pipe or file")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
 }
 
 }  // namespace
@@ -73,6 +81,7 @@ int main(int argc, char** argv) {
                    "when no finite cut exists, write the capacity graph here as DOT (and an SVG "
                    "next to it when graphviz's dot is on PATH)");
   part->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  add_progress_option(part, common);
 
   cli::ParetoSettings pa;
   CLI::App* pareto = app.add_subcommand(
@@ -92,6 +101,24 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   pareto->add_flag("--no-cse", pa.no_cse, "do not deduplicate equal nodes first");
   pareto->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  add_progress_option(pareto, common);
+
+  cli::ReportSettings rs;
+  CLI::App* report = app.add_subcommand(
+      "report", "Partition a joint graph and write one self-contained HTML report: summary, "
+                "memory timeline, Pareto frontier, the cut as a picture, every node's fate");
+  report->add_option("graph", common.graph, "joint graph JSON file");
+  report->add_option("-o,--output", rs.html, "write the HTML report here")->required();
+  report->add_option("--json", rs.json, "also write the partition result JSON here");
+  report->add_option("--partitioner", rs.partitioner, "min_cut (default) or default")
+      ->check(CLI::IsMember({"min_cut", "default"}));
+  report->add_option("--memory-budget", rs.memory_budget,
+                     "activation memory budget, a fraction in [0, 1] (default 1.0)");
+  report->add_flag("--no-cse", rs.no_cse, "do not deduplicate equal nodes first");
+  report->add_flag("--no-pareto", rs.no_pareto,
+                   "leave the memory-budget frontier out (it partitions once per budget tried)");
+  report->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  add_progress_option(report, common);
 
   try {
     app.parse(argc, argv);
@@ -103,6 +130,7 @@ int main(int argc, char** argv) {
     if (info->parsed()) return cli::run_info(common);
     if (part->parsed()) return cli::run_partition(common, ps);
     if (pareto->parsed()) return cli::run_pareto(common, pa);
+    if (report->parsed()) return cli::run_report(common, rs);
     std::fputs(app.help().c_str(), stdout);
     return 1;
   } catch (const NoFiniteCutError& e) {

@@ -15,6 +15,7 @@
 
 #include "io/dtypes.h"
 #include "io/json_writer.h"
+#include "io/write_trace.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/ops.h"
@@ -583,6 +584,10 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result)
   }
   if (n != 0) w.break_line(2);
   w.end_object();
+  if (!result.trace.empty()) {
+    field("trace");
+    io::write_trace(w, g, result.trace);
+  }
   field("seconds");
   w.number(std::isfinite(result.seconds) ? result.seconds : 0.0);
   field("stages");

@@ -12,10 +12,11 @@
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <span>
 #include <string_view>
-#include <unordered_set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -41,7 +42,13 @@ using Clock = std::chrono::steady_clock;
 class StageClock {
  public:
   StageClock() : last_(Clock::now()) {}
+  // The caller's progress hook (PartitionOptions::progress), told as stages
+  // finish; a copy, since a plan outlives the options it was made from.
+  void report_to(std::function<void(std::string_view, double)> progress) {
+    progress_ = std::move(progress);
+  }
   void lap(const char* stage) {
+    report(stage);
     const Clock::time_point now = Clock::now();
     const double seconds = std::chrono::duration<double>(now - last_).count();
     last_ = now;
@@ -59,9 +66,27 @@ class StageClock {
   std::vector<StageTime> take() { return std::move(laps_); }
 
  private:
+  // Tells the caller's progress hook how far the pipeline is: each stage's
+  // share is a rough constant (decide and extract dominate on big graphs),
+  // and the fraction never goes back when a stage runs twice.
+  void report(std::string_view stage) {
+    if (!progress_) return;
+    static constexpr std::pair<std::string_view, double> kDone[] = {
+        {"prepare", 0.2}, {"classify", 0.3}, {"decide", 0.6}, {"extract", 0.8},
+        {"rng", 0.85},    {"reorder", 0.9},  {"getitems", 0.95}, {"report", 1.0}};
+    for (const auto& [name, fraction] : kDone) {
+      if (name == stage && fraction > fraction_) {
+        fraction_ = fraction;
+        progress_("partition", fraction);
+      }
+    }
+  }
+
   Clock::time_point last_;
   double total_ = 0;
   std::vector<StageTime> laps_;
+  std::function<void(std::string_view, double)> progress_;
+  double fraction_ = 0;
 };
 
 // aot_autograd's _is_functional_graph: the only mutations allowed are copy_
@@ -170,7 +195,8 @@ struct PartitionPlan::State {
   bool reorder = false;          // reorder the backward like the autograd engine
   int num_fwd_outputs = 0;
   size_t joint_size = 0;
-  PartitionOptions options;  // without hooks and rank group
+  PartitionOptions options;  // without hooks and rank group (progress stays)
+  PartitionTrace trace;      // min-cut with options.trace: what deciding recorded
   StageClock clock;
 };
 
@@ -210,6 +236,7 @@ std::unique_ptr<PlanState> new_state(const JointGraph& joint, const PartitionOpt
   s->num_fwd_outputs = joint.num_fwd_outputs;
   s->joint_size = joint.graph.size();
   s->options = plan_options(options);
+  s->clock.report_to(options.progress);
   return s;
 }
 
@@ -337,7 +364,9 @@ std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOp
 
   // decide
   std::vector<uint8_t> categories = options.ops.classify(g);
-  DecideContext ctx{g, info, dist, categories, options};
+  PartitionTrace& trace = s->trace;
+  const bool tracing = options.trace || options.visualize_memory_budget_pareto;
+  DecideContext ctx{g, info, dist, categories, options, tracing ? &trace : nullptr};
   s->chosen = choose_saved_values_set(ctx, budget, &s->cut);
   s->clock.lap("decide");
   s->ban_reason.assign(joint.graph.size(), std::string_view());
@@ -438,6 +467,11 @@ PartitionResult emit(PlanState& s) {
   r.forced_must_save = p.forced_must_save;
   r.partitioner = s.partitioner;
   record_decisions(s.joint_size, p, s.ban_reason, r);
+  if (options.trace && s.partitioner == std::string_view("min_cut")) {
+    // The sizes of what is saved after any replacement (a synced decision).
+    for (NodeId id : e.saved_values) s.trace.saved_bytes.push_back(size_of(g, id, options));
+  }
+  r.trace = std::move(s.trace);
   s.clock.lap("report");
   r.seconds = s.clock.total();
   r.stages = s.clock.take();

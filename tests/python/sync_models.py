@@ -165,10 +165,11 @@ def recording(collectives: list, artifacts: list):
         collectives.append(("all_reduce", t.tolist()))
         return reduce(t, *a, **k)
 
-    def traced(kind, *, metadata_fn, payload_fn, **k):
-        if metadata_fn().get("name") == ARTIFACT:
+    def traced(kind, *a, **k):
+        metadata_fn, payload_fn = k.get("metadata_fn"), k.get("payload_fn")
+        if metadata_fn is not None and metadata_fn().get("name") == ARTIFACT:
             artifacts.append(payload_fn())
-        return trace(kind, metadata_fn=metadata_fn, payload_fn=payload_fn, **k)
+        return trace(kind, *a, **k)
 
     dist.all_gather_object, dist.all_reduce = all_gather_object, all_reduce
     tp.trace_structured = torch._logging.trace_structured = traced

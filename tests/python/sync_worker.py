@@ -1,4 +1,5 @@
-"""One rank of test_sync_multiprocess.py: `python sync_worker.py RANK WORLD PORT OUT`.
+"""One rank of test_sync_multiprocess.py: `run(rank, world, port, out)`, or
+`python sync_worker.py RANK WORLD PORT OUT` by hand.
 
 Joins a gloo group on 127.0.0.1:PORT, captures joint graphs with functional
 collectives (sync_models), then runs every scenario with torch's partitioner
@@ -41,9 +42,55 @@ class RankSkewedEstimator(CustomRuntimeEstimator):
         return None
 
 
-def main() -> None:
-    rank, world, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def compiled_under_install(rank: int, budget: dict) -> dict:
+    """torch.compile (aot_eager) of the all-reduce MLP under
+    remat.torch.install(fallback=False) with the sync flag and this rank's
+    budget: it must compile without raising, agree with the other ranks
+    (one artifact, through remat's engine) and compute eager's gradients."""
+    import remat
+    import remat.torch as rt
+
+    fn, inputs = sm.mlp_allreduce(width=16, depth=4)
+    eager_inputs = [t.detach().clone().requires_grad_(t.requires_grad) for t in inputs]
+    fn(*eager_inputs).backward()
+    engine_groups: list = []
+    artifacts: list = []
+    real = remat.partition
+    remat.partition = lambda *a, **k: engine_groups.append(k.get("rank_group") is not None) or \
+        real(*a, **k)
+    torch._dynamo.reset()
+    rt.install(fallback=False)
+    try:
+        import torch._functorch.config as fconfig
+
+        with fconfig.patch(_sync_decision_cross_ranks=True, enable_autograd_cache=False,
+                           **budget), sm.recording([], artifacts):
+            loss = torch.compile(fn, backend="aot_eager")(*inputs)
+            loss.backward()
+    finally:
+        rt.uninstall()
+        remat.partition = real
+        torch._dynamo.reset()
+    grads_equal = all(torch.allclose(a.grad, b.grad, rtol=1e-5, atol=1e-6)
+                      for a, b in zip(inputs, eager_inputs) if a.requires_grad)
+    return {"engine_groups": engine_groups, "artifacts": artifacts, "grads_equal": grads_equal}
+
+
+def run(rank: int, world: int, port: str, out: str) -> None:
+    """Writes OUT/rank<RANK>.json, or OUT/rank<RANK>.err with the traceback."""
+    try:
+        _run(rank, world, port, out)
+    except BaseException:
+        import traceback
+
+        with open(os.path.join(out, f"rank{rank}.err"), "w") as f:
+            f.write(traceback.format_exc())
+        raise
+
+
+def _run(rank: int, world: int, port: str, out: str) -> None:
     warnings.simplefilter("ignore")
+    torch.set_num_threads(1)  # ranks share this machine's cores
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=60))
     torch.manual_seed(0)
@@ -80,6 +127,8 @@ def main() -> None:
     mixed_fn = ours_fn if rank % 2 == 0 else theirs_fn
     results["mixed"] = dataclasses.asdict(
         sm.run(mixed_fn, joints["mlp"], _sync_decision_cross_ranks=True, **budget))
+    if world == 2:  # once is enough: torch.compile costs seconds per rank
+        results["compiled"] = compiled_under_install(rank, budget)
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump(results, f, default=repr)
     dist.barrier()
@@ -87,4 +136,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4])

@@ -2,7 +2,8 @@
 
 * Without a process group torch's sync does nothing, and neither does remat:
   with the flag on, remat's partition equals torch's, the drop-in neither
-  refuses nor falls back, and nothing is sent.
+  refuses nor falls back, and nothing is sent; torch.compile under
+  install(fallback=False) trains as torch does.
 * With torch.distributed's fake backend (4 ranks; every collective hands back
   this rank's own data), torch runs its whole protocol; remat must send the
   same collectives with the same payloads (the graph digest, the saved values

@@ -1,23 +1,23 @@
 """Cross-rank decision sync across real processes (torch.distributed, gloo).
 
-2 and 4 ranks on this machine (tests/python/sync_worker.py), made to disagree:
-different memory budgets, different runtime estimates (a custom estimator
+2 and 4 ranks on this machine (tests/python/sync_worker.py, forked
+from a fork server that imported torch once), made to disagree: different
+memory budgets, different runtime estimates (a custom estimator
 skewed per rank), different shard shapes. For every rank and scenario, torch's
 own partitioner with `_sync_decision_cross_ranks` and remat's must produce the
 same forward and backward graphs, send the same collectives with the same
 payloads and log the same trace artifact; the ranks must really have
 disagreed without the sync, and agree with it. Ranks whose graphs differ keep
 their own decisions; a graph without collectives sends nothing. Even ranks
-running remat while odd ranks run torch agree with each other too.
+running remat while odd ranks run torch agree with each other too. And
+torch.compile under install(fallback=False) compiles, agrees and trains.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import multiprocessing
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,8 +27,11 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
 
-WORKER = Path(__file__).with_name("sync_worker.py")
 AGREEING = ["budgets", "estimates", "shards", "default"]
+# What every rank imports, loaded once by the fork server the ranks are forked
+# from: importing torch in each rank would cost more than the test itself.
+PRELOAD = ["torch", "torch.distributed", "functorch.compile", "torch._functorch.partitioners",
+           "networkx", "remat.torch", "sync_models", "sync_worker"]
 
 
 def _free_port() -> int:
@@ -38,22 +41,24 @@ def _free_port() -> int:
 
 
 def _run_world(world: int, tmp_path: Path) -> list[dict]:
+    import sync_worker
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
     port = str(_free_port())
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(r), str(world), port, str(tmp_path)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    procs = [ctx.Process(target=sync_worker.run, args=(r, world, port, str(tmp_path)))
              for r in range(world)]
-    outputs = []
     for p in procs:
-        try:
-            out, _ = p.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("a rank hung: collectives out of step")
-        outputs.append(out.decode(errors="replace"))
-    for r, (p, out) in enumerate(zip(procs, outputs)):
-        assert p.returncode == 0, f"rank {r} failed:\n{out[-4000:]}"
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    if any(p.is_alive() for p in procs):
+        for p in procs:
+            p.kill()
+        pytest.fail("a rank hung: collectives out of step")
+    for r, p in enumerate(procs):
+        err = tmp_path / f"rank{r}.err"
+        assert p.exitcode == 0, f"rank {r} failed:\n{err.read_text() if err.exists() else ''}"
     return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(world)]
 
 
@@ -70,7 +75,7 @@ def world(request, tmp_path_factory):
 def test_remat_equals_torch_on_every_rank(world):
     for rank, results in enumerate(world):
         for label, r in results.items():
-            if label == "mixed":
+            if label in ("mixed", "compiled"):
                 continue
             theirs, ours = r["torch"], r["remat"]
             where = f"rank {rank}, {label}"
@@ -111,3 +116,19 @@ def test_remat_and_torch_ranks_agree_with_each_other(world):
     for rank, results in enumerate(world):
         assert results["mixed"]["forward"] == results["budgets"]["torch"]["forward"], rank
         assert results["mixed"]["artifacts"] == results["budgets"]["torch"]["artifacts"], rank
+
+
+def test_install_without_fallback_compiles_and_agrees(world):
+    """torch.compile under install(fallback=False) with the sync flag and
+    per-rank budgets: no rank raises, every rank's engine talks through
+    torch.distributed, all ranks log the same pick, gradients are eager's."""
+    if "compiled" not in world[0]:
+        pytest.skip("run in the 2-rank world only")
+    picks = set()
+    for rank, results in enumerate(world):
+        c = results["compiled"]
+        assert c["engine_groups"] == [True], rank  # one joint graph, synced by remat
+        assert len(c["artifacts"]) == 1, rank
+        picks.add(_picked(c["artifacts"][0]))
+        assert c["grads_equal"], rank
+    assert len(picks) == 1

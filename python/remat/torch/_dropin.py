@@ -10,6 +10,8 @@ Contract:
     torch.distributed), so an existing configuration keeps working.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
     forced to MUST_SAVE get that recompute tag in their meta.
+  * Logs, structured-trace artifacts, debug files and reports are torch's
+    (see _trace): the same logger, artifact names and file names.
   * `install()` makes torch.compile (inductor and aot_eager backends) and
     aot_autograd's default use them; `uninstall()` restores torch's functions.
   * With config._sync_decision_cross_ranks under torch.distributed, the
@@ -33,7 +35,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom, _ranks
+from . import _custom, _ranks, _trace
 from ._export import export_joint_graph
 from ._import import import_result
 
@@ -154,14 +156,19 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
 
     handles: list = []
     with _step("options"):
-        opts = options_from_torch() if options is None else options
+        opts = _trace.request(options_from_torch() if options is None else options)
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
         group = _ranks.rank_group(joint_module) if opts.get("sync_decision_cross_ranks") else None
     with _step("export"):
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)
     with _step("engine"):
-        result = remat.partition(doc, opts, partitioner, as_json=False, rank_group=group, **hooks)
+        try:
+            result = remat.partition(doc, opts, partitioner, as_json=False, rank_group=group,
+                                     **hooks)
+        except remat.NoFiniteCutError as e:
+            # torch's min_cut_failed_* artifacts and files, then the error.
+            raise _trace.on_no_finite_cut(e, joint_module) from e
     with _step("import"), _no_fallback_once_synced(group):
         # Mirror torch: the tag passes write MUST_SAVE into the joint graph
         # before extraction copies meta (torch's own run, should the fallback
@@ -170,6 +177,8 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
         for name in result.get("forced_must_save", []):
             by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
         fw, bw = import_result(result, joint_module, handles)
+        # The logs and structured-trace artifacts torch emits for this graph.
+        _trace.after_partition(joint_module, doc, opts, result, fw, bw)
     return Partition(fw, bw, result)
 
 

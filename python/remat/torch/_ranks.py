@@ -14,7 +14,7 @@ Contract:
     (for a Python function it holds an address, which torch hashes too).
   * `agreed` logs torch's structured-trace artifact
     "aot_joint_graph_sync_decision_cross_ranks" with torch's payload, through
-    torch._logging.trace_structured (`emit_sync_artifact`).
+    _trace's trace_artifact (the payload comes formatted from the engine).
   * An exception of a collective is torch.distributed's, not remat's: it is
     marked so the drop-in passes it on unchanged (torch raises it too), and a
     group that has talked to the other ranks is `talked`: falling back to
@@ -28,7 +28,7 @@ from typing import Any, Optional
 import torch
 import torch.fx as fx
 
-from . import _custom
+from . import _custom, _trace
 from ._targets import target_name
 
 ARTIFACT_NAME = "aot_joint_graph_sync_decision_cross_ranks"
@@ -40,21 +40,6 @@ def rank_group(joint_module: fx.GraphModule) -> Optional["TorchRankGroup"]:
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
         return None
     return TorchRankGroup(joint_module)
-
-
-def emit_sync_artifact(payload: str) -> None:
-    """torch's structured-trace record for an agreed decision.
-
-    Kept in one small function: remat's own structured-trace plumbing (another
-    module) can take it over without changing what is logged.
-    """
-    from torch._logging import trace_structured
-
-    trace_structured(
-        "artifact",
-        metadata_fn=lambda: {"name": ARTIFACT_NAME, "encoding": "string"},
-        payload_fn=lambda: payload,
-    )
 
 
 class TorchRankGroup:
@@ -107,7 +92,7 @@ class TorchRankGroup:
         return self._targets.get(qualified, f"<function {qualified}>")
 
     def agreed(self, picked_rank: int, payload: str) -> None:
-        emit_sync_artifact(payload)
+        _trace.trace_artifact(ARTIFACT_NAME, "string", lambda: payload)
 
     # -------------------------------------------------------------------------
     def _collective(self, fn):
