@@ -240,3 +240,33 @@ def test_rank_group_errors_pass_unchanged(fake_world):
     with pytest.raises(Timeout):
         remat.partition(doc, rt.options_from_torch(sync_decision_cross_ranks=True), rank_group=group)
 
+
+
+def test_failure_after_ranks_agreed_is_raised_not_handed_to_torch(fake_world, monkeypatch):
+    """Once this rank talked to the others, install()'s fallback must not run
+    torch's partitioner (its sync would wait on ranks that moved on): the
+    failure is raised. Before any collective, the fallback works as usual."""
+    import torch._functorch.partitioners as tp
+
+    import remat
+    from remat.torch import _dropin, _ranks
+
+    wrapped = _dropin._with_fallback(rt.min_cut_rematerialization_partition,
+                                     tp.min_cut_rematerialization_partition)
+    joint = fake_world["mlp_allreduce"]
+
+    def broken(self, picked, payload):
+        raise ValueError("lost after agreeing")
+
+    with monkeypatch.context() as m:
+        m.setattr(_ranks.TorchRankGroup, "agreed", broken)
+        with pytest.raises(remat.DropInError) as info, warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            sm.run(wrapped, joint, **SYNC)
+        assert isinstance(info.value.__cause__, ValueError)
+
+    with monkeypatch.context() as m:
+        m.setattr(_dropin, "export_joint_graph", lambda *a, **k: 1 / 0)
+        with pytest.warns(UserWarning, match="falling back"):
+            fell_back = sm.run(wrapped, joint, **SYNC)
+    assert fell_back == sm.run(tp.min_cut_rematerialization_partition, joint, **SYNC)

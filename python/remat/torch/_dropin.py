@@ -162,23 +162,24 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
     with _step("export"):
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)
-    with _step("engine"):
-        try:
-            result = remat.partition(doc, opts, partitioner, as_json=False, rank_group=group,
-                                     **hooks)
-        except remat.NoFiniteCutError as e:
-            # torch's min_cut_failed_* artifacts and files, then the error.
-            raise _trace.on_no_finite_cut(e, joint_module) from e
-    with _step("import"), _no_fallback_once_synced(group):
-        # Mirror torch: the tag passes write MUST_SAVE into the joint graph
-        # before extraction copies meta (torch's own run, should the fallback
-        # take over, writes the same tags).
-        by_name = {n.name: n for n in joint_module.graph.nodes}
-        for name in result.get("forced_must_save", []):
-            by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
-        fw, bw = import_result(result, joint_module, handles)
-        # The logs and structured-trace artifacts torch emits for this graph.
-        _trace.after_partition(joint_module, doc, opts, result, fw, bw)
+    with _no_fallback_once_synced(group):
+        with _step("engine"):
+            try:
+                result = remat.partition(doc, opts, partitioner, as_json=False, rank_group=group,
+                                         **hooks)
+            except remat.NoFiniteCutError as e:
+                # torch's min_cut_failed_* artifacts and files, then the error.
+                raise _trace.on_no_finite_cut(e, joint_module) from e
+        with _step("import"):
+            # Mirror torch: the tag passes write MUST_SAVE into the joint graph
+            # before extraction copies meta (torch's own run, should the fallback
+            # take over, writes the same tags).
+            by_name = {n.name: n for n in joint_module.graph.nodes}
+            for name in result.get("forced_must_save", []):
+                by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+            fw, bw = import_result(result, joint_module, handles)
+            # The logs and structured-trace artifacts torch emits for this graph.
+            _trace.after_partition(joint_module, doc, opts, result, fw, bw)
     return Partition(fw, bw, result)
 
 
