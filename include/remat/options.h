@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,8 @@
 #include "remat/ops.h"
 
 namespace remat {
+
+class RankGroup;  // remat/sync.h
 
 // Which minimum cut to return when several have the same cost.
 enum class CutSide : uint8_t {
@@ -141,9 +144,10 @@ struct PartitionOptions {
   bool activation_offload_sink_wait = false;        // forward waits move before the output
   bool activation_reload_prefetch = false;          // backward reloads move earlier (needs offload_node_runtime)
   double activation_offload_cpu_gpu_bw = 50.0;      // GB/s: transfer time estimate of prefetch
-  // Rewrites torch applies after extraction that remat does not reproduce
-  // yet; validate() rejects them with kUnsupported rather than ignore them.
-  bool sync_decision_cross_ranks = false;     // config._sync_decision_cross_ranks
+  // config._sync_decision_cross_ranks: ranks agree on one decision through
+  // `rank_group` below. Without a group of more than one rank there is
+  // nothing to agree on and it changes nothing, as in torch.
+  bool sync_decision_cross_ranks = false;
 
   // --- torch._inductor.config --------------------------------------------
   // post_grad_fusion_options["activation_quantization_aten_pass"]
@@ -197,6 +201,10 @@ struct PartitionOptions {
   // Keep copies of the graphs where torch emits structured-trace artifacts
   // of a rewrite (PartitionResult::snapshots); off, nothing is copied.
   bool keep_snapshots = false;
+  // The caller's process group (torch.distributed's default group, for
+  // remat.torch), used by the one-call partitioners when
+  // sync_decision_cross_ranks is set; null when not distributed.
+  std::shared_ptr<RankGroup> rank_group;
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 

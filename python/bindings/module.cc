@@ -18,9 +18,14 @@
 //    guard: bool) -> bool | None, the FP8 quantization pass's symbolic-size
 //    question. Each call re-acquires the GIL; an exception it raises unwinds
 //    the engine and reaches the caller unchanged.
+//  * partition() takes an optional rank group (remat/sync.h), a Python object
+//    with rank(), world_size(), all_gather(str | list[str]) -> list,
+//    all_reduce_max(list[int]) -> list[int], target_repr(name) -> str and
+//    agreed(picked_rank, payload); the same GIL and exception rules apply.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
@@ -65,13 +70,16 @@ struct PyHooks {
   PyObject* runtime_estimator = nullptr;
   PyObject* offload_node_runtime = nullptr;
   PyObject* size_check = nullptr;
+  PyObject* rank_group = nullptr;
 
   PyHooks(const nb::object& solver, const nb::object& estimator,
-          const nb::object& offload_runtime = nb::none(), const nb::object& size = nb::none())
+          const nb::object& offload_runtime = nb::none(), const nb::object& size = nb::none(),
+          const nb::object& group = nb::none())
       : knapsack_solver(solver.is_none() ? nullptr : solver.ptr()),
         runtime_estimator(estimator.is_none() ? nullptr : estimator.ptr()),
         offload_node_runtime(offload_runtime.is_none() ? nullptr : offload_runtime.ptr()),
-        size_check(size.is_none() ? nullptr : size.ptr()) {}
+        size_check(size.is_none() ? nullptr : size.ptr()),
+        rank_group(group.is_none() ? nullptr : group.ptr()) {}
 };
 
 // Converts a hook's Python result; a wrong type names the hook.
@@ -100,6 +108,41 @@ remat::CustomKnapsackFn knapsack_hook(PyObject* fn) {
   };
 }
 
+// A Python rank group as the engine's RankGroup. Borrowed like the hooks.
+class PyRankGroup final : public remat::RankGroup {
+ public:
+  explicit PyRankGroup(PyObject* group) : group_(group) {}
+  int rank() const override { return call<int>("rank", "an int"); }
+  int world_size() const override { return call<int>("world_size", "an int"); }
+  std::vector<std::string> all_gather(const std::string& mine) override {
+    return call<std::vector<std::string>>("all_gather", "a list of str", mine);
+  }
+  std::vector<std::vector<std::string>> all_gather(const std::vector<std::string>& mine) override {
+    return call<std::vector<std::vector<std::string>>>("all_gather", "a list of lists of str",
+                                                       mine);
+  }
+  std::vector<int64_t> all_reduce_max(const std::vector<int64_t>& mine) override {
+    return call<std::vector<int64_t>>("all_reduce_max", "a list of ints", mine);
+  }
+  std::string target_repr(std::string_view qualified) const override {
+    return call<std::string>("target_repr", "a str", std::string(qualified));
+  }
+  void agreed(int picked_rank, const std::string& payload) override {
+    nb::gil_scoped_acquire gil;
+    nb::borrow(group_).attr("agreed")(picked_rank, payload);
+  }
+
+ private:
+  template <typename T, typename... Args>
+  T call(const char* method, const char* expected, const Args&... args) const {
+    nb::gil_scoped_acquire gil;
+    nb::object r = nb::borrow(group_).attr(method)(args...);  // nb::python_error on raise
+    const std::string what = std::string("rank group's ") + method + "()";
+    return hook_result<T>(r, what.c_str(), expected);
+  }
+  PyObject* group_;
+};
+
 remat::CustomRuntimeEstimatorFn estimator_hook(PyObject* fn, const char* what) {
   return [fn, what](remat::NodeId joint_node) {
     nb::gil_scoped_acquire gil;
@@ -125,6 +168,7 @@ remat::SymbolicSizeFn size_hook(PyObject* fn) {
 remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hooks) {
   remat::PartitionOptions o;
   auto install_hooks = [&] {
+    if (hooks.rank_group) o.rank_group = std::make_shared<PyRankGroup>(hooks.rank_group);
     if (hooks.knapsack_solver) {
       o.custom_knapsack = knapsack_hook(hooks.knapsack_solver);
       o.activation_memory_budget_solver = "custom";
@@ -324,9 +368,10 @@ NB_MODULE(_remat, m) {
       "partition",
       [](nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner,
          nb::object knapsack_solver, nb::object runtime_estimator,
-         nb::object offload_node_runtime, nb::object size_check) {
+         nb::object offload_node_runtime, nb::object size_check, nb::object rank_group) {
         std::string out;
-        const PyHooks hooks(knapsack_solver, runtime_estimator, offload_node_runtime, size_check);
+        const PyHooks hooks(knapsack_solver, runtime_estimator, offload_node_runtime, size_check,
+                            rank_group);
         {
           // bytes objects are immutable and held by the caller: their buffers
           // stay valid while the GIL is released.
@@ -350,6 +395,7 @@ NB_MODULE(_remat, m) {
       nb::arg("joint_json"), nb::arg("options_json"), nb::arg("partitioner") = "min_cut",
       nb::arg("knapsack_solver") = nb::none(), nb::arg("runtime_estimator") = nb::none(),
       nb::arg("offload_node_runtime") = nb::none(), nb::arg("size_check") = nb::none(),
+      nb::arg("rank_group") = nb::none(),
       "Partitions a joint graph; returns the partition-result document.");
 
   m.def(

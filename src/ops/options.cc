@@ -71,14 +71,6 @@ void validate_quantization(const ActivationQuantizationOptions& q) {
 }  // namespace
 
 void PartitionOptions::validate() const {
-  for (const auto& [on, field] : {std::pair{sync_decision_cross_ranks, "sync_decision_cross_ranks"}}) {
-    if (on) {
-      throw Error(ErrorCode::kUnsupported,
-                  fmt::format("{}: remat does not reproduce this torch rewrite yet; leave it off "
-                              "(or let remat.torch.install() fall back to torch)",
-                              field));
-    }
-  }
   if (activation_quantization.enabled) validate_quantization(activation_quantization);
   if (!(activation_memory_budget >= 0.0 && activation_memory_budget <= 1.0)) {
     throw Error(ErrorCode::kInvalidOption,

@@ -378,8 +378,10 @@ def _build_graph(
             _set_attr(node, "meta", copy.copy(src.meta))
         elif op == "placeholder" and name in made_by:
             # torch gives a placeholder for a forward node it created that
-            # node's meta (meta.update).
-            _set_attr(node, "meta", dict(made_by[name].meta))
+            # node's meta (meta.update); offloading marks its own on top.
+            meta = dict(made_by[name].meta)
+            _offload_meta(nd.get("meta") or {}, meta, syms)
+            _set_attr(node, "meta", meta)
         elif op != "output":
             meta = _meta_from_doc(nd, syms, joint_doc=match_by_name, handles=handles)
             _set_attr(node, "meta", meta)
