@@ -6,14 +6,20 @@ aot_function (static shapes) or torch.compile (dynamic shapes, where dynamo
 makes sizes symbolic) and a partition function that records the joint graph
 and stops the compilation, so capturing never pays for torch's own
 partitioner. `BOTH_PARTITIONERS` lists the cases also timed with
-default_partition.
+default_partition, `FP8` those also timed under FP8 activation quantization.
+The RNG rewrites' cases are the stored joint graphs with CUDA metadata of
+tests/python/rng_graphs.py (a CPU cannot trace them), each partitioned in the
+context AOTAutograd partitions in.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
-from typing import Any, Callable
+import os
+import sys
+from typing import Any, Callable, ContextManager, Optional
 
 import torch
 import torch.nn as nn
@@ -25,6 +31,16 @@ class Joint:
     name: str
     gm: torch.fx.GraphModule
     kwargs: dict[str, Any]  # num_fwd_outputs, static_lifetime_input_indices
+    # The context torch partitions this graph in (None: the caller's own).
+    context: Optional[Callable[[], ContextManager[Any]]] = None
+    # A fresh joint module for each run (None: a deep copy of gm).
+    fresh: Optional[Callable[[], torch.fx.GraphModule]] = None
+
+    def copy(self) -> torch.fx.GraphModule:
+        return self.fresh() if self.fresh is not None else copy.deepcopy(self.gm)
+
+    def partition_context(self) -> ContextManager[Any]:
+        return self.context() if self.context is not None else contextlib.nullcontext()
 
     @property
     def nodes(self) -> int:
@@ -191,6 +207,30 @@ def transformer_dynamic(layers: int, dim: int = 32, heads: int = 4) -> Joint:
     return capture_compiled(model, torch.randn(2, 8, dim), name=f"transformer_{layers}_dynamic")
 
 
+def stored_rng(name: str, row: str, **config: Any) -> Joint:
+    """A stored joint graph with CUDA metadata (tests/data/rng) under torch
+    config `config`: the RNG rewrites' rows."""
+    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python")
+    sys.path.insert(0, tests)
+    try:
+        import rng_graphs
+    finally:
+        sys.path.pop(0)
+    stored = rng_graphs.load(name)
+    return Joint(row, stored.fresh(), stored.partition_kwargs(),
+                 context=lambda: rng_graphs.partition_context(stored, **config), fresh=stored.fresh)
+
+
+# One row per RNG rewrite: graph-safe functionalization (CUDA's default), the
+# CPU-style path it falls back to, philox seeds/offsets, and HOP threading.
+RNG_CASES: dict[str, Callable[[], Joint]] = {
+    "rng_graphsafe_attention": lambda: stored_rng("attention_dropout", "rng_graphsafe_attention"),
+    "rng_cpu_style_attention": lambda: stored_rng(
+        "attention_dropout", "rng_cpu_style_attention", graphsafe_rng_functionalization=False),
+    "rng_philox_attention": lambda: stored_rng("philox_attention", "rng_philox_attention"),
+    "rng_hop_dropout": lambda: stored_rng("hop_dropout", "rng_hop_dropout"),
+}
+
 CASES: dict[str, Callable[[], Joint]] = {
     **{f"sequential_weights_{n}": (lambda n=n: sequential_weights(n)) for n in (100, 1000, 5000)},
     **{f"parallel_chains_{c}": (lambda c=c: parallel_chains(c)) for c in (32, 128, 512)},
@@ -199,12 +239,56 @@ CASES: dict[str, Callable[[], Joint]] = {
     "resnet18_dynamic": lambda: resnet18(dynamic=True),
     "transformer_1_dynamic": lambda: transformer_dynamic(1),
     "transformer_4_dynamic": lambda: transformer_dynamic(4),
+    **RNG_CASES,
 }
 
 # Cases also timed with default_partition (torch's choice without a min-cut:
 # inference-style compiles and graphs with nothing to recompute).
 BOTH_PARTITIONERS = {"transformer_4", "resnet18", "resnet18_dynamic", "transformer_1_dynamic",
-                     "transformer_4_dynamic", "transformer_1"}
+                     "transformer_4_dynamic", "transformer_1", *RNG_CASES}
+
+# --- post-cut rewrites ---------------------------------------------------
+
+
+def _benchmark_stand_in(node: torch.fx.Node, *args: Any, **kwargs: Any) -> float:
+    """torch's reload prefetch benchmarks backward compute nodes on the device;
+    both partitioners call this instead (a fixed 10 us), so the rows time
+    partitioning, not kernels."""
+    return 0.01
+
+
+def offloading(joint: Joint, **flags: Any) -> tuple[Joint, dict[str, Any], Any]:
+    """The joint graph with every call_function marked should_offload (as a
+    joint_custom_pass would), the config turning offloading on, and the
+    context that stands in for torch's on-device benchmark."""
+    from unittest import mock
+
+    gm = copy.deepcopy(joint.gm)
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            n.meta["should_offload"] = True
+    context = mock.patch(
+        "torch._functorch._activation_offloading.activation_offloading.benchmark_node", _benchmark_stand_in)
+    return Joint(joint.name, gm, joint.kwargs), {"enable_activation_offloading": True, **flags}, context
+
+
+REWRITES: dict[str, Callable[[Joint], tuple[Joint, dict[str, Any], Any]]] = {
+    "offload": offloading,
+    "offload async+sink+prefetch": lambda j: offloading(
+        j, activation_offload_separate_stream=True, activation_offload_sink_wait=True,
+        activation_reload_prefetch=True),
+}
+# case -> (rewrite, partitioner) rows
+REWRITE_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
+    "transformer_1": (("offload", "min_cut"), ("offload async+sink+prefetch", "min_cut")),
+    "transformer_4": (("offload", "min_cut"), ("offload async+sink+prefetch", "min_cut"),
+                      ("offload", "default")),
+    "transformer_96": (("offload", "min_cut"), ("offload async+sink+prefetch", "min_cut")),
+}
+
+# Cases also timed under inductor's FP8 activation quantization pass
+# (bench_partition.FP8), which torch's extraction runs for both partitioners.
+FP8 = {"transformer_1", "transformer_4", "resnet18"}
 
 # Tiny sizes for the CI smoke run of the harness.
 SMOKE: dict[str, Callable[[], Joint]] = {
@@ -212,4 +296,5 @@ SMOKE: dict[str, Callable[[], Joint]] = {
     "parallel_chains_8": lambda: parallel_chains(8),
     "transformer_1": lambda: transformer_stack(1),
     "transformer_1_dynamic": lambda: transformer_dynamic(1),
+    "rng_hop_dropout": RNG_CASES["rng_hop_dropout"],
 }

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 # C++ dependencies, from Debian; graphviz draws the cut in reports, chromium
 # is the headless browser the report's test runs in.
-pkgs="libsimdjson-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz chromium"
+pkgs="libsimdjson-dev libfmt-dev libcli11-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz chromium"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

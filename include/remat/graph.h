@@ -58,6 +58,7 @@ enum class ValueKind : uint8_t {
   kOpaque,         // another opaque value (a process group, ...)
   kBackwardState,  // torch.fx.experimental._backward_state.BackwardState
   kConstant,       // a plain Python value (int, float, ...)
+  kGenerator,      // a torch.Generator (the state of a graph-safe RNG input)
 };
 
 // torch.utils.checkpoint.CheckpointPolicy, or none.
@@ -67,6 +68,10 @@ enum class RecomputePolicy : uint8_t {
   kPreferSave,
   kMustRecompute,
   kPreferRecompute,
+  // The CPU-offload policies: torch's partitioner treats them as neither a
+  // save nor a recompute request (they only reach it as tags).
+  kMustCpuOffload,
+  kPreferCpuOffload,
 };
 
 // `node.meta["partitioner_tag"]`. Unknown strings are kept as kOther.
@@ -166,6 +171,8 @@ enum NodeFlag : uint16_t {
   kFlagMemoryBudget = 1 << 5,    // meta["memory_budget"] is a float
   kFlagWithEffects = 1 << 6,     // target is higher_order.with_effects
   kFlagRegionBudget = 1 << 7,    // a region_activation_memory_budget annotation
+  kFlagShouldOffload = 1 << 8,   // meta["should_offload"]: a joint pass asks for CPU offloading
+  kFlagSavedForOffloading = 1 << 9,  // meta["saved_for_offloading"] (result graphs)
 };
 
 // What a node's value and meta hold beyond the common case: symbolic
@@ -182,12 +189,21 @@ struct NodeExtra {
   StrId nested_hint = 0;
   StrId binds_symbol = 0; // the symbol this node binds (is_symbol_binding_fx_node)
   StrId repr = 0;         // kConstant/kOpaque values: a printable form
+  // kGenerator values: the generator's device, and the host's handle of the
+  // very object (-1: none; the host makes a fresh one for the device).
+  StrId device = 0;
+  int64_t handle = -1;
   int64_t ac_graph_id = 0;
   double memory_budget = 0;
   // torch.autograd.graph.region_activation_memory_budget's annotation
   // (node.meta["custom"]["_region_activation_memory_budget"]), when
   // kFlagRegionBudget is set.
   double region_memory_budget = 0;
+  // A backward placeholder that receives an offloaded activation: the tensor
+  // it stood for before offloading (torch's meta original_device /
+  // original_size / original_stride), as an index into the value pool's
+  // tensors; kNoTensor otherwise.
+  uint32_t original_tensor = std::numeric_limits<uint32_t>::max();
 
   bool operator==(const NodeExtra&) const = default;
 };

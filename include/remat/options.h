@@ -9,6 +9,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +19,8 @@
 #include "remat/ops.h"
 
 namespace remat {
+
+class RankGroup;  // remat/sync.h
 
 // Which minimum cut to return when several have the same cost.
 enum class CutSide : uint8_t {
@@ -46,6 +50,69 @@ using CustomKnapsackFn = std::function<std::pair<std::vector<int>, std::vector<i
 // order, before the solver. Exceptions propagate unchanged.
 using CustomRuntimeEstimatorFn = std::function<double(NodeId joint_node)>;
 
+// The runtime, in milliseconds, that torch's reload prefetch credits one
+// backward node with: `benchmark_node(node)` for a compute node (an op with a
+// flop formula), 0 otherwise. Asked only for nodes copied from the joint
+// graph (given as their joint NodeId), only where torch's scheduler asks, in
+// its order; nodes the partitioner created count 0 without a call.
+// Exceptions propagate unchanged.
+using OffloadNodeRuntimeFn = std::function<double(NodeId joint_node)>;
+// How torch settles the size test of FP8 activation quantization for a
+// tensor whose size is symbolic (see ActivationQuantizationOptions).
+enum class SizeQuery : uint8_t {
+  // bool(size_in_mb >= threshold): the size hints decide, and torch's
+  // ShapeEnv records a guard on the outcome.
+  kGuard,
+  // statically_known_true / statically_known_false: only what the ShapeEnv
+  // can prove from its ranges and guards, without recording anything.
+  kStatic,
+};
+
+// Answers torch's size question for one joint-graph node (its NodeId in the
+// caller's joint graph) whose numel is symbolic: whether
+// `numel * itemsize / 2**20 >= size_in_mb`, or nullopt when it is not known
+// (kStatic only). Called on the partitioning thread, in the order torch asks.
+using SymbolicSizeFn = std::function<std::optional<bool>(NodeId joint_node, SizeQuery how)>;
+
+// inductor's post_grad_fusion_options["activation_quantization_aten_pass"],
+// which makes torch's extraction quantize large saved activations to FP8 in
+// the forward and dequantize them in the backward
+// (partitioners.enable_activation_quantization). One field per key torch
+// reads, with torch's default. Dtype names are torch's, with or without the
+// "torch." prefix ("torch.float8_e5m2", "bfloat16"; aliases such as "half"
+// included); they are kept canonical here ("float8_e5m2").
+struct ActivationQuantizationOptions {
+  bool enabled = false;  // the dict is set (not None)
+  std::string quant_type = "float8_e5m2";
+  double size_in_mb = 100;
+  // torch reads "use_scaling" with default True where the forward quantizes
+  // and where the backward gains the scale inputs, but with default False
+  // where the backward dequantizes. nullopt (the key absent) reproduces that
+  // mix; a value applies to all three.
+  std::optional<bool> use_scaling;
+  bool exclude_primals = false;  // skip saved values whose name contains "primals"
+  std::vector<std::string> allowed_dtypes = {"bfloat16"};
+  // Decide symbolic sizes statically (kStatic) instead of with a guard.
+  bool skip_dynamo_guards = false;
+  // With skip_dynamo_guards: quantize unless provably too small (instead of
+  // only when provably large enough).
+  bool quantize_dynamic_shape = false;
+  // torch asks its ShapeEnv about symbolic sizes; remat asks this hook.
+  // Without it, kGuard decides by the size hints (an unbacked size is an
+  // Error, as torch raises) and kStatic knows nothing.
+  SymbolicSizeFn symbolic_size;
+
+  bool scale_forward() const { return use_scaling.value_or(true); }
+  bool scale_backward() const { return use_scaling.value_or(false); }
+
+  // Parses torch's dict as a JSON object ({"quant_type": "torch.float8_e4m3fn",
+  // "size_in_mb": 0, "use_scaling": true, "allowed_dtypes":
+  // "torch.bfloat16;torch.float32", ...}; `null` leaves the pass off). Throws
+  // Error(kInvalidOption) naming the key for unknown keys, wrong types and
+  // unknown dtypes. The result is enabled unless the JSON is null.
+  static ActivationQuantizationOptions from_json(std::string_view json);
+};
+
 struct PartitionOptions {
   // --- torch._functorch.config -------------------------------------------
   bool cse = true;
@@ -67,12 +134,24 @@ struct PartitionOptions {
   std::string activation_memory_budget_solver = "dp";
   // A torch estimator name, or "custom" for `custom_runtime_estimator`.
   std::string activation_memory_budget_runtime_estimator = "flops";
-  // Rewrites torch applies after extraction that remat does not reproduce
-  // yet; validate() rejects them with kUnsupported rather than ignore them.
-  bool enable_activation_offloading = false;  // config.enable_activation_offloading
-  bool sync_decision_cross_ranks = false;     // config._sync_decision_cross_ranks
-  // inductor post_grad_fusion_options["activation_quantization_aten_pass"]
-  bool activation_quantization = false;
+  // Activation offloading (torch's _activation_offloading package): saved
+  // activations whose joint node has meta["should_offload"] go to the CPU
+  // after their last forward use and come back before their first backward
+  // use. The other flags only matter when it is on; sink_wait and
+  // reload_prefetch only with separate_stream, as in torch.
+  bool enable_activation_offloading = false;
+  bool activation_offload_separate_stream = false;  // async ao.offload/ao.reload + ao.wait_tensor
+  bool activation_offload_sink_wait = false;        // forward waits move before the output
+  bool activation_reload_prefetch = false;          // backward reloads move earlier (needs offload_node_runtime)
+  double activation_offload_cpu_gpu_bw = 50.0;      // GB/s: transfer time estimate of prefetch
+  // config._sync_decision_cross_ranks: ranks agree on one decision through
+  // `rank_group` below. Without a group of more than one rank there is
+  // nothing to agree on and it changes nothing, as in torch.
+  bool sync_decision_cross_ranks = false;
+
+  // --- torch._inductor.config --------------------------------------------
+  // post_grad_fusion_options["activation_quantization_aten_pass"]
+  ActivationQuantizationOptions activation_quantization;
 
   // --- facts torch reads from its runtime --------------------------------
   // Graph.eliminate_dead_code treats random ops as impure unless a tracing
@@ -80,6 +159,10 @@ struct PartitionOptions {
   bool dce_impure_random = true;
   // torch.distributed.is_available(): enables the wait_tensor rules.
   bool distributed_available = true;
+  // The device types whose random ops torch functionalizes graph-safely
+  // (torch._functorch._aot_autograd.utils._GRAPHSAFE_RNG_DEVICE_TYPES, which
+  // register_graphsafe_rng_device_type extends): supports_graphsafe_rng.
+  std::vector<std::string> graphsafe_rng_device_types = {"cuda"};
 
   // --- remat's own -------------------------------------------------------
   CutSide cut_side = CutSide::kSinkMinimal;
@@ -111,6 +194,17 @@ struct PartitionOptions {
   // fraction in [0, 1] that never decreases within one call. Called on the
   // partitioning thread; null: nothing is reported.
   std::function<void(std::string_view task, double fraction)> progress;
+  // Node runtimes for activation_reload_prefetch (torch benchmarks nodes on
+  // the device; remat asks its caller). validate() requires it when the
+  // prefetch runs.
+  OffloadNodeRuntimeFn offload_node_runtime;
+  // Keep copies of the graphs where torch emits structured-trace artifacts
+  // of a rewrite (PartitionResult::snapshots); off, nothing is copied.
+  bool keep_snapshots = false;
+  // The caller's process group (torch.distributed's default group, for
+  // remat.torch), used by the one-call partitioners when
+  // sync_decision_cross_ranks is set; null when not distributed.
+  std::shared_ptr<RankGroup> rank_group;
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,6 +135,14 @@ struct StageTime {
   double seconds = 0;
 };
 
+// A graph as it stood at one point of the pipeline, under the name of the
+// structured-trace artifact torch emits there
+// ("before_activation_quantization_fwd_aten_pass", ...).
+struct GraphSnapshot {
+  std::string name;
+  Graph graph;
+};
+
 struct PartitionResult {
   // The two graphs. Each node's `origin` is its node in the input joint graph
   // (kNoNode for nodes the partitioner created, such as RNG state plumbing).
@@ -147,6 +156,14 @@ struct PartitionResult {
   std::vector<NodeId> saved_sym_nodes;
   int num_fwd_outputs = 0;
   int num_rng_states = 0;  // RNG states inserted before the sym nodes
+  // FP8 activation quantization (options.activation_quantization): the saved
+  // values the forward returns quantized (joint ids, in forward-output
+  // order). Non-empty exactly when torch runs the pass's forward and
+  // backward halves (and bumps its counters once each).
+  std::vector<NodeId> quantized_values;
+  // With options.keep_snapshots: the graphs torch's rewrites log as
+  // structured-trace artifacts, in the order torch logs them.
+  std::vector<GraphSnapshot> snapshots;
   // Joint nodes whose recompute policy prepare forced to MUST_SAVE (torch
   // writes these into the joint graph's meta; the adapter mirrors that).
   std::vector<NodeId> forced_must_save;
@@ -168,10 +185,84 @@ struct PartitionResult {
   double recompute_runtime = 0;
 };
 
+// The one-call partitioners: plan, agree across ranks when the options ask
+// for it (sync_decision_cross_ranks with a rank_group of more than one rank;
+// see remat/sync.h), emit.
 PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
                                                     const PartitionOptions& options);
 PartitionResult default_partition(const JointGraph& joint,
                                   const PartitionOptions& options);
+
+// --- The stage boundary between deciding and extracting --------------------
+//
+// A partition stopped after its decision: what torch's pipeline holds where
+// `_sync_decision_cross_ranks` may replace the saved values. The one-call
+// functions above are plan + emit; a caller that needs to look at or change
+// the decision in between (ranks agreeing on one, a what-if study) calls the
+// two steps itself. A plan owns everything it needs (it does not refer to the
+// JointGraph it came from) and is moved into emit_partition, once.
+class PartitionPlan {
+ public:
+  PartitionPlan(PartitionPlan&&) noexcept;
+  PartitionPlan& operator=(PartitionPlan&&) noexcept;
+  ~PartitionPlan();
+
+  // The decision torch's cross-rank sync exchanges, as ids of the input joint
+  // graph, in torch's order:
+  //  * "min_cut": every value choose_saved_values_set picked (tensors, sym
+  //    nodes and opaque values together, before extraction splits them);
+  //  * "default": the saved tensors only (its sym nodes and opaque values
+  //    stay as decided, as in torch).
+  // Under remat's peak_memory_budget the search decides by building
+  // candidates, so the plan is built already: saved() is the chosen plan's
+  // saved tensors, then sym nodes, then opaque values; emit_partition(plan)
+  // returns that build, and a replacement rebuilds as for a min-cut plan.
+  // The one-call functions never sync such a plan (it is not torch's
+  // decision).
+  const std::vector<NodeId>& saved() const;
+  // Which partitioner decided: "min_cut" or "default". Not always the one
+  // called: the min-cut hands graphs whose backward needs nothing to the
+  // default partitioner, and the default hands non-functional graphs with
+  // recompute tags to the min-cut, as torch does.
+  const char* partitioner() const;
+  // The joint graph as it was decided on: after the prepare passes (for the
+  // min-cut DCE and CSE, then the recompute-tag and force-save passes). Each
+  // node's `origin` is its id in the input joint graph. Cross-rank agreement
+  // hashes and names this graph, as torch hashes its own.
+  const Graph& prepared() const;
+  // The options the plan was made with, without the custom solver and
+  // estimator hooks (deciding is over) and without the rank group. The
+  // hooks the stages after the decision call stay (progress,
+  // offload_node_runtime, activation_quantization.symbolic_size), so they
+  // must outlive the plan.
+  const PartitionOptions& options() const;
+
+  struct State;  // the pipeline's intermediate data (src/pipeline/)
+
+ private:
+  friend class PlanAccess;  // the pipeline's, which makes and emits plans
+  explicit PartitionPlan(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// The pipeline up to and including the decision (prepare, analyze, decide).
+// Validates the options and the graph as the one-call functions do, and
+// throws the same errors; never talks to other ranks.
+PartitionPlan plan_min_cut_rematerialization_partition(const JointGraph& joint,
+                                                       const PartitionOptions& options);
+PartitionPlan plan_default_partition(const JointGraph& joint, const PartitionOptions& options);
+
+// The rest of the pipeline (extract, rewrite) on the plan's own decision.
+PartitionResult emit_partition(PartitionPlan plan);
+// The same with the decision replaced by `saved` (ids of the input joint
+// graph, in the order torch would pass them on; the meaning of
+// PartitionPlan::saved). Each must be a node of the prepared graph that the
+// forward can compute: not removed by DCE or CSE, not the output node, not
+// computed from a tangent or a backward seed, at most once; for a "default"
+// plan, a value that is neither a sym node nor an opaque one. Anything else
+// is Error(kInvalidOption) naming the node. What is not saved is recomputed
+// in the backward, as for any decision.
+PartitionResult emit_partition(PartitionPlan plan, std::vector<NodeId> saved);
 
 // torch's visualize_memory_budget_pareto sweep (choose_saved_values_set's
 // estimate_for_budget, bisected over [0, 1] down to `resolution`), with the

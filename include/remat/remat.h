@@ -8,4 +8,5 @@
 #include "remat/options.h"
 #include "remat/partition.h"
 #include "remat/report.h"
+#include "remat/sync.h"
 #include "remat/version.h"

@@ -12,17 +12,27 @@
 //    custom hooks (remat/options.h): knapsack_solver(memory: list[float],
 //    max_memory: float, banned: list[int]) -> (saved, recomputed) lists of
 //    ints, and runtime_estimator(joint_id: int) -> float. Passing one selects
-//    it ("custom" solver / estimator). Each call re-acquires the GIL; an
-//    exception it raises unwinds the engine and reaches the caller unchanged.
+//    it ("custom" solver / estimator). partition() also takes
+//    offload_node_runtime(joint_id: int) -> float (milliseconds), the node
+//    runtimes activation_reload_prefetch reads, and size_check(joint_id: int,
+//    guard: bool) -> bool | None, the FP8 quantization pass's symbolic-size
+//    question. Each call re-acquires the GIL; an exception it raises unwinds
+//    the engine and reaches the caller unchanged.
+//  * partition() takes an optional rank group (remat/sync.h), a Python object
+//    with rank(), world_size(), all_gather(str | list[str]) -> list,
+//    all_reduce_max(list[int]) -> list[int], target_repr(name) -> str and
+//    agreed(picked_rank, payload); the same GIL and exception rules apply.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <simdjson.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,10 +68,18 @@ nb::bytes to_bytes(const std::string& s) { return nb::bytes(s.data(), s.size());
 struct PyHooks {
   PyObject* knapsack_solver = nullptr;
   PyObject* runtime_estimator = nullptr;
+  PyObject* offload_node_runtime = nullptr;
+  PyObject* size_check = nullptr;
+  PyObject* rank_group = nullptr;
 
-  PyHooks(const nb::object& solver, const nb::object& estimator)
+  PyHooks(const nb::object& solver, const nb::object& estimator,
+          const nb::object& offload_runtime = nb::none(), const nb::object& size = nb::none(),
+          const nb::object& group = nb::none())
       : knapsack_solver(solver.is_none() ? nullptr : solver.ptr()),
-        runtime_estimator(estimator.is_none() ? nullptr : estimator.ptr()) {}
+        runtime_estimator(estimator.is_none() ? nullptr : estimator.ptr()),
+        offload_node_runtime(offload_runtime.is_none() ? nullptr : offload_runtime.ptr()),
+        size_check(size.is_none() ? nullptr : size.ptr()),
+        rank_group(group.is_none() ? nullptr : group.ptr()) {}
 };
 
 // Converts a hook's Python result; a wrong type names the hook.
@@ -90,11 +108,57 @@ remat::CustomKnapsackFn knapsack_hook(PyObject* fn) {
   };
 }
 
-remat::CustomRuntimeEstimatorFn estimator_hook(PyObject* fn) {
-  return [fn](remat::NodeId joint_node) {
+// A Python rank group as the engine's RankGroup. Borrowed like the hooks.
+class PyRankGroup final : public remat::RankGroup {
+ public:
+  explicit PyRankGroup(PyObject* group) : group_(group) {}
+  int rank() const override { return call<int>("rank", "an int"); }
+  int world_size() const override { return call<int>("world_size", "an int"); }
+  std::vector<std::string> all_gather(const std::string& mine) override {
+    return call<std::vector<std::string>>("all_gather", "a list of str", mine);
+  }
+  std::vector<std::vector<std::string>> all_gather(const std::vector<std::string>& mine) override {
+    return call<std::vector<std::vector<std::string>>>("all_gather", "a list of lists of str",
+                                                       mine);
+  }
+  std::vector<int64_t> all_reduce_max(const std::vector<int64_t>& mine) override {
+    return call<std::vector<int64_t>>("all_reduce_max", "a list of ints", mine);
+  }
+  std::string target_repr(std::string_view qualified) const override {
+    return call<std::string>("target_repr", "a str", std::string(qualified));
+  }
+  void agreed(int picked_rank, const std::string& payload) override {
+    nb::gil_scoped_acquire gil;
+    nb::borrow(group_).attr("agreed")(picked_rank, payload);
+  }
+
+ private:
+  template <typename T, typename... Args>
+  T call(const char* method, const char* expected, const Args&... args) const {
+    nb::gil_scoped_acquire gil;
+    nb::object r = nb::borrow(group_).attr(method)(args...);  // nb::python_error on raise
+    const std::string what = std::string("rank group's ") + method + "()";
+    return hook_result<T>(r, what.c_str(), expected);
+  }
+  PyObject* group_;
+};
+
+remat::CustomRuntimeEstimatorFn estimator_hook(PyObject* fn, const char* what) {
+  return [fn, what](remat::NodeId joint_node) {
     nb::gil_scoped_acquire gil;
     nb::object r = nb::borrow(fn)(joint_node);
-    return hook_result<double>(r, "custom runtime estimator", "a float");
+    return hook_result<double>(r, what, "a float");
+  };
+}
+
+// size_check(joint_id, guard) -> bool | None: the FP8 quantization pass's
+// question about a symbolic size (remat/options.h, SymbolicSizeFn).
+remat::SymbolicSizeFn size_hook(PyObject* fn) {
+  return [fn](remat::NodeId joint_node, remat::SizeQuery how) -> std::optional<bool> {
+    nb::gil_scoped_acquire gil;
+    nb::object r = nb::borrow(fn)(joint_node, how == remat::SizeQuery::kGuard);
+    if (r.is_none()) return std::nullopt;
+    return hook_result<bool>(r, "size check", "a bool or None");
   };
 }
 
@@ -104,14 +168,18 @@ remat::CustomRuntimeEstimatorFn estimator_hook(PyObject* fn) {
 remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hooks) {
   remat::PartitionOptions o;
   auto install_hooks = [&] {
+    if (hooks.rank_group) o.rank_group = std::make_shared<PyRankGroup>(hooks.rank_group);
     if (hooks.knapsack_solver) {
       o.custom_knapsack = knapsack_hook(hooks.knapsack_solver);
       o.activation_memory_budget_solver = "custom";
     }
     if (hooks.runtime_estimator) {
-      o.custom_runtime_estimator = estimator_hook(hooks.runtime_estimator);
+      o.custom_runtime_estimator = estimator_hook(hooks.runtime_estimator, "custom runtime estimator");
       o.activation_memory_budget_runtime_estimator = "custom";
     }
+    if (hooks.offload_node_runtime)
+      o.offload_node_runtime = estimator_hook(hooks.offload_node_runtime, "offload node runtime");
+    if (hooks.size_check) o.activation_quantization.symbolic_size = size_hook(hooks.size_check);
   };
   if (json.empty()) {
     install_hooks();
@@ -166,22 +234,40 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
       REMAT_BOOL(dce_impure_random),
       REMAT_BOOL(distributed_available),
       REMAT_BOOL(enable_activation_offloading),
+      REMAT_BOOL(activation_offload_separate_stream),
+      REMAT_BOOL(activation_offload_sink_wait),
+      REMAT_BOOL(activation_reload_prefetch),
       REMAT_BOOL(sync_decision_cross_ranks),
-      REMAT_BOOL(activation_quantization),
       REMAT_BOOL(trace),
       REMAT_BOOL(visualize_memory_budget_pareto),
+      REMAT_BOOL(keep_snapshots),
 #undef REMAT_BOOL
+      // torch's activation_quantization_aten_pass dict, or null.
+      {"activation_quantization",
+       [&](auto, auto v) {
+         o.activation_quantization =
+             remat::ActivationQuantizationOptions::from_json(simdjson::minify(v));
+       }},
       {"max_dist_from_bw",
        [&](auto k, auto v) { o.max_dist_from_bw = static_cast<int>(as_int(k, v)); }},
       {"activation_memory_budget",
        [&](auto k, auto v) { o.activation_memory_budget = as_double(k, v); }},
       {"peak_memory_budget",
        [&](auto k, auto v) { o.peak_memory_budget = as_int(k, v); }},
+      {"activation_offload_cpu_gpu_bw",
+       [&](auto k, auto v) { o.activation_offload_cpu_gpu_bw = as_double(k, v); }},
       {"activation_memory_budget_solver",
        [&](auto k, auto v) { o.activation_memory_budget_solver = as_string(k, v); }},
       {"activation_memory_budget_runtime_estimator",
        [&](auto k, auto v) {
          o.activation_memory_budget_runtime_estimator = as_string(k, v);
+       }},
+      {"graphsafe_rng_device_types",
+       [&](auto k, auto v) {
+         simdjson::dom::array list;
+         if (v.get(list)) bad_option(k, "expected a list of device type names");
+         o.graphsafe_rng_device_types.clear();
+         for (auto x : list) o.graphsafe_rng_device_types.push_back(as_string(k, x));
        }},
       {"profiled_runtimes",
        [&](auto k, auto v) {
@@ -281,9 +367,11 @@ NB_MODULE(_remat, m) {
   m.def(
       "partition",
       [](nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner,
-         nb::object knapsack_solver, nb::object runtime_estimator) {
+         nb::object knapsack_solver, nb::object runtime_estimator,
+         nb::object offload_node_runtime, nb::object size_check, nb::object rank_group) {
         std::string out;
-        const PyHooks hooks(knapsack_solver, runtime_estimator);
+        const PyHooks hooks(knapsack_solver, runtime_estimator, offload_node_runtime, size_check,
+                            rank_group);
         {
           // bytes objects are immutable and held by the caller: their buffers
           // stay valid while the GIL is released.
@@ -306,6 +394,8 @@ NB_MODULE(_remat, m) {
       },
       nb::arg("joint_json"), nb::arg("options_json"), nb::arg("partitioner") = "min_cut",
       nb::arg("knapsack_solver") = nb::none(), nb::arg("runtime_estimator") = nb::none(),
+      nb::arg("offload_node_runtime") = nb::none(), nb::arg("size_check") = nb::none(),
+      nb::arg("rank_group") = nb::none(),
       "Partitions a joint graph; returns the partition-result document.");
 
   m.def(

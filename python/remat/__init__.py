@@ -81,6 +81,9 @@ def partition(
     as_json: bool = True,
     knapsack_solver: Callable[[list, float, list], tuple] | None = None,
     runtime_estimator: Callable[[int], float] | None = None,
+    offload_node_runtime: Callable[[int], float] | None = None,
+    size_check: Callable[[int, bool], bool | None] | None = None,
+    rank_group: Any = None,
 ) -> bytes | dict:
     """Partitions a format-v1 joint graph; returns the partition-result document.
 
@@ -97,9 +100,31 @@ def partition(
     ``runtime_estimator(joint_id) -> float`` prices one item. Exceptions they
     raise propagate unchanged. `remat.torch` builds them from torch's
     CustomKnapsackSolver / CustomRuntimeEstimator.
+
+    ``offload_node_runtime(joint_id) -> float`` gives the milliseconds
+    activation_reload_prefetch credits a backward node with (torch benchmarks
+    compute nodes there; 0 for the others); the engine asks for it only when
+    that prefetch runs.
+
+    `size_check(joint_id, guard) -> bool | None` answers FP8 activation
+    quantization's question about a tensor whose size is symbolic (options
+    "activation_quantization"): whether its size in MB reaches size_in_mb,
+    decided with a guard (`guard` True: torch's bool() on the SymBool) or only
+    if provable (False: None when unknown). Without it the engine uses the
+    size hints, resp. knows nothing. `remat.torch` asks torch's ShapeEnv.
+
+    `rank_group` lets ranks agree on one decision when the option
+    ``sync_decision_cross_ranks`` is set (torch's
+    ``_sync_decision_cross_ranks``; remat/sync.h has the protocol): an object
+    with ``rank()``, ``world_size()``, ``all_gather(obj) -> list`` (one str or
+    list of str per rank), ``all_reduce_max(list[int]) -> list[int]``,
+    ``target_repr(qualified_name) -> str`` (Python's str() of a callable
+    target) and ``agreed(picked_rank, payload)``. `remat.torch` builds one on
+    torch.distributed. Exceptions its methods raise propagate unchanged.
     """
     out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner,
-                           knapsack_solver, runtime_estimator)
+                           knapsack_solver, runtime_estimator, offload_node_runtime, size_check,
+                           rank_group)
     if as_json:
         return out
     import orjson

@@ -46,7 +46,7 @@ bool is_fwd_seed_offset(const Graph& g, NodeId n);
 bool is_bwd_seed_offset(const Graph& g, NodeId n);
 bool is_backward_state(const Graph& g, NodeId n);
 bool is_sym_node(const Graph& g, NodeId n);          // val is SymInt/SymFloat/SymBool
-bool is_opaque_node(const Graph& g, NodeId n);       // script object or opaque value
+bool is_opaque_node(const Graph& g, NodeId n);       // script object, opaque value, generator
 bool is_assert_only_symbool(const Graph& g, NodeId n);
 bool must_be_in_forward(const Graph& g, NodeId n);
 bool must_be_in_backward(const Graph& g, NodeId n);

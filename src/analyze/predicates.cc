@@ -60,7 +60,8 @@ bool is_sym_node(const Graph& g, NodeId n) {
 
 bool is_opaque_node(const Graph& g, NodeId n) {
   const ValueKind v = g.node(n).value;
-  return v == ValueKind::kScriptObject || v == ValueKind::kOpaque;
+  // A generator is one of torch's opaque values too (is_opaque_value).
+  return v == ValueKind::kScriptObject || v == ValueKind::kOpaque || v == ValueKind::kGenerator;
 }
 
 bool is_assert_only_symbool(const Graph& g, NodeId n) {

@@ -292,6 +292,10 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   options.cut_side = s.cut_side == "source" ? CutSide::kSourceMinimal : CutSide::kSinkMinimal;
   if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
   if (!s.peak_budget.empty()) options.peak_memory_budget = parse_size(s.peak_budget, "--peak-budget");
+  if (!s.activation_quantization.empty()) {
+    options.activation_quantization =
+        ActivationQuantizationOptions::from_json(s.activation_quantization);
+  }
   options.validate();
   if (!s.explain.empty() && g.find(s.explain) == kNoNode) {
     throw Error(ErrorCode::kInvalidOption,
@@ -344,6 +348,7 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   if (!r.saved_sym_nodes.empty()) std::printf(", %zu sym nodes", r.saved_sym_nodes.size());
   if (!r.saved_opaque_nodes.empty()) std::printf(", %zu opaque values", r.saved_opaque_nodes.size());
   if (r.num_rng_states != 0) std::printf(", %d RNG states", r.num_rng_states);
+  if (!r.quantized_values.empty()) std::printf(", %zu quantized to FP8", r.quantized_values.size());
   std::printf("\n");
   const size_t limit = common.verbose ? r.saved_values.size() : std::min<size_t>(r.saved_values.size(), 40);
   for (size_t i = 0; i < limit; ++i) {

@@ -30,6 +30,9 @@ struct PartitionSettings {
   std::string peak_budget;      // --peak-budget SIZE ("2GiB", "512MB", "1000000")
   bool no_cse = false;
   std::string dot;              // --dot PATH: DOT of a failed min-cut
+  // --activation-quantization JSON: torch's activation_quantization_aten_pass
+  // dict ("" = off), as ActivationQuantizationOptions::from_json reads it.
+  std::string activation_quantization;
 };
 
 struct ParetoSettings {

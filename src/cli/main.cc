@@ -81,6 +81,10 @@ int main(int argc, char** argv) {
                    "512MiB, 2GiB, 1.5GB): the plan with the least estimated recompute runtime "
                    "that fits (remat's own mode; --memory-budget is then ignored)");
   part->add_flag("--no-cse", ps.no_cse, "do not deduplicate equal nodes first (torch's config.cse = False)");
+  part->add_option("--activation-quantization", ps.activation_quantization,
+                   "FP8-quantize large saved activations as torch's inductor does: JSON of its "
+                   "post_grad_fusion_options[\"activation_quantization_aten_pass\"], e.g. "
+                   "'{\"size_in_mb\": 0, \"allowed_dtypes\": \"torch.float32\"}'");
   part->add_option("--dot", ps.dot,
                    "when no finite cut exists, write the capacity graph here as DOT (and an SVG "
                    "next to it when graphviz's dot is on PATH)");

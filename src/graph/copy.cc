@@ -133,31 +133,38 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
     return;
   }
   out.extra = kNoExtra;
+  uint32_t original = kNoExtra;  // an offloaded placeholder's original tensor, copied first
+  if (in.extra != kNoExtra && src_.extra(id).original_tensor < src_.values().tensors.size())
+    original = copy_tensor(src_.values().tensors[src_.extra(id).original_tensor]);
   if (in.extra != kNoExtra) {
     NodeExtra x = src_.extra(id);
-    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint})
+    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint,
+                     &x.device})
       *s = str(*s);
+    x.original_tensor = original;
     out.extra = dst_.add_extra(x);
   }
   out.tensors_begin = static_cast<uint32_t>(dst_.tensor_count());
-  for (const TensorMeta& t : src_.tensors(id)) {
-    TensorMeta c = t;
-    c.dtype = str(t.dtype);
-    c.device = str(t.device);
-    c.shape_begin = static_cast<uint32_t>(dst_.dim_count());
-    for (Dim d : src_.shape(t)) {
-      d.expr = str(d.expr);
-      dst_.add_dim(d);
-    }
-    c.stride_begin = static_cast<uint32_t>(dst_.dim_count());
-    for (Dim d : src_.stride(t)) {
-      d.expr = str(d.expr);
-      dst_.add_dim(d);
-    }
-    dst_.add_tensor(c);
-  }
+  for (const TensorMeta& t : src_.tensors(id)) copy_tensor(t);
   out.symbols_begin = static_cast<uint32_t>(dst_.symbol_count());
   for (StrId s : src_.free_symbols(id)) dst_.add_symbol(str(s));
+}
+
+uint32_t NodeCopier::copy_tensor(const TensorMeta& t) {
+  TensorMeta c = t;
+  c.dtype = str(t.dtype);
+  c.device = str(t.device);
+  c.shape_begin = static_cast<uint32_t>(dst_.dim_count());
+  for (Dim d : src_.shape(t)) {
+    d.expr = str(d.expr);
+    dst_.add_dim(d);
+  }
+  c.stride_begin = static_cast<uint32_t>(dst_.dim_count());
+  for (Dim d : src_.stride(t)) {
+    d.expr = str(d.expr);
+    dst_.add_dim(d);
+  }
+  return dst_.add_tensor(c);
 }
 
 NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin, StrId name) {

@@ -60,6 +60,8 @@ class NodeCopier {
   void copy_value(NodeId id, Node& out);
 
  private:
+  // Appends a source tensor entry (and its dims) to the destination's pool.
+  uint32_t copy_tensor(const TensorMeta& t);
 
   const Graph& src_;
   GraphBuilder& dst_;

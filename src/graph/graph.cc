@@ -384,6 +384,7 @@ const char* value_kind_name(ValueKind k) {
     case ValueKind::kOpaque: return "opaque";
     case ValueKind::kBackwardState: return "backward_state";
     case ValueKind::kConstant: return "constant";
+    case ValueKind::kGenerator: return "generator";
   }
   return "?";
 }
@@ -395,6 +396,8 @@ const char* recompute_policy_name(RecomputePolicy p) {
     case RecomputePolicy::kPreferSave: return "PREFER_SAVE";
     case RecomputePolicy::kMustRecompute: return "MUST_RECOMPUTE";
     case RecomputePolicy::kPreferRecompute: return "PREFER_RECOMPUTE";
+    case RecomputePolicy::kMustCpuOffload: return "MUST_CPU_OFFLOAD";
+    case RecomputePolicy::kPreferCpuOffload: return "PREFER_CPU_OFFLOAD";
   }
   return "?";
 }

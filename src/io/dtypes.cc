@@ -74,6 +74,64 @@ static_assert(std::is_sorted(std::begin(kDtypes), std::end(kDtypes)));
 
 }  // namespace
 
+namespace {
+
+// torch's dtype aliases: the attribute names of the torch module whose str()
+// names another dtype. Sorted by alias.
+constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+    {"cdouble", "complex128"}, {"cfloat", "complex64"}, {"chalf", "complex32"},
+    {"double", "float64"},     {"float", "float32"},    {"half", "float16"},
+    {"int", "int32"},          {"long", "int64"},       {"short", "int16"},
+};
+static_assert(std::is_sorted(std::begin(kAliases), std::end(kAliases)));
+
+struct FloatRange {
+  std::string_view name;
+  double min, max;
+};
+// torch.finfo(dtype).min / .max, as torch 2.13 prints them (float4_e2m1fn_x2
+// has no finfo: torch raises).
+constexpr FloatRange kFloatRanges[] = {
+    {"bfloat16", -3.3895313892515355e+38, 3.3895313892515355e+38},
+    {"float16", -65504.0, 65504.0},
+    {"float32", -3.4028234663852886e+38, 3.4028234663852886e+38},
+    {"float64", -1.7976931348623157e+308, 1.7976931348623157e+308},
+    {"float8_e4m3fn", -448.0, 448.0},
+    {"float8_e4m3fnuz", -240.0, 240.0},
+    {"float8_e5m2", -57344.0, 57344.0},
+    {"float8_e5m2fnuz", -57344.0, 57344.0},
+    {"float8_e8m0fnu", 5.877471754111438e-39, 1.7014118346046923e+38},
+};
+
+}  // namespace
+
+std::string_view canonical_dtype(std::string_view name) {
+  for (const auto& [alias, canonical] : kAliases) {
+    if (alias == name) return canonical;
+  }
+  return dtype_itemsize(name) != 0 ? name : std::string_view{};
+}
+
+DtypeKind dtype_kind(std::string_view n) {
+  if (n == "bool") return DtypeKind::kBool;
+  if (n.starts_with("complex")) return DtypeKind::kComplex;
+  if (n.starts_with("float") || n == "bfloat16") return DtypeKind::kFloat;
+  if ((n.starts_with("int") || n.starts_with("uint")) && dtype_itemsize(n) != 0)
+    return DtypeKind::kInt;
+  return DtypeKind::kOther;
+}
+
+bool float_range(std::string_view canonical, double& min, double& max) {
+  for (const FloatRange& r : kFloatRanges) {
+    if (r.name == canonical) {
+      min = r.min;
+      max = r.max;
+      return true;
+    }
+  }
+  return false;
+}
+
 uint16_t dtype_itemsize(std::string_view name) {
   auto it = std::lower_bound(std::begin(kDtypes), std::end(kDtypes), name,
                              [](const Entry& e, std::string_view n) { return e.first < n; });

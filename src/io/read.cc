@@ -638,13 +638,14 @@ ValueKind value_kind_from_name(std::string_view k, bool& ok) {
   if (k == "backward_state") return ValueKind::kBackwardState;
   if (k == "none") return ValueKind::kNone;
   if (k == "constant") return ValueKind::kConstant;
+  if (k == "generator") return ValueKind::kGenerator;
   ok = false;
   return ValueKind::kMissing;
 }
 
 constexpr const char* kValueKinds =
     "tensor, symint, symfloat, symbool, sequence, dict, script_object, opaque, "
-    "backward_state, none or constant";
+    "backward_state, none, constant or generator";
 
 void Reader::read_value(dom::element e, Node& n) {
   dom::object o = as_object(e, "val");
@@ -723,6 +724,19 @@ void Reader::read_value(dom::element e, Node& n) {
     case ValueKind::kConstant: {
       dom::element repr;
       if (o.at_key("repr").get(repr) == simdjson::SUCCESS) extra_.repr = b_.intern(as_string(repr, "val.repr"));
+      break;
+    }
+    case ValueKind::kGenerator: {
+      dom::element device;
+      if (o.at_key("device").get(device) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.device", "missing");
+      const std::string_view d = as_string(device, "val.device");
+      if (d.empty()) fail(ErrorCode::kInvalidGraph, "val.device", "empty device");
+      extra_.device = b_.intern(d);
+      dom::element handle;
+      if (o.at_key("handle").get(handle) == simdjson::SUCCESS && handle.type() != element_type::NULL_VALUE) {
+        extra_.handle = as_int(handle, "val.handle");
+        if (extra_.handle < -1) fail(ErrorCode::kInvalidGraph, "val.handle", "negative handle");
+      }
       break;
     }
     default:
@@ -899,10 +913,13 @@ void Reader::read_meta(dom::element e, Node& n) {
       else if (p == "PREFER_SAVE") n.recompute = RecomputePolicy::kPreferSave;
       else if (p == "MUST_RECOMPUTE") n.recompute = RecomputePolicy::kMustRecompute;
       else if (p == "PREFER_RECOMPUTE") n.recompute = RecomputePolicy::kPreferRecompute;
+      else if (p == "MUST_CPU_OFFLOAD") n.recompute = RecomputePolicy::kMustCpuOffload;
+      else if (p == "PREFER_CPU_OFFLOAD") n.recompute = RecomputePolicy::kPreferCpuOffload;
       else {
         fail(ErrorCode::kParse, "meta.recompute",
              fmt::format("unknown recompute policy '{}' (expected MUST_SAVE, PREFER_SAVE, "
-                         "MUST_RECOMPUTE or PREFER_RECOMPUTE)",
+                         "MUST_RECOMPUTE, PREFER_RECOMPUTE, MUST_CPU_OFFLOAD or "
+                         "PREFER_CPU_OFFLOAD)",
                          p));
       }
     } else if (k == "ac_graph_id") {
@@ -920,6 +937,8 @@ void Reader::read_meta(dom::element e, Node& n) {
       if (as_bool(kv.value, "meta.has_backward_hook")) n.flags |= kFlagBackwardHook;
     } else if (k == "saved_tensor_with_no_vc_check") {
       if (as_bool(kv.value, "meta.saved_tensor_with_no_vc_check")) n.flags |= kFlagNoVcCheck;
+    } else if (k == "should_offload") {
+      if (as_bool(kv.value, "meta.should_offload")) n.flags |= kFlagShouldOffload;
     } else if (k == "memory_budget") {
       if (kv.value.type() == element_type::NULL_VALUE) continue;
       extra_.memory_budget = as_number(kv.value, "meta.memory_budget");

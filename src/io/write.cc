@@ -126,7 +126,8 @@ class GraphWriter {
     const bool any = n.recompute != RecomputePolicy::kNone || n.has(kFlagAcGraphId) ||
                      n.tag != PartitionerTag::kNone || n.has(kFlagBackwardHook) ||
                      n.has(kFlagNoVcCheck) || n.has(kFlagMemoryBudget) ||
-                     n.has(kFlagRegionBudget);
+                     n.has(kFlagRegionBudget) || n.has(kFlagShouldOffload) ||
+                     n.has(kFlagSavedForOffloading);
     if (!any) return;
     w_.key("meta");
     w_.begin_object();
@@ -158,6 +159,27 @@ class GraphWriter {
     if (n.has(kFlagRegionBudget)) {
       w_.key("region_memory_budget");
       if (std::isfinite(x.region_memory_budget)) w_.number(x.region_memory_budget); else w_.null();
+    }
+    if (n.has(kFlagShouldOffload)) {
+      w_.key("should_offload");
+      w_.boolean(true);
+    }
+    if (n.has(kFlagSavedForOffloading)) {
+      w_.key("saved_for_offloading");
+      w_.boolean(true);
+    }
+    if (x.original_tensor < g_.values().tensors.size()) {
+      const TensorMeta& t = g_.values().tensors[x.original_tensor];
+      w_.key("original_device");
+      w_.string(str(t.device));
+      w_.key("original_size");
+      w_.begin_array();
+      for (const Dim& d : g_.shape(t)) dim(d);
+      w_.end_array();
+      w_.key("original_stride");
+      w_.begin_array();
+      for (const Dim& d : g_.stride(t)) dim(d);
+      w_.end_array();
     }
     w_.end_object();
   }
@@ -381,6 +403,18 @@ class GraphWriter {
         }
         w_.end_object();
         break;
+      case ValueKind::kGenerator:
+        w_.begin_object();
+        w_.key("kind");
+        w_.string("generator");
+        w_.key("device");
+        w_.string(str(x.device));
+        if (x.handle >= 0) {
+          w_.key("handle");
+          w_.integer(x.handle);
+        }
+        w_.end_object();
+        break;
       default:
         simple_kind(value_kind_name(n.value));
         break;
@@ -560,6 +594,8 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result)
   w.integer(result.num_rng_states);
   field("forced_must_save");
   write_id_list(w, g, result.forced_must_save, "forced_must_save");
+  field("quantized_values");
+  write_id_list(w, g, result.quantized_values, "quantized_values");
   field("forward");
   w.begin_object();
   w.key("nodes");
@@ -570,6 +606,21 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result)
   w.key("nodes");
   GraphWriter(result.backward, w, &g).nodes(2);
   w.end_object();
+  if (!result.snapshots.empty()) {
+    field("snapshots");
+    w.begin_array();
+    for (const GraphSnapshot& snap : result.snapshots) {
+      w.newline(4);
+      w.begin_object();
+      w.key("name");
+      w.string(snap.name);
+      w.key("nodes");
+      GraphWriter(snap.graph, w, &g).nodes(4);
+      w.end_object();
+    }
+    w.break_line(2);
+    w.end_array();
+  }
   field("decisions");
   w.begin_object();
   const size_t n = std::min(result.decisions.size(), g.size());

@@ -1,6 +1,8 @@
 // memory/plan.cc — measure_plan (memory/plan.h).
 #include "memory/plan.h"
 
+#include <stdexcept>
+
 #include "budget/flops.h"
 #include "remat/error.h"
 
@@ -22,20 +24,29 @@ std::vector<NodeId> forward_inputs_of(const PartitionResult& r, const std::vecto
   return out;
 }
 
-void measure_plan(const JointGraph& joint, const PartitionOptions& options, PartitionResult& r) {
+void measure_plan(const Graph& decided, const std::vector<NodeId>& mutated_inputs,
+                  const PartitionOptions& options, PartitionResult& r) {
   r.memory = simulate_memory(r.forward, r.backward, r.num_fwd_outputs);
   r.hazards = find_mutation_hazards(r.forward, r.backward, r.num_fwd_outputs,
-                                    forward_inputs_of(r, joint.mutated_inputs));
+                                    forward_inputs_of(r, mutated_inputs));
   const std::string& name = options.activation_memory_budget_runtime_estimator;
   const bool own = name == "custom" || (name == "profile" && options.profiled_runtimes.empty());
   const std::string estimator = own ? "flops" : name;
   double total = 0;
-  for (NodeId id = 0; id < r.decisions.size() && id < joint.graph.size(); ++id) {
-    if (r.decisions[id].where != NodeDecision::Where::kRecomputed) continue;
+  for (NodeId id = 0; id < decided.size(); ++id) {
+    const NodeId joint_id = decided.node(id).origin;
+    if (joint_id >= r.decisions.size() ||
+        r.decisions[joint_id].where != NodeDecision::Where::kRecomputed)
+      continue;
     try {
-      total += estimate_runtime(joint.graph, id, estimator, options.profiled_runtimes);
+      // Measured runtimes are per joint node; the others read the node.
+      total += estimator == "profile"
+                   ? options.profiled_runtimes.at(joint_id)
+                   : estimate_runtime(decided, id, estimator);
     } catch (const Error&) {
       total += 1;  // a shape torch's flop formula rejects: priced as a pointwise op
+    } catch (const std::out_of_range&) {
+      total += 1;  // fewer measured runtimes than joint nodes: validate() reports it
     }
   }
   r.recompute_runtime = total;

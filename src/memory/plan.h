@@ -4,8 +4,10 @@
 // Contract: measure_plan fills a PartitionResult's `memory`
 // (simulate_memory on its two graphs), `hazards` (find_mutation_hazards,
 // with the joint graph's mutated_inputs) and `recompute_runtime` (the
-// options' runtime estimator summed over the joint nodes decided
-// kRecomputed; a "custom" estimator, a Python hook, and "profile" without
+// options' runtime estimator summed, in graph order, over the nodes decided
+// kRecomputed; it reads them in `decided`, the graph the decision was made
+// on, whose origins are joint ids: the same nodes and metadata as the joint
+// graph's, so a plan needs no joint graph to be measured; a "custom" estimator, a Python hook, and "profile" without
 // measured times are replaced by "flops", so measuring never calls back into
 // the host; a node whose flop formula rejects its shapes counts 1). The peak-memory search
 // (peak_budget.h) is built on it.
@@ -16,7 +18,8 @@
 
 namespace remat {
 
-void measure_plan(const JointGraph& joint, const PartitionOptions& options, PartitionResult& r);
+void measure_plan(const Graph& decided, const std::vector<NodeId>& mutated_inputs,
+                  const PartitionOptions& options, PartitionResult& r);
 
 // The forward placeholders of `r` that come from these joint placeholders.
 std::vector<NodeId> forward_inputs_of(const PartitionResult& r, const std::vector<NodeId>& joint_ids);

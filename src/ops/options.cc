@@ -2,11 +2,14 @@
 //
 // Contract: rejects values torch would reject or silently misuse, with
 // Error(kInvalidOption) naming the field; accepts everything else unchanged.
+// (torch checks the quantization dtypes only once a saved value is a
+// candidate; remat checks them up front.)
 #include <cmath>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "io/dtypes.h"
 #include "remat/error.h"
 #include "remat/options.h"
 
@@ -42,19 +45,33 @@ std::string joined(const std::string_view (&allowed)[N]) {
   return out;
 }
 
+// torch resolves the dtype names with getattr(torch, ...) and the range
+// with torch.finfo, so an unknown name or a quant_type finfo rejects would
+// make it raise; complex quant types are refused too (torch's clamps reject
+// them once a tensor is quantized).
+void validate_quantization(const ActivationQuantizationOptions& q) {
+  double lo = 0, hi = 0;
+  const std::string_view quant = io::canonical_dtype(q.quant_type);
+  if (quant.empty() || !io::float_range(quant, lo, hi)) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("activation_quantization.quant_type: \"{}\" is not a real "
+                            "floating-point torch dtype that torch.finfo supports",
+                            q.quant_type));
+  }
+  for (const std::string& d : q.allowed_dtypes) {
+    if (io::canonical_dtype(d).empty()) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("activation_quantization.allowed_dtypes: \"{}\" is not a torch "
+                              "dtype",
+                              d));
+    }
+  }
+}
+
 }  // namespace
 
 void PartitionOptions::validate() const {
-  for (const auto& [on, field] : {std::pair{enable_activation_offloading, "enable_activation_offloading"},
-                                  std::pair{sync_decision_cross_ranks, "sync_decision_cross_ranks"},
-                                  std::pair{activation_quantization, "activation_quantization"}}) {
-    if (on) {
-      throw Error(ErrorCode::kUnsupported,
-                  fmt::format("{}: remat does not reproduce this torch rewrite yet; leave it off "
-                              "(or let remat.torch.install() fall back to torch)",
-                              field));
-    }
-  }
+  if (activation_quantization.enabled) validate_quantization(activation_quantization);
   if (!(activation_memory_budget >= 0.0 && activation_memory_budget <= 1.0)) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("activation_memory_budget must be in [0, 1], got {}",
@@ -79,6 +96,21 @@ void PartitionOptions::validate() const {
                 fmt::format("activation_memory_budget_runtime_estimator: unknown estimator "
                             "\"{}\" (one of {})",
                             activation_memory_budget_runtime_estimator, joined(kEstimators)));
+  }
+  // Only a prefetching offload reads the bandwidth and node runtimes.
+  if (enable_activation_offloading && activation_offload_separate_stream &&
+      activation_reload_prefetch) {
+    if (!(activation_offload_cpu_gpu_bw > 0.0 && std::isfinite(activation_offload_cpu_gpu_bw))) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("activation_offload_cpu_gpu_bw must be a positive number of GB/s, "
+                              "got {}",
+                              activation_offload_cpu_gpu_bw));
+    }
+    if (!offload_node_runtime) {
+      throw Error(ErrorCode::kInvalidOption,
+                  "activation_reload_prefetch: needs offload_node_runtime (torch benchmarks "
+                  "each backward compute node; remat takes the times from its caller)");
+    }
   }
   if (activation_memory_budget_solver == "custom" && !custom_knapsack) {
     throw Error(ErrorCode::kInvalidOption,

@@ -5,12 +5,21 @@
 // default_partition. This file only sequences the stages the way torch does;
 // each stage's rules live in its own folder:
 //   prepare (DCE, CSE, tag passes) -> analyze (classify, distances)
-//   -> decide (min-cut or default) -> extract -> rewrite (RNG, reorder, getitems)
-// and then maps every id back to the caller's joint graph.
+//   -> decide (min-cut or default)            = plan_*: a PartitionPlan
+//   [the caller, or sync/, may replace the decision here, as torch's
+//    _sync_decision_cross_ranks does]
+//   -> extract (with FP8 activation quantization)
+//   -> rewrite (RNG, reorder, offloading, getitems, HOP RNG states)
+//   -> memory (simulation, hazards)              = emit_partition
+// and then maps every id back to the caller's joint graph. Under remat's own
+// peak memory budget the search (memory/peak_budget.h) decides by building
+// candidate plans through the same emit, so such a plan is built at once.
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -24,6 +33,9 @@
 #include "prepare/prepare.h"
 #include "remat/error.h"
 #include "remat/partition.h"
+#include "remat/sync.h"
+#include "rewrite/offload.h"
+#include "rewrite/quantize.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -33,18 +45,23 @@ using Clock = std::chrono::steady_clock;
 
 // Records how long each stage took since the previous lap; the pipeline's
 // answer to "where does the time go" without a profiler. A stage that runs
-// twice (the min-cut handing over to the default partitioner) adds up.
+// twice (the min-cut handing over to the default partitioner) adds up. The
+// time a caller holds a plan between its two steps is not the engine's:
+// resume() skips it.
 class StageClock {
  public:
-  StageClock(Clock::time_point start, const PartitionOptions& options)
-      : start_(start), last_(start), progress_(&options.progress) {}
-  // A clock that reports no progress (a peak-budget search's candidates).
-  explicit StageClock(Clock::time_point start) : start_(start), last_(start) {}
+  StageClock() : last_(Clock::now()) {}
+  // The caller's progress hook (PartitionOptions::progress), told as stages
+  // finish; a copy, since a plan outlives the options it was made from.
+  void report_to(std::function<void(std::string_view, double)> progress) {
+    progress_ = std::move(progress);
+  }
   void lap(const char* stage) {
     report(stage);
     const Clock::time_point now = Clock::now();
     const double seconds = std::chrono::duration<double>(now - last_).count();
     last_ = now;
+    total_ += seconds;
     for (StageTime& t : laps_) {
       if (t.stage == stage) {
         t.seconds += seconds;
@@ -53,7 +70,8 @@ class StageClock {
     }
     laps_.push_back({stage, seconds});
   }
-  double total() const { return std::chrono::duration<double>(last_ - start_).count(); }
+  void resume() { last_ = Clock::now(); }
+  double total() const { return total_; }
   std::vector<StageTime> take() { return std::move(laps_); }
 
  private:
@@ -61,7 +79,7 @@ class StageClock {
   // share is a rough constant (decide and extract dominate on big graphs),
   // and the fraction never goes back when a stage runs twice.
   void report(std::string_view stage) {
-    if (progress_ == nullptr || !*progress_) return;
+    if (!progress_) return;
     static constexpr std::pair<std::string_view, double> kDone[] = {
         {"prepare", 0.2}, {"classify", 0.3}, {"decide", 0.6}, {"extract", 0.8},
         {"rng", 0.85},    {"reorder", 0.9},  {"getitems", 0.95}, {"report", 0.97},
@@ -69,14 +87,15 @@ class StageClock {
     for (const auto& [name, fraction] : kDone) {
       if (name == stage && fraction > fraction_) {
         fraction_ = fraction;
-        (*progress_)("partition", fraction);
+        progress_("partition", fraction);
       }
     }
   }
 
-  Clock::time_point start_, last_;
+  Clock::time_point last_;
+  double total_ = 0;
   std::vector<StageTime> laps_;
-  const std::function<void(std::string_view, double)>* progress_ = nullptr;
+  std::function<void(std::string_view, double)> progress_;
   double fraction_ = 0;
 };
 
@@ -115,7 +134,7 @@ Graph rooted(const JointGraph& joint) {
   return g;
 }
 
-std::vector<NodeId> to_joint(const Graph& g, const std::vector<NodeId>& ids) {
+std::vector<NodeId> to_joint(const Graph& g, std::span<const NodeId> ids) {
   std::vector<NodeId> out;
   out.reserve(ids.size());
   for (NodeId id : ids) out.push_back(g.node(id).origin);
@@ -124,9 +143,8 @@ std::vector<NodeId> to_joint(const Graph& g, const std::vector<NodeId>& ids) {
 
 // Fills the report part of the result: where each joint node ended up.
 // `ban_reason` is per joint node (empty when no cut ran).
-void record_decisions(const JointGraph& joint, const Prepared& p,
+void record_decisions(size_t n, const Prepared& p,
                       const std::vector<std::string_view>& ban_reason, PartitionResult& r) {
-  const size_t n = joint.graph.size();
   std::vector<uint8_t> present(n, 0), in_fw(n, 0), in_bw(n, 0), saved(n, 0);
   for (const Node& node : p.graph.nodes()) present[node.origin] = 1;
   for (const Node& node : r.forward.nodes()) {
@@ -166,57 +184,87 @@ void finalize_origins(Graph& g) {
   }
 }
 
-// Extraction and rewrites shared by both partitioners. `reorder` is whether
-// the backward is reordered to mimic the autograd engine.
-PartitionResult emit(const JointGraph& joint, const Prepared& p, SavedSets saved,
-                     const std::vector<std::string_view>& ban_reason, const PartitionOptions& options,
-                     bool dce_collectives, bool reorder, const char* partitioner,
-                     StageClock& clock) {
-  const Graph& g = p.graph;
-  Extracted e = extract_fwd_bwd(g, std::move(saved), joint.num_fwd_outputs, options);
-  if (dce_collectives) {
-    e.forward = eliminate_dead_collectives(std::move(e.forward));
-    e.backward = eliminate_dead_collectives(std::move(e.backward));
-  }
-  clock.lap("extract");
-  int rng_states = 0;
-  if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
-    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization);
-    clock.lap("rng");
-  }
-  if (reorder) {
-    e.backward = reorder_to_mimic_autograd_engine(std::move(e.backward));
-    clock.lap("reorder");
-  }
+}  // namespace
 
-  PartitionResult r;
-  r.forward = raise_getitems(std::move(e.forward));
-  r.backward = raise_getitems(std::move(e.backward));
-  finalize_origins(r.forward);
-  finalize_origins(r.backward);
-  clock.lap("getitems");
-  r.saved_values = to_joint(g, e.saved_values);
-  r.saved_opaque_nodes = to_joint(g, e.saved_script_objects);
-  for (NodeId id : to_joint(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
-  r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
-  r.num_fwd_outputs = joint.num_fwd_outputs;
-  r.num_rng_states = rng_states;
-  r.forced_must_save = p.forced_must_save;
-  r.partitioner = partitioner;
-  record_decisions(joint, p, ban_reason, r);
-  clock.lap("report");
-  measure_plan(joint, options, r);
-  clock.lap("memory");
-  r.seconds = clock.total();
-  r.stages = clock.take();
-  return r;
+// --- the plan ------------------------------------------------------------------
+
+// Everything the pipeline holds between deciding and extracting.
+struct PartitionPlan::State {
+  Prepared prepared;  // its graph's origins are joint ids
+  NodeInfo info;
+  const char* partitioner = "min_cut";
+  // min-cut: the chosen values (prepared ids), split by kind at emit, after
+  // any replacement, as torch splits them after its sync.
+  // default: `sets` as decided; only sets.saved_values may be replaced.
+  std::vector<NodeId> chosen;
+  SavedSets sets;
+  std::vector<NodeId> saved_joint;  // saved(): chosen or sets.saved_values, as joint ids
+  MinCutResult cut;                 // ban reasons (views into it live as long)
+  std::vector<std::string_view> ban_reason;  // per joint node; empty: no cut ran
+  bool dce_collectives = false;  // default: DCE dead collectives after extraction
+  bool reorder = false;          // reorder the backward like the autograd engine
+  bool thread_bw = true;         // thread HOP RNG states through the backward too
+  int num_fwd_outputs = 0;
+  size_t joint_size = 0;
+  std::vector<NestedGraph> nested;    // the joint module's bodies (HOP RNG threading)
+  std::vector<NodeId> mutated_inputs;  // joint ids (mutation hazards)
+  // A peak-budget plan: the search built it while deciding.
+  std::optional<PartitionResult> built;
+  PartitionOptions options;  // without hooks and rank group (progress stays)
+  PartitionTrace trace;      // min-cut with options.trace: what deciding recorded
+  StageClock clock;
+};
+
+class PlanAccess {
+ public:
+  static PartitionPlan make(std::unique_ptr<PartitionPlan::State> s) {
+    return PartitionPlan(std::move(s));
+  }
+  static PartitionPlan::State& state(PartitionPlan& p) { return *p.state_; }
+};
+
+PartitionPlan::PartitionPlan(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PartitionPlan::PartitionPlan(PartitionPlan&&) noexcept = default;
+PartitionPlan& PartitionPlan::operator=(PartitionPlan&&) noexcept = default;
+PartitionPlan::~PartitionPlan() = default;
+const std::vector<NodeId>& PartitionPlan::saved() const { return state_->saved_joint; }
+const char* PartitionPlan::partitioner() const { return state_->partitioner; }
+const Graph& PartitionPlan::prepared() const { return state_->prepared.graph; }
+const PartitionOptions& PartitionPlan::options() const { return state_->options; }
+
+namespace {
+
+using PlanState = PartitionPlan::State;
+
+// The options a plan keeps: deciding is over, so the caller's hooks (which
+// may refer to objects that do not outlive the call) are dropped.
+PartitionOptions plan_options(const PartitionOptions& options) {
+  PartitionOptions o = options;
+  o.custom_knapsack = nullptr;
+  o.custom_runtime_estimator = nullptr;
+  o.rank_group = nullptr;
+  return o;
+}
+
+std::unique_ptr<PlanState> new_state(const JointGraph& joint, const PartitionOptions& options) {
+  auto s = std::make_unique<PlanState>();
+  s->num_fwd_outputs = joint.num_fwd_outputs;
+  s->joint_size = joint.graph.size();
+  s->nested = joint.nested;
+  s->mutated_inputs = joint.mutated_inputs;
+  s->options = plan_options(options);
+  s->clock.report_to(options.progress);
+  return s;
 }
 
 // default_partition on a graph whose nodes already point at `joint`.
 // `from_min_cut`: the min-cut handed this graph over; it must not come back.
-PartitionResult default_on(const JointGraph& joint, Prepared p,
-                           const PartitionOptions& options, StageClock& clock,
-                           bool from_min_cut);
+std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
+                                      const PartitionOptions& options,
+                                      std::unique_ptr<PlanState> s, bool from_min_cut);
+
+// The peak-budget search: decides and builds `s` (defined with the builder).
+void peak_budget_on(PlanState& s, const DecideContext& ctx);
 
 // Python's repr of a float, for messages that quote torch's.
 std::string py_float(double x) {
@@ -312,8 +360,95 @@ double resolve_memory_budget(const Graph& g, const std::vector<NestedGraph>& nes
   return budget;
 }
 
-// The saved values of a cut, sorted into emit's three lists.
-SavedSets split_saved(const Graph& g, const std::vector<NodeId>& chosen) {
+std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOptions& options,
+                                      std::unique_ptr<PlanState> s) {
+  // prepare: its graph's nodes point at the joint graph's ids.
+  Prepared p = prepare_for_min_cut(joint.graph, options);
+  const Graph& g = p.graph;
+  s->clock.lap("prepare");
+
+  // analyze
+  NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
+                                 joint.num_fwd_outputs, options);
+  // With nothing required by the backward there is nothing to cut; torch
+  // hands such graphs to the default partitioner.
+  if (info.num_required_bw == 0) {
+    s->clock.lap("classify");
+    return default_on(joint, std::move(p), options, std::move(s), /*from_min_cut=*/true);
+  }
+  std::vector<int64_t> dist = dist_from_bw(g, info);
+  s->clock.lap("classify");
+  s->partitioner = "min_cut";
+  s->reorder = true;
+  s->dce_collectives = false;
+  s->thread_bw = true;
+  std::vector<uint8_t> categories = options.ops.classify(g);
+  if (options.peak_memory_budget > 0) {
+    // torch's story (the trace) is that of one plain decision: the search
+    // over many candidates records none.
+    s->info = std::move(info);
+    s->prepared = std::move(p);
+    const DecideContext untraced{s->prepared.graph, s->info, dist, categories, options, nullptr};
+    peak_budget_on(*s, untraced);
+    return s;
+  }
+
+  // The budget: the global option, unless the graph carries its own.
+  const double budget = resolve_memory_budget(g, joint.nested, info, options);
+
+  // decide
+  PartitionTrace& trace = s->trace;
+  const bool tracing = options.trace || options.visualize_memory_budget_pareto;
+  DecideContext ctx{g, info, dist, categories, options, tracing ? &trace : nullptr};
+  s->chosen = choose_saved_values_set(ctx, budget, &s->cut);
+  s->clock.lap("decide");
+  s->ban_reason.assign(joint.graph.size(), std::string_view());
+  for (NodeId id = 0; id < s->cut.ban_reason.size(); ++id) {
+    s->ban_reason[g.node(id).origin] = s->cut.ban_reason[id];
+  }
+  s->saved_joint = to_joint(g, s->chosen);
+  s->info = std::move(info);
+  s->prepared = std::move(p);
+  return s;
+}
+
+std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
+                                      const PartitionOptions& options,
+                                      std::unique_ptr<PlanState> s, bool from_min_cut) {
+  const bool recomputable = has_recomputable_ops(p.graph);
+  if (recomputable && !is_functional_graph(p.graph)) {
+    // torch warns and falls back to the min-cut partitioner here. Coming from
+    // the min-cut, torch would bounce between the two until Python's
+    // recursion limit; say so instead.
+    if (from_min_cut) {
+      throw Error(ErrorCode::kUnsupported,
+                  "graph has recompute tags, mutates non-inputs and needs nothing in "
+                  "backward: torch's partitioners recurse forever on it");
+    }
+    return min_cut_on(joint, options, std::move(s));
+  }
+  prepare_for_default(p, options);
+  s->clock.lap("prepare");
+
+  NodeInfo info = classify_nodes(p.graph, joint.static_lifetime_input_indices,
+                                 joint.num_fwd_outputs, options);
+  s->clock.lap("classify");
+  s->sets = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
+  s->clock.lap("decide");
+  s->saved_joint = to_joint(p.graph, s->sets.saved_values);
+  s->partitioner = "default";
+  s->reorder = p.had_recomputable_ops;
+  s->dce_collectives = true;
+  // torch's default_partition threads the backward only when the backward
+  // needs something from the forward.
+  s->thread_bw = info.num_required_bw > 0;
+  s->info = std::move(info);
+  s->prepared = std::move(p);
+  return s;
+}
+
+// min-cut: torch splits the (possibly synced) choice by kind after the sync.
+SavedSets split_chosen(const Graph& g, const std::vector<NodeId>& chosen) {
   SavedSets saved;
   for (NodeId id : chosen) {
     if (is_sym_node(g, id)) {
@@ -327,110 +462,171 @@ SavedSets split_saved(const Graph& g, const std::vector<NodeId>& chosen) {
   return saved;
 }
 
-PartitionResult peak_budget_on(const JointGraph& joint, const Prepared& p, const DecideContext& ctx,
-                               const PartitionOptions& options, StageClock& clock);
-
-PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& options,
-                           StageClock& clock) {
-  const size_t n = joint.graph.size();
-
-  // prepare: its graph's nodes point at the joint graph's ids.
-  Prepared p = prepare_for_min_cut(joint.graph, options);
+// Extraction, rewrites and the memory simulation of one decision, shared by
+// both partitioners and by the peak-budget search's candidates. Reads the
+// plan's state, never changes it: a search builds many candidates from one.
+PartitionResult build_plan(const PlanState& s, SavedSets saved,
+                           const std::vector<std::string_view>& ban_reason, StageClock& clock,
+                           PartitionTrace trace) {
+  const Prepared& p = s.prepared;
   const Graph& g = p.graph;
-  clock.lap("prepare");
-
-  // analyze
-  NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
-                                 joint.num_fwd_outputs, options);
-  // With nothing required by the backward there is nothing to cut; torch
-  // hands such graphs to the default partitioner.
-  if (info.num_required_bw == 0) {
-    clock.lap("classify");
-    return default_on(joint, std::move(p), options, clock, /*from_min_cut=*/true);
+  const PartitionOptions& options = s.options;
+  Extracted e = extract_fwd_bwd(g, std::move(saved), s.num_fwd_outputs, options);
+  // torch quantizes inside its extraction, before any other rewrite.
+  std::vector<NodeId> quantized;
+  std::vector<GraphSnapshot> snapshots;
+  if (options.activation_quantization.enabled) {
+    clock.lap("extract");
+    quantized = quantize_activations(g, e, s.info.static_lifetime, s.num_fwd_outputs,
+                                     options.activation_quantization,
+                                     options.keep_snapshots ? &snapshots : nullptr,
+                                     options.trace ? &trace.log : nullptr);
+    clock.lap("quantize");
   }
-  std::vector<int64_t> dist = dist_from_bw(g, info);
-  clock.lap("classify");
-
-  std::vector<uint8_t> categories = options.ops.classify(g);
-  // The peak-budget search cuts many candidate plans: torch's story (the
-  // trace) is that of one plain decision, so it records none.
-  if (options.peak_memory_budget > 0) {
-    const DecideContext untraced{g, info, dist, categories, options, nullptr};
-    return peak_budget_on(joint, p, untraced, options, clock);
+  if (s.dce_collectives) {
+    e.forward = eliminate_dead_collectives(std::move(e.forward));
+    e.backward = eliminate_dead_collectives(std::move(e.backward));
   }
-  PartitionTrace trace;
-  const bool tracing = options.trace || options.visualize_memory_budget_pareto;
-  const DecideContext ctx{g, info, dist, categories, options, tracing ? &trace : nullptr};
-
-  // The budget: the global option, unless the graph carries its own.
-  const double budget = resolve_memory_budget(g, joint.nested, info, options);
-
-  // decide
-  MinCutResult cut;
-  std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
-  clock.lap("decide");
-  std::vector<std::string_view> ban_reason(n);
-  for (NodeId id = 0; id < cut.ban_reason.size(); ++id) {
-    ban_reason[g.node(id).origin] = cut.ban_reason[id];
+  clock.lap("extract");
+  int rng_states = 0;
+  if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
+    rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization,
+                                       options.graphsafe_rng_device_types);
+    clock.lap("rng");
+  }
+  if (s.reorder) {
+    e.backward = reorder_to_mimic_autograd_engine(std::move(e.backward));
+    clock.lap("reorder");
+  }
+  if (options.enable_activation_offloading) {
+    offload_activations(e, s.num_fwd_outputs, s.reorder, options);
+    clock.lap("offload");
   }
 
-  PartitionResult r = emit(joint, p, split_saved(g, chosen), ban_reason, options,
-                           /*dce_collectives=*/false, /*reorder=*/true, "min_cut", clock);
-  if (options.trace) {
-    for (NodeId id : r.saved_values) trace.saved_bytes.push_back(size_of(joint.graph, id, options));
+  PartitionResult r;
+  r.forward = raise_getitems(std::move(e.forward));
+  r.backward = raise_getitems(std::move(e.backward));
+  r.forward = thread_graphsafe_rng_from_hops(std::move(r.forward), s.nested,
+                                             /*is_backward=*/false, e.forward_names);
+  if (s.thread_bw) {
+    r.backward = thread_graphsafe_rng_from_hops(std::move(r.backward), s.nested,
+                                                /*is_backward=*/true, e.backward_names);
+  }
+  finalize_origins(r.forward);
+  finalize_origins(r.backward);
+  clock.lap("getitems");
+  r.saved_values = to_joint(g, e.saved_values);
+  r.saved_opaque_nodes = to_joint(g, e.saved_script_objects);
+  for (NodeId id : to_joint(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
+  r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
+  r.num_fwd_outputs = s.num_fwd_outputs;
+  r.num_rng_states = rng_states;
+  r.quantized_values = std::move(quantized);
+  for (GraphSnapshot& snap : snapshots) finalize_origins(snap.graph);
+  r.snapshots = std::move(snapshots);
+  r.forced_must_save = p.forced_must_save;
+  r.partitioner = s.partitioner;
+  record_decisions(s.joint_size, p, ban_reason, r);
+  if (options.trace && s.partitioner == std::string_view("min_cut")) {
+    // The sizes of what is saved after any replacement (a synced decision).
+    for (NodeId id : e.saved_values) trace.saved_bytes.push_back(size_of(g, id, options));
   }
   r.trace = std::move(trace);
-  return r;
-}
-
-// The min-cut partitioner under a peak memory limit (memory/peak_budget.h):
-// each candidate plan goes through extraction and rewrites exactly as the
-// plain min-cut's does; the stages after classify are reported as one,
-// "peak_search".
-PartitionResult peak_budget_on(const JointGraph& joint, const Prepared& p, const DecideContext& ctx,
-                               const PartitionOptions& options, StageClock& clock) {
-  const Graph& g = p.graph;
-  auto build = [&](const std::vector<NodeId>& chosen, const MinCutResult* cut) {
-    std::vector<std::string_view> ban_reason(joint.graph.size());
-    if (cut != nullptr)
-      for (NodeId id = 0; id < cut->ban_reason.size(); ++id)
-        ban_reason[g.node(id).origin] = cut->ban_reason[id];
-    StageClock scratch(Clock::now());
-    return emit(joint, p, split_saved(g, chosen), ban_reason, options, /*dce_collectives=*/false,
-                /*reorder=*/true, "min_cut", scratch);
-  };
-  PartitionResult r = solve_peak_budget(ctx, options.peak_memory_budget, build);
-  clock.lap("peak_search");
+  clock.lap("report");
+  measure_plan(g, s.mutated_inputs, options, r);
+  clock.lap("memory");
   r.seconds = clock.total();
   r.stages = clock.take();
   return r;
 }
 
-PartitionResult default_on(const JointGraph& joint, Prepared p,
-                           const PartitionOptions& options, StageClock& clock,
-                           bool from_min_cut) {
-  const bool recomputable = has_recomputable_ops(p.graph);
-  if (recomputable && !is_functional_graph(p.graph)) {
-    // torch warns and falls back to the min-cut partitioner here. Coming from
-    // the min-cut, torch would bounce between the two until Python's
-    // recursion limit; say so instead.
-    if (from_min_cut) {
-      throw Error(ErrorCode::kUnsupported,
-                  "graph has recompute tags, mutates non-inputs and needs nothing in "
-                  "backward: torch's partitioners recurse forever on it");
-    }
-    return min_cut_on(joint, options, clock);
-  }
-  prepare_for_default(p, options);
-  clock.lap("prepare");
+// The plan's own (or replaced) decision, built.
+PartitionResult emit(PlanState& s) {
+  SavedSets saved = s.partitioner == std::string_view("min_cut")
+                        ? split_chosen(s.prepared.graph, s.chosen)
+                        : std::move(s.sets);
+  return build_plan(s, std::move(saved), s.ban_reason, s.clock, std::move(s.trace));
+}
 
-  NodeInfo info = classify_nodes(p.graph, joint.static_lifetime_input_indices,
-                                 joint.num_fwd_outputs, options);
-  clock.lap("classify");
-  SavedSets saved = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
-  clock.lap("decide");
-  return emit(joint, p, std::move(saved), {}, options, /*dce_collectives=*/true,
-              /*reorder=*/p.had_recomputable_ops, "default", clock);
+// The min-cut under remat's peak memory limit (memory/peak_budget.h): each
+// candidate goes through build_plan exactly as a plain plan does, on a
+// silent clock; the stages after classify are reported as one,
+// "peak_search". The plan keeps the result and, as its decision, the saved
+// values of the plan it chose.
+void peak_budget_on(PlanState& s, const DecideContext& ctx) {
+  const Graph& g = s.prepared.graph;
+  auto build = [&](const std::vector<NodeId>& chosen, const MinCutResult* cut) {
+    std::vector<std::string_view> ban_reason(s.joint_size);
+    if (cut != nullptr)
+      for (NodeId id = 0; id < cut->ban_reason.size(); ++id)
+        ban_reason[g.node(id).origin] = cut->ban_reason[id];
+    StageClock scratch;
+    return build_plan(s, split_chosen(g, chosen), ban_reason, scratch, PartitionTrace{});
+  };
+  PartitionResult r = solve_peak_budget(ctx, s.options.peak_memory_budget, build);
+  s.clock.lap("peak_search");
+  r.seconds = s.clock.total();
+  r.stages = s.clock.take();
+  s.saved_joint = r.saved_values;
+  for (const auto* list : {&r.saved_sym_nodes, &r.saved_opaque_nodes})
+    s.saved_joint.insert(s.saved_joint.end(), list->begin(), list->end());
+  std::vector<NodeId> prepared_of(s.joint_size, kNoNode);
+  for (NodeId id = 0; id < g.size(); ++id) prepared_of[g.node(id).origin] = id;
+  s.chosen.clear();
+  for (NodeId j : s.saved_joint) s.chosen.push_back(prepared_of[j]);
+  s.built = std::move(r);
+}
+
+// Per prepared node: whether the forward cannot compute it (it depends on a
+// tangent, a must-be-in-backward node or a backward seed).
+std::vector<uint8_t> backward_only(const Graph& g, const NodeInfo& info) {
+  std::vector<uint8_t> out(g.size(), 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    uint8_t b = info.tangents_closure[id] || is_bwd_seed_offset(g, id);
+    for (NodeId in : g.inputs(id)) b |= out[in];
+    out[id] = b;
+  }
+  return out;
+}
+
+// Checks a caller's replacement of the decision and turns it into prepared
+// ids (see emit_partition in remat/partition.h).
+std::vector<NodeId> replacement(const PlanState& s, const std::vector<NodeId>& saved) {
+  const Graph& g = s.prepared.graph;
+  std::vector<NodeId> prepared_of(s.joint_size, kNoNode);
+  for (NodeId id = 0; id < g.size(); ++id) prepared_of[g.node(id).origin] = id;
+  const std::vector<uint8_t> bw_only = backward_only(g, s.info);
+  const bool is_default = s.partitioner == std::string_view("default");
+  std::vector<uint8_t> seen(g.size(), 0);
+  std::vector<NodeId> out;
+  out.reserve(saved.size());
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const NodeId j = saved[i];
+    if (j >= s.joint_size) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("saved value #{}: {} is not a node id of the joint graph "
+                              "(it has {} nodes)", i, j, s.joint_size));
+    }
+    const NodeId id = prepared_of[j];
+    if (id == kNoNode) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("saved value #{}: joint node #{} was removed by DCE or CSE "
+                              "before the decision; it cannot be saved", i, j));
+    }
+    const std::string_view name = g.name(id);
+    auto refuse = [&](std::string_view why) {
+      throw Error(ErrorCode::kInvalidOption,
+                  fmt::format("saved value #{}: node '{}' {}", i, name, why));
+    };
+    if (g.node(id).kind == NodeKind::kOutput) refuse("is the output node");
+    if (bw_only[id]) refuse("depends on the backward's inputs: the forward cannot compute it");
+    if (seen[id]) refuse("is listed twice");
+    if (is_default && (is_sym_node(g, id) || is_opaque_node(g, id)))
+      refuse("is a sym node or an opaque value: default_partition's decision lists tensors");
+    seen[id] = 1;
+    out.push_back(id);
+  }
+  return out;
 }
 
 // Graphs derived from the joint graph record their origin; the joint graph
@@ -456,25 +652,67 @@ PartitionOptions with_overrides(const JointGraph& joint, const PartitionOptions&
   return out;
 }
 
-}  // namespace
-
-PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
-                                                    const PartitionOptions& options) {
-  options.validate();
-  check_joint(joint);
-  StageClock clock(Clock::now(), options);
-  return min_cut_on(joint, with_overrides(joint, options), clock);
+// The one-call functions: plan, agree when asked to, emit.
+PartitionResult plan_sync_emit(PartitionPlan plan, const PartitionOptions& options) {
+  // remat's own peak budget is not torch's decision: nothing to agree on.
+  if (options.sync_decision_cross_ranks && options.rank_group && options.peak_memory_budget <= 0) {
+    SyncOutcome o = sync_decision_cross_ranks(plan, *options.rank_group);
+    PlanAccess::state(plan).clock.lap("sync");
+    if (o.status == SyncOutcome::Status::kAgreed)
+      return emit_partition(std::move(plan), std::move(o.saved));
+  }
+  return emit_partition(std::move(plan));
 }
 
-PartitionResult default_partition(const JointGraph& joint, const PartitionOptions& options) {
+}  // namespace
+
+PartitionPlan plan_min_cut_rematerialization_partition(const JointGraph& joint,
+                                                       const PartitionOptions& options) {
+  options.validate();
+  check_joint(joint);
+  const PartitionOptions o = with_overrides(joint, options);
+  return PlanAccess::make(min_cut_on(joint, o, new_state(joint, o)));
+}
+
+PartitionPlan plan_default_partition(const JointGraph& joint, const PartitionOptions& options) {
   options.validate();
   check_joint(joint);
   // torch's default_partition does no DCE or CSE.
-  StageClock clock(Clock::now(), options);
+  const PartitionOptions o = with_overrides(joint, options);
   Prepared p;
   p.graph = rooted(joint);
-  return default_on(joint, std::move(p), with_overrides(joint, options), clock,
-                    /*from_min_cut=*/false);
+  return PlanAccess::make(default_on(joint, std::move(p), o, new_state(joint, o),
+                                     /*from_min_cut=*/false));
+}
+
+PartitionResult emit_partition(PartitionPlan plan) {
+  PlanState& s = PlanAccess::state(plan);
+  if (s.built) return std::move(*s.built);
+  s.clock.resume();
+  return emit(s);
+}
+
+PartitionResult emit_partition(PartitionPlan plan, std::vector<NodeId> saved) {
+  PlanState& s = PlanAccess::state(plan);
+  s.clock.resume();
+  std::vector<NodeId> ids = replacement(s, saved);
+  if (s.partitioner == std::string_view("min_cut")) {
+    s.chosen = std::move(ids);
+  } else {
+    s.sets.saved_values = std::move(ids);
+  }
+  s.saved_joint = std::move(saved);
+  s.clock.lap("replace");
+  return emit(s);
+}
+
+PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
+                                                    const PartitionOptions& options) {
+  return plan_sync_emit(plan_min_cut_rematerialization_partition(joint, options), options);
+}
+
+PartitionResult default_partition(const JointGraph& joint, const PartitionOptions& options) {
+  return plan_sync_emit(plan_default_partition(joint, options), options);
 }
 
 std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,

@@ -1,27 +1,41 @@
 // rewrite/rng.cc — functionalize_rng_ops: torch 2.13's functionalize_rng_ops,
-// the path that threads CPU-style RNG states from forward to backward.
+// which makes a random op recomputed in the backward draw the numbers its
+// forward drew, by one of two paths per op.
 //
 // Contract (rewrite.h). A random op (nondeterministic_seeded tag) of the
 // joint graph whose policy is MUST/PREFER_RECOMPUTE and that appears, by name,
-// in both extracted graphs is rewritten, in joint-graph order (k = 0, 1, ...):
+// in both extracted graphs is rewritten; k = 0, 1, ... counts these ops in
+// joint-graph order. An op's device is the device of its value's first
+// tensor on a graph-safe device type (options.graphsafe_rng_device_types:
+// torch's supports_graphsafe_rng), "cpu" when it has none, and none when it
+// has no value.
+//
+// Graph-safe path (torch's apply_graphsafe_rng_functionalization), for an op
+// on a graph-safe device when `use_graphsafe` holds and the ops' devices,
+// "cpu" aside, are at most one (a value-less op counts as a device of its
+// own, as torch's None):
+//  * forward: a placeholder `fwd_rng_state_k` after the last placeholder
+//    (after the ones this rewrite added before it), whose value is a
+//    generator of the op's device; the op is replaced in place by
+//    `graphsafe_run_with_rng_state(op, *args, **kwargs, rng_state=<it>)`.
+//  * backward: the same with `bwd_rng_state_k`.
+//  The device must have an index (torch asserts it).
+//
+// CPU-style path, for every other op (torch's run_and_save_rng_state):
 //  * forward: before it, `run_and_save_rng_state(op, *args, **kwargs)`, then
 //    `getitem(·, 0)` (the state: a uint8 tensor shaped like
-//    torch.get_rng_state(), or like torch.cuda.get_rng_state() for a CUDA op)
-//    and `getitem(·, 1)` (the value, with the op's meta); uses move to the
-//    latter and the op goes. The states join the outputs just before the
-//    trailing saved sym nodes, in a new output node (FX names it "output_1").
-//  * backward: a placeholder `rng_state_output_k` just before the first
-//    placeholder whose name contains "tangent", and the op replaced by
-//    `run_with_rng_state(state, op, *args, **kwargs)`.
+//    torch.get_rng_state(), or like the device's get_rng_state() for an op
+//    on a graph-safe device) and `getitem(·, 1)` (the value, with the op's
+//    meta); uses move to the latter and the op goes. The states join the
+//    outputs just before the trailing saved sym nodes, in a new output node
+//    (FX names it "output_1").
+//  * backward: a placeholder `rng_state_output_j` (j counts this path's ops)
+//    just before the first placeholder whose name contains "tangent", and
+//    the op replaced by `run_with_rng_state(state, op, *args, **kwargs)`.
+//
 // New nodes are named through the graphs' FxNamespace in the order torch
 // creates them, and get origin kCreatedNode. The run_* nodes carry no value
 // (torch sets no meta on them).
-//
-// Graph-safe functionalization (graphsafe_run_with_rng_state with generator
-// placeholders) is what torch uses for CUDA ops when the option is on and a
-// single CUDA device is involved; remat does not reproduce it and says so
-// with Error(kUnsupported) instead of returning different graphs. CPU ops
-// (and ops with no value) always take the path above, as in torch.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -52,15 +66,22 @@ bool recompute_requested(const Node& n) {
          n.recompute == RecomputePolicy::kPreferRecompute;
 }
 
-// get_device: "" when the node has no value; the CUDA device of its first
-// CUDA tensor (a tensor, or a tuple's elements); "cpu" otherwise.
-std::string rng_device(const Graph& g, NodeId id) {
+std::string_view device_type(std::string_view device) { return device.substr(0, device.find(':')); }
+
+bool graphsafe_type(std::string_view device, const std::vector<std::string>& types) {
+  return std::find(types.begin(), types.end(), device_type(device)) != types.end();
+}
+
+// torch's get_device: "" when the node has no value; the device of its first
+// tensor on a graph-safe device type (a tensor, or a tuple's elements);
+// "cpu" otherwise.
+std::string rng_device(const Graph& g, NodeId id, const std::vector<std::string>& types) {
   const Node& n = g.node(id);
   if (n.value == ValueKind::kMissing) return "";
   if (n.value == ValueKind::kTensor || n.value == ValueKind::kSequence) {
     for (const TensorMeta& t : g.tensors(id)) {
       std::string_view d = g.str(t.device);
-      if (d.substr(0, d.find(':')) == "cuda") return std::string(d);
+      if (graphsafe_type(d, types)) return std::string(d);
     }
   }
   return "cpu";
@@ -69,9 +90,16 @@ std::string rng_device(const Graph& g, NodeId id) {
 struct Pair {
   NodeId fw = kNoNode;
   NodeId bw = kNoNode;
-  int64_t state_bytes = kCpuRngStateBytes;
-  // Names, created as torch creates the nodes.
-  std::string run_and_save, state, value, placeholder, run_with;
+  bool graphsafe = false;
+  std::string device;  // graph-safe path: the generators' device
+  int64_t state_bytes = kCpuRngStateBytes;  // CPU-style path: the state's size
+  // Names, created as torch creates the nodes. Graph-safe path: fw_input and
+  // bw_input are the generator placeholders, fw_run and bw_run the
+  // graphsafe_run_with_rng_state calls. CPU-style path: fw_run is
+  // run_and_save_rng_state, state and value its getitems, bw_input the state
+  // placeholder and bw_run run_with_rng_state.
+  std::string fw_input, bw_input, fw_run, bw_run, state, value;
+  std::string bw_target;  // CPU-style path: the state placeholder's FX target
 };
 
 // An op usable in `b`: the source graph's own facts when it has the op,
@@ -110,17 +138,35 @@ void set_rng_state_value(GraphBuilder& b, Node& n, int64_t bytes, int64_t storag
   n.symbols_count = 0;
 }
 
-// A call_function node with no meta, made by a rewrite.
-Node created_call(GraphBuilder& b, const std::string& name, OpId op, std::string_view target) {
+// A node with no meta, made by a rewrite.
+Node created(GraphBuilder& b, NodeKind kind, const std::string& name, std::string_view target) {
   Node n;
   n.name = b.intern(name);
-  n.kind = NodeKind::kCallFunction;
+  n.kind = kind;
   n.target = b.intern(target);
-  n.op = op;
   n.origin = kCreatedNode;
   n.symbols_begin = static_cast<uint32_t>(b.symbol_count());
   n.tensors_begin = static_cast<uint32_t>(b.tensor_count());
   return n;
+}
+
+Node created_call(GraphBuilder& b, const std::string& name, OpId op, std::string_view target) {
+  Node n = created(b, NodeKind::kCallFunction, name, target);
+  n.op = op;
+  return n;
+}
+
+// A placeholder `name` (its FX target too) whose value is a fresh generator
+// of `device` (torch: get_default_generator(device).clone_state()).
+NodeId add_generator_placeholder(GraphBuilder& b, const std::string& name,
+                                 const std::string& target, const std::string& device) {
+  Node ph = created(b, NodeKind::kPlaceholder, name, target);
+  ph.value = ValueKind::kGenerator;
+  ph.args = empty(b, ArgKind::kTuple);
+  ph.kwargs = empty(b, ArgKind::kDict);
+  NodeExtra x;
+  x.device = b.intern(device);
+  return b.add_node(ph, x);
 }
 
 // Copies the items of `src`'s positional args after the ones already open
@@ -145,6 +191,53 @@ ArgId leaf_node(GraphBuilder& b, NodeId id) {
   return b.leaf(a);
 }
 
+// The kwargs of `id` with "rng_state" set to `state` (added last, or
+// replacing an existing entry in place, as a dict update does).
+ArgId kwargs_with_state(const Graph& src, NodeCopier& copier, GraphBuilder& b, NodeId id,
+                        const std::vector<NodeId>& remap, NodeId state) {
+  const ArgId dict = b.begin(ArgKind::kDict);
+  bool replaced = false;
+  const ArgId root = src.node(id).kwargs;
+  if (root != kNoArg) {
+    const std::vector<ArgId> items = src.children(root);
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      copier.copy_args(items[i], remap);
+      const Arg& key = src.arg(items[i]);
+      if (key.kind == ArgKind::kStr && src.str(key.id) == "rng_state") {
+        leaf_node(b, state);
+        replaced = true;
+      } else {
+        copier.copy_args(items[i + 1], remap);
+      }
+    }
+  }
+  if (!replaced) {
+    Arg key;
+    key.kind = ArgKind::kStr;
+    key.id = b.intern("rng_state");
+    b.leaf(key);
+    leaf_node(b, state);
+  }
+  b.end(dict);
+  return dict;
+}
+
+// `graphsafe_run_with_rng_state(op, *args, **kwargs, rng_state=state)`.
+NodeId add_graphsafe_run(const Graph& src, NodeCopier& copier, GraphBuilder& b, OpId run,
+                         NodeId id, const std::string& name, const std::vector<NodeId>& remap,
+                         NodeId state) {
+  Node n = created_call(b, name, run, "higher_order.graphsafe_run_with_rng_state");
+  n.args = b.begin(ArgKind::kTuple);
+  Arg target;
+  target.kind = ArgKind::kTarget;
+  target.id = copier.str(src.node(id).target);
+  b.leaf(target);
+  copy_positional(src, copier, id, remap);
+  b.end(n.args);
+  n.kwargs = kwargs_with_state(src, copier, b, id, remap, state);
+  return b.add_node(n);
+}
+
 int64_t next_storage(const Graph& g) {
   int64_t m = -1;
   for (NodeId id = 0; id < g.size(); ++id) {
@@ -153,24 +246,55 @@ int64_t next_storage(const Graph& g) {
   return m + 1;
 }
 
+NodeId last_placeholder(const Graph& g, const char* which) {
+  NodeId last = kNoNode;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).kind == NodeKind::kPlaceholder) last = id;
+  }
+  if (last == kNoNode) {
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("functionalize_rng_ops: the {} has no placeholder", which));
+  }
+  return last;
+}
+
+// The forward: graph-safe generator inputs after its last placeholder,
+// each random op replaced in place, CPU-style states before the trailing
+// sym outputs. `output_name` is empty when no state is added.
 Graph rewrite_forward(const Graph& fw, const std::vector<Pair>& pairs, size_t num_sym_nodes,
                       const std::string& output_name) {
   const size_t n = fw.size();
   std::vector<uint32_t> pair_of(n, kNone32);
   for (size_t k = 0; k < pairs.size(); ++k) pair_of[pairs[k].fw] = static_cast<uint32_t>(k);
+  const NodeId last_input = last_placeholder(fw, "forward");
   int64_t storage = next_storage(fw);
 
   GraphBuilder b(fw);
   NodeCopier copier(fw, b);
-  const OpId run_and_save = op_in(fw, copier, b, "higher_order.run_and_save_rng_state");
-  const OpId getitem = op_in(fw, copier, b, "operator.getitem");
   std::vector<NodeId> remap(n, kNoNode);
+  std::vector<NodeId> generators(pairs.size(), kNoNode);
   std::vector<NodeId> states;
+  OpId run_and_save = kNoOp, graphsafe_run = kNoOp, getitem = kNoOp;
+  for (const Pair& p : pairs) {
+    if (p.graphsafe && graphsafe_run == kNoOp) {
+      graphsafe_run = op_in(fw, copier, b, "higher_order.graphsafe_run_with_rng_state");
+    }
+    if (!p.graphsafe && run_and_save == kNoOp) {
+      run_and_save = op_in(fw, copier, b, "higher_order.run_and_save_rng_state");
+      getitem = op_in(fw, copier, b, "operator.getitem");
+    }
+  }
   for (NodeId id = 0; id < n; ++id) {
     const Node& src = fw.node(id);
+    if (pair_of[id] != kNone32 && pairs[pair_of[id]].graphsafe) {
+      const Pair& p = pairs[pair_of[id]];
+      remap[id] = add_graphsafe_run(fw, copier, b, graphsafe_run, id, p.fw_run, remap,
+                                    generators[pair_of[id]]);
+      continue;
+    }
     if (pair_of[id] != kNone32) {
       const Pair& p = pairs[pair_of[id]];
-      Node rs = created_call(b, p.run_and_save, run_and_save, "higher_order.run_and_save_rng_state");
+      Node rs = created_call(b, p.fw_run, run_and_save, "higher_order.run_and_save_rng_state");
       rs.args = b.begin(ArgKind::kTuple);
       Arg target;
       target.kind = ArgKind::kTarget;
@@ -207,8 +331,16 @@ Graph rewrite_forward(const Graph& fw, const std::vector<Pair>& pairs, size_t nu
       }
       continue;
     }
-    if (src.kind != NodeKind::kOutput) {
+    if (src.kind != NodeKind::kOutput || output_name.empty()) {
       remap[id] = copier.copy(id, remap);
+      if (id == last_input) {
+        for (size_t k = 0; k < pairs.size(); ++k) {
+          if (!pairs[k].graphsafe) continue;
+          generators[k] = add_generator_placeholder(b, pairs[k].fw_input,
+                                                    fmt::format("fwd_rng_state_{}", k),
+                                                    pairs[k].device);
+        }
+      }
       continue;
     }
     // The new output: the states go before the trailing sym nodes.
@@ -235,39 +367,61 @@ Graph rewrite_forward(const Graph& fw, const std::vector<Pair>& pairs, size_t nu
   return b.finish();
 }
 
+// The backward: CPU-style state inputs before the first tangent, graph-safe
+// generator inputs after the last placeholder, each random op replaced in
+// place.
 Graph rewrite_backward(const Graph& bw, const std::vector<Pair>& pairs, NodeId tangent_start) {
   const size_t n = bw.size();
   std::vector<uint32_t> pair_of(n, kNone32);
   for (size_t k = 0; k < pairs.size(); ++k) pair_of[pairs[k].bw] = static_cast<uint32_t>(k);
+  const NodeId last_input = last_placeholder(bw, "backward");
   int64_t storage = next_storage(bw);
 
   GraphBuilder b(bw);
   NodeCopier copier(bw, b);
-  const OpId run_with = op_in(bw, copier, b, "higher_order.run_with_rng_state");
+  OpId run_with = kNoOp, graphsafe_run = kNoOp;
+  for (const Pair& p : pairs) {
+    if (p.graphsafe && graphsafe_run == kNoOp) {
+      graphsafe_run = op_in(bw, copier, b, "higher_order.graphsafe_run_with_rng_state");
+    }
+    if (!p.graphsafe && run_with == kNoOp) {
+      run_with = op_in(bw, copier, b, "higher_order.run_with_rng_state");
+    }
+  }
   std::vector<NodeId> remap(n, kNoNode);
-  std::vector<NodeId> state_inputs(pairs.size(), kNoNode);
+  std::vector<NodeId> inputs(pairs.size(), kNoNode);
   for (NodeId id = 0; id < n; ++id) {
     if (id == tangent_start) {
       for (size_t k = 0; k < pairs.size(); ++k) {
-        Node ph;
-        ph.name = b.intern(pairs[k].placeholder);
-        ph.kind = NodeKind::kPlaceholder;
-        ph.target = b.intern(fmt::format("rng_state_output_{}", k));
-        ph.origin = kCreatedNode;
+        if (pairs[k].graphsafe) continue;
+        Node ph = created(b, NodeKind::kPlaceholder, pairs[k].bw_input, pairs[k].bw_target);
         set_rng_state_value(b, ph, pairs[k].state_bytes, storage++);
         ph.args = empty(b, ArgKind::kTuple);
         ph.kwargs = empty(b, ArgKind::kDict);
-        state_inputs[k] = b.add_node(ph);
+        inputs[k] = b.add_node(ph);
       }
     }
     if (pair_of[id] == kNone32) {
       remap[id] = copier.copy(id, remap);
+      if (id == last_input) {
+        for (size_t k = 0; k < pairs.size(); ++k) {
+          if (!pairs[k].graphsafe) continue;
+          inputs[k] = add_generator_placeholder(b, pairs[k].bw_input,
+                                                fmt::format("bwd_rng_state_{}", k),
+                                                pairs[k].device);
+        }
+      }
       continue;
     }
     const uint32_t k = pair_of[id];
-    Node rw = created_call(b, pairs[k].run_with, run_with, "higher_order.run_with_rng_state");
+    if (pairs[k].graphsafe) {
+      remap[id] = add_graphsafe_run(bw, copier, b, graphsafe_run, id, pairs[k].bw_run, remap,
+                                    inputs[k]);
+      continue;
+    }
+    Node rw = created_call(b, pairs[k].bw_run, run_with, "higher_order.run_with_rng_state");
     rw.args = b.begin(ArgKind::kTuple);
-    leaf_node(b, state_inputs[k]);
+    leaf_node(b, inputs[k]);
     Arg target;
     target.kind = ArgKind::kTarget;
     target.id = copier.str(bw.node(id).target);
@@ -280,11 +434,28 @@ Graph rewrite_backward(const Graph& bw, const std::vector<Pair>& pairs, NodeId t
   return b.finish();
 }
 
+// The state a CPU-style replay saves for an op on `device`: torch's
+// get_sample_rng_state, which asks the device's module for its state and
+// uses the CPU's when the module has none (torch.cpu has none, so a CPU
+// registered as graph-safe still saves the CPU's state).
+int64_t state_bytes(const std::string& device, const std::vector<std::string>& types,
+                    std::string_view op_name) {
+  if (device.empty() || !graphsafe_type(device, types)) return kCpuRngStateBytes;
+  if (device_type(device) == "cuda") return kCudaRngStateBytes;
+  if (device_type(device) == "cpu") return kCpuRngStateBytes;
+  throw Error(ErrorCode::kUnsupported,
+              fmt::format("node '{}': the RNG state of a '{}' random op replayed without "
+                          "graph-safe functionalization has a size remat does not know",
+                          op_name, device_type(device)));
+}
+
 }  // namespace
 
-int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe) {
+int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe,
+                          const std::vector<std::string>& graphsafe_device_types) {
   const Graph& fw = e.forward;
   const Graph& bw = e.backward;
+  const std::vector<std::string>& types = graphsafe_device_types;
 
   // Step 1: the random ops to replay, in joint order.
   std::vector<Pair> pairs;
@@ -312,42 +483,50 @@ int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe) 
                 "functionalize_rng_ops: the backward has no tangent placeholder");
   }
 
-  // Devices: torch falls back to this path when several CUDA devices (or
-  // value-less ops next to CUDA ones) are involved.
+  // Devices: ops on several graph-safe devices (a value-less op counts as
+  // one of its own) take the CPU-style path, as in torch.
   std::vector<std::string> devices;
   for (Pair& p : pairs) {
-    std::string d = rng_device(fw, p.fw);
-    if (d != "cpu" && std::find(devices.begin(), devices.end(), d) == devices.end()) {
-      devices.push_back(d);
+    p.device = rng_device(fw, p.fw, types);
+    if (p.device != "cpu" && std::find(devices.begin(), devices.end(), p.device) == devices.end()) {
+      devices.push_back(p.device);
     }
   }
   const bool graphsafe = use_graphsafe && devices.size() <= 1;
 
+  int num_states = 0;
   for (size_t k = 0; k < pairs.size(); ++k) {
     Pair& p = pairs[k];
-    const std::string device = rng_device(fw, p.fw);
-    const bool cuda = !device.empty() && device != "cpu";
-    if (cuda && graphsafe) {
-      throw Error(ErrorCode::kUnsupported,
-                  fmt::format("node '{}': graph-safe RNG functionalization of a CUDA random op "
-                              "is not supported (turn graphsafe_rng_functionalization off)",
-                              fw.name(p.fw)));
+    p.graphsafe = graphsafe && !p.device.empty() && graphsafe_type(p.device, types);
+    if (p.graphsafe) {
+      if (p.device.find(':') == std::string::npos) {
+        throw Error(ErrorCode::kInvalidGraph,
+                    fmt::format("node '{}': graph-safe RNG functionalization needs a device "
+                                "index, and '{}' has none",
+                                fw.name(p.fw), p.device));
+      }
+      p.fw_input = e.forward_names.create_name(fmt::format("fwd_rng_state_{}", k));
+      p.bw_input = e.backward_names.create_name(fmt::format("bwd_rng_state_{}", k));
+      p.fw_run = e.forward_names.create_name("graphsafe_run_with_rng_state");
+      p.bw_run = e.backward_names.create_name("graphsafe_run_with_rng_state");
+      continue;
     }
-    p.state_bytes = cuda ? kCudaRngStateBytes : kCpuRngStateBytes;
-    p.run_and_save = e.forward_names.create_name("run_and_save_rng_state");
+    p.state_bytes = state_bytes(p.device, types, fw.name(p.fw));
+    p.fw_run = e.forward_names.create_name("run_and_save_rng_state");
     p.state = e.forward_names.create_name("getitem");
     p.value = e.forward_names.create_name("getitem");
-    p.placeholder = e.backward_names.create_name(fmt::format("rng_state_output_{}", k));
-    p.run_with = e.backward_names.create_name("run_with_rng_state");
+    p.bw_target = fmt::format("rng_state_output_{}", num_states++);
+    p.bw_input = e.backward_names.create_name(p.bw_target);
+    p.bw_run = e.backward_names.create_name("run_with_rng_state");
   }
   if (pairs.empty()) return 0;
 
-  const std::string output_name(e.forward_names.create_name("output"));
+  const std::string output_name(num_states > 0 ? e.forward_names.create_name("output") : "");
   Graph new_fw = rewrite_forward(fw, pairs, e.saved_sym_nodes.size(), output_name);
   Graph new_bw = rewrite_backward(bw, pairs, tangent_start);
   e.forward = std::move(new_fw);
   e.backward = std::move(new_bw);
-  return static_cast<int>(pairs.size());
+  return num_states;
 }
 
 }  // namespace remat

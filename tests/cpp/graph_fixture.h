@@ -73,10 +73,13 @@ struct A {
 
 struct TensorSpec {
   std::vector<int64_t> shape;
+  std::vector<int64_t> stride;   // empty: no stride recorded
+  std::string device = "cpu";
   std::string dtype = "float32";
   uint16_t itemsize = 4;
   int64_t storage = -1;          // -1: a fresh storage is assigned at creation
   bool symbolic_numel = false;   // numel has no hint: torch's 4096 fallback
+  std::vector<std::string> dim_exprs;  // per dim: a symbolic size's expression ("" = constant)
 };
 
 struct NodeSpec {
@@ -217,15 +220,23 @@ class TestGraph {
         TensorMeta t;
         t.dtype = b.intern(ts.dtype);
         t.itemsize = ts.itemsize;
-        t.device = b.intern("cpu");
+        t.device = b.intern(ts.device);
         t.shape_begin = static_cast<uint32_t>(b.dim_count());
         t.rank = static_cast<uint32_t>(ts.shape.size());
         int64_t numel = 1;
-        for (int64_t d : ts.shape) {
+        for (size_t i = 0; i < ts.shape.size(); ++i) {
+          Dim dim;
+          dim.value = ts.shape[i];
+          if (i < ts.dim_exprs.size() && !ts.dim_exprs[i].empty()) dim.expr = b.intern(ts.dim_exprs[i]);
+          b.add_dim(dim);
+          numel *= ts.shape[i];
+        }
+        t.stride_begin = static_cast<uint32_t>(b.dim_count());
+        t.has_stride = !ts.stride.empty();
+        for (int64_t d : ts.stride) {
           Dim dim;
           dim.value = d;
           b.add_dim(dim);
-          numel *= d;
         }
         t.numel_hint = ts.symbolic_numel ? 4096 : numel;
         t.storage = ts.storage;

@@ -155,6 +155,22 @@ TEST(Cli, PartitionOptionsAreAccepted) {
   EXPECT_NE(r.status, 0);
 }
 
+TEST(Cli, ActivationQuantizationTakesTorchsDictAndNamesBadKeys) {
+  const std::string mlp = std::string(REMAT_EXAMPLES_DIR) + "/mlp.json";
+  CliRun r = remat("partition " + mlp +
+                   R"( --activation-quantization '{"size_in_mb": 0, "allowed_dtypes": "torch.float32"}')");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "quantized to FP8")) << r.out;
+  // torch's default allowed dtype is bfloat16: nothing in this graph.
+  r = remat("partition " + mlp + R"( --activation-quantization '{"size_in_mb": 0}')");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_FALSE(has(r.out, "quantized to FP8")) << r.out;
+  r = remat("partition " + mlp + R"( --activation-quantization '{"use_scalling": true}')");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_TRUE(has(r.err, "remat: error:") && has(r.err, "activation_quantization.use_scalling"))
+      << r.err;
+}
+
 TEST(Cli, Explain) {
   CliRun r = remat("partition " + kTiny + " --explain relu");
   ASSERT_EQ(r.status, 0) << r.err << r.out;

@@ -202,7 +202,10 @@ TEST(MemorySimulator, ConstantsLiveAllStep) {
   TestGraph g;
   Ref c = g.get_attr("_tensor_constant0");
   g[c].value = ValueKind::kTensor;
-  g[c].tensors.push_back(testing::TensorSpec{{25}, "float32", 4, 77});
+  testing::TensorSpec constant;
+  constant.shape = {25};
+  constant.storage = 77;
+  g[c].tensors.push_back(constant);
   Ref t = g.placeholder("tangents_1", {4});
   Ref d = g.call("aten.mul.Tensor", {t, c}, {4});
   g.output({A::tuple({d})});

@@ -9,6 +9,8 @@
 #include "extract/extract.h"
 #include "graph_fixture.h"
 #include "remat/error.h"
+#include "remat/io.h"
+#include "remat/partition.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -160,6 +162,90 @@ TEST(RewriteTest, RngOpsOnlyInOneGraphAreLeftAlone) {
   const Names fw = names(e.forward);
   EXPECT_EQ(functionalize_rng_ops(c.g, e), 0);
   EXPECT_EQ(names(e.forward), fw);
+}
+
+// --- graph-safe RNG on a stored joint graph with CUDA metadata -------------
+// tests/data/rng/ckpt_dropout.json (tools/capture_rng_graphs.py): one
+// checkpointed native_dropout on cuda:0, replayed in the backward. The exact
+// graphs are pinned against live torch by tests/python/test_rng_parity.py;
+// these pin each path's rule.
+
+JointGraph ckpt_dropout() {
+  return read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/rng/ckpt_dropout.json");
+}
+
+NodeId last_placeholder(const Graph& g) {
+  NodeId last = kNoNode;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).kind == NodeKind::kPlaceholder) last = id;
+  }
+  return last;
+}
+
+bool has_kwarg(const Graph& g, NodeId id, std::string_view key, std::string_view node) {
+  const std::vector<ArgId> items = g.children(g.node(id).kwargs);
+  for (size_t i = 0; i + 1 < items.size(); i += 2) {
+    const Arg& k = g.arg(items[i]);
+    const Arg& v = g.arg(items[i + 1]);
+    if (k.kind == ArgKind::kStr && g.str(k.id) == key && v.kind == ArgKind::kNode &&
+        g.name(v.id) == node) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The shape of the RNG state the backward's first rng_state_output takes.
+int64_t saved_state_bytes(const PartitionResult& r) {
+  const NodeId ph = r.backward.find("rng_state_output_0");
+  if (ph == kNoNode || r.backward.tensors(ph).size() != 1) return -1;
+  return r.backward.shape(r.backward.tensors(ph)[0])[0].value;
+}
+
+TEST(RewriteTest, GraphsafeDeviceRandomOpsTakeGeneratorInputsInBothGraphs) {
+  const PartitionResult r = min_cut_rematerialization_partition(ckpt_dropout(), {});
+  EXPECT_EQ(r.num_rng_states, 0);  // nothing saved: the generators are inputs
+  for (const auto& [g, input] : {std::pair<const Graph*, const char*>{&r.forward, "fwd_rng_state_0"},
+                                 {&r.backward, "bwd_rng_state_0"}}) {
+    const NodeId ph = last_placeholder(*g);
+    ASSERT_NE(ph, kNoNode);
+    EXPECT_EQ(g->name(ph), input);
+    EXPECT_EQ(g->node(ph).value, ValueKind::kGenerator);
+    EXPECT_EQ(g->str(g->extra(ph).device), "cuda:0");
+    const NodeId run = g->find("graphsafe_run_with_rng_state");
+    ASSERT_NE(run, kNoNode);
+    EXPECT_EQ(args(*g, run).front(), "target:aten.native_dropout.default");
+    EXPECT_TRUE(has_kwarg(*g, run, "rng_state", input));
+    EXPECT_EQ(g->find("run_and_save_rng_state"), kNoNode);
+    EXPECT_EQ(g->find("run_with_rng_state"), kNoNode);
+  }
+}
+
+TEST(RewriteTest, GraphsafeOffSavesTheCudaGeneratorsStateInstead) {
+  PartitionOptions o;
+  o.graphsafe_rng_functionalization = false;
+  const PartitionResult r = min_cut_rematerialization_partition(ckpt_dropout(), o);
+  EXPECT_EQ(r.num_rng_states, 1);
+  EXPECT_EQ(r.forward.find("graphsafe_run_with_rng_state"), kNoNode);
+  EXPECT_NE(r.forward.find("run_and_save_rng_state"), kNoNode);
+  EXPECT_EQ(saved_state_bytes(r), 16);  // torch.cuda.get_rng_state(): seed + offset
+}
+
+TEST(RewriteTest, DevicesNotRegisteredAsGraphsafeSaveTheCpuState) {
+  PartitionOptions o;
+  o.graphsafe_rng_device_types = {};  // supports_graphsafe_rng is false for cuda
+  const PartitionResult r = min_cut_rematerialization_partition(ckpt_dropout(), o);
+  EXPECT_EQ(r.num_rng_states, 1);
+  EXPECT_EQ(saved_state_bytes(r), 5056);  // torch.get_rng_state()
+}
+
+TEST(RewriteTest, SavedStateSizeFollowsWhetherTheOpsDeviceIsRegistered) {
+  PartitionOptions o;
+  o.graphsafe_rng_functionalization = false;
+  o.graphsafe_rng_device_types = {"xpu"};  // cuda not registered: the CPU state
+  EXPECT_EQ(saved_state_bytes(min_cut_rematerialization_partition(ckpt_dropout(), o)), 5056);
+  o.graphsafe_rng_device_types = {"cuda", "cpu"};
+  EXPECT_EQ(saved_state_bytes(min_cut_rematerialization_partition(ckpt_dropout(), o)), 16);
 }
 
 TEST(RewriteTest, ReorderPullsInputsJustInTime) {

@@ -22,9 +22,15 @@ def test_benchmark_smoke_run_reports_identical_outputs(capsys):
         sys.path.pop(0)
     assert bench_partition.main(["--smoke", "--repeat", "1", "--torch-repeat", "1"]) == 0
     table = capsys.readouterr().out
-    # Static and dynamic shapes, min-cut and default partitioner rows.
-    assert table.count("| yes |") == 6 and "| NO |" not in table
+    # Static and dynamic shapes, min-cut and default partitioner rows, rows
+    # with post-cut rewrites (offloading, FP8 activation quantization), and a
+    # stored CUDA graph partitioned in its own context (HOP RNG threading).
+    assert table.count("| yes |") >= 10 and "| NO |" not in table
     assert "| transformer_1_dynamic [default] |" in table
+    assert "| transformer_1 @offload async+sink+prefetch |" in table
+    assert "| rng_hop_dropout [default] |" in table
+    assert "| transformer_1 [fp8] |" in table
+    assert "with FP8 activation quantization" in table
     assert "| target | measured |" in table
     if bench_partition.remat_command() is not None:  # the scaling runs of the command
         assert "| nodes | load (s) | partition, engine (s) | µs / node |" in table

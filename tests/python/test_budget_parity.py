@@ -147,8 +147,15 @@ def _milp_optimum(memory, runtimes, max_memory) -> float:
     return float(-res.fun)
 
 
-@pytest.mark.parametrize("case_name", ["transformer_block", "cnn_bn_maxpool", "mlp_relu_d6", "resnet_basic_block"])
+ILP_CASES = ["transformer_block", "cnn_bn_maxpool", "mlp_relu_d6", "resnet_basic_block",
+             "mlp_gelu_d3", "sdpa", "checkpoint_mlp", "dropout_mlp"]
+
+
+@pytest.mark.parametrize("case_name", ILP_CASES)
 def test_ilp_objective_is_the_milp_optimum(case_name, remat_torch, monkeypatch):
+    """The ilp solver's deliberate difference (README, remat.torch's docs):
+    remat's knapsack keeps the exact optimum, so it never keeps less runtime
+    than torch's own choice (HiGHS within its 1e-4 gap), computed here."""
     import remat
 
     rec = _KnapsackRecorder(monkeypatch)
@@ -164,7 +171,7 @@ def test_ilp_objective_is_the_milp_optimum(case_name, remat_torch, monkeypatch):
                 # An earlier tier met the budget: the graphs must simply agree.
                 assert _compare(cap, remat_torch.min_cut_rematerialization_partition, **config) is None
                 continue
-            memory, runtimes, max_memory, _ = rec.calls[-1]
+            memory, runtimes, max_memory, torch_choice = rec.calls[-1]
             best = _milp_optimum(memory, runtimes, max_memory)
             joint = cap.fresh_joint()
             with replay_context(cap, **config):
@@ -176,6 +183,8 @@ def test_ilp_objective_is_the_milp_optimum(case_name, remat_torch, monkeypatch):
             ours = math.fsum(runtimes) - recomputed
             assert b == budget
             assert ours == pytest.approx(best, rel=1e-9, abs=1e-6), (cap.label, budget)
+            theirs = torch_choice[0]  # the runtime torch's milp choice keeps
+            assert ours >= theirs - 1e-9 * max(1.0, abs(theirs)), (cap.label, budget, ours, theirs)
             checked += 1
     if checked == 0:
         pytest.skip(f"{case_name}: no budget reached the knapsack")

@@ -82,34 +82,3 @@ def test_malformed_graphs_name_the_problem(tmp_path, mutate, needle):
 def test_truncated_json_is_a_parse_error():
     with pytest.raises(remat.ParseError):
         remat.partition(_read(NO_FINITE_CUT)[:100])
-
-
-@pytest.mark.parametrize("flag", ["enable_activation_offloading", "_sync_decision_cross_ranks"])
-def test_torch_rewrites_remat_lacks_are_refused_not_ignored(flag):
-    """A config remat cannot honor raises UnsupportedError naming it; with
-    install(), torch's own partitioner takes over with a warning."""
-    torch = pytest.importorskip("torch")
-    import torch._functorch.config as config
-    from torch._functorch import partitioners
-
-    import remat.torch as rt
-
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-    try:
-        import cases  # the benchmark's compact capture helper
-    finally:
-        sys.path.pop(0)
-    joint = cases.transformer_stack(1)
-    with config.patch({flag: True}):
-        with pytest.raises(remat.UnsupportedError) as info:
-            rt.min_cut_rematerialization_partition(joint.gm, None, **joint.kwargs)
-        assert flag.lstrip("_") in str(info.value)
-        rt.install()
-        try:
-            with pytest.warns(UserWarning, match="falling back"):
-                try:
-                    partitioners.min_cut_rematerialization_partition(joint.gm, None, **joint.kwargs)
-                except Exception:
-                    pass  # torch's own rewrite may want a GPU; the handoff is what counts
-        finally:
-            rt.uninstall()

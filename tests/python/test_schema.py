@@ -46,8 +46,11 @@ def test_example_joint_graphs_match_the_schema(path):
 @pytest.mark.parametrize("run", [("min_cut", {}), ("default", {}),
                                  ("min_cut", {"activation_memory_budget": 0.5}),
                                  ("min_cut", {"activation_memory_budget": 0.1, "trace": True,
-                                              "visualize_memory_budget_pareto": True})],
-                         ids=["min_cut", "default", "budget", "trace"])
+                                              "visualize_memory_budget_pareto": True}),
+                                 ("default", {"activation_quantization": {
+                                     "size_in_mb": 0, "allowed_dtypes": "torch.float32"},
+                                     "keep_snapshots": True, "trace": True})],
+                         ids=["min_cut", "default", "budget", "trace", "fp8"])
 def test_partition_results_match_the_schema(path, run):
     partitioner, options = run
     result = remat.partition(path.read_bytes(), options, partitioner, as_json=False)

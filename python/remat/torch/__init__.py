@@ -14,6 +14,18 @@ Contract:
   peak_memory_budget(nbytes) / set_peak_memory_budget / get_peak_memory_budget:
       remat's own peak-memory limit for its partitioners (torch's config untouched)
 Importing this package imports torch; `import remat` alone does not.
+
+Parity with torch's partitioners holds for every option they read, with one
+deliberate difference: activation_memory_budget_solver="ilp". torch solves
+that knapsack with scipy.optimize.milp (HiGHS, 1e-4 relative MIP gap); remat
+solves it exactly, so its choice recomputes no more runtime than torch's, but
+on ties (or within HiGHS' gap) it may save another set than torch. The "dp"
+solver (torch's default) gives node-for-node parity.
+
+config._sync_decision_cross_ranks: under an initialized torch.distributed
+group of several ranks, the drop-in agrees with the other ranks through
+torch.distributed exactly as torch does (_ranks.TorchRankGroup), and logs the
+same structured-trace artifact; otherwise it changes nothing, as in torch.
 """
 
 from ._capture import CapturedJoint, CaptureSession, capture, save_capture

@@ -7,13 +7,21 @@ Contract:
     the result imported back.
   * Options come from `torch._functorch.config` at call time, plus the runtime
     facts torch itself reads (tracing context, inductor's fallback_random,
-    torch.distributed), so an existing configuration keeps working.
+    torch.distributed) and inductor's activation_quantization_aten_pass, so an
+    existing configuration keeps working. What torch's FP8 quantization pass
+    does besides rewriting the graphs (counters, meta marks, trace
+    artifacts, guards on symbolic sizes) is `_quantization`'s.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
     forced to MUST_SAVE get that recompute tag in their meta.
   * Logs, structured-trace artifacts, debug files and reports are torch's
     (see _trace): the same logger, artifact names and file names.
   * `install()` makes torch.compile (inductor and aot_eager backends) and
     aot_autograd's default use them; `uninstall()` restores torch's functions.
+  * With config._sync_decision_cross_ranks under torch.distributed, the
+    engine agrees with the other ranks through `_ranks.TorchRankGroup` (the
+    same collectives as torch's); once it has talked to them, a later failure
+    is raised even under install()'s fallback (torch's partitioner would
+    repeat the collectives on this rank alone).
 """
 
 from __future__ import annotations
@@ -30,12 +38,16 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom, _trace
+from . import _custom, _offload, _quantization, _ranks, _trace
 from ._export import export_joint_graph
 from ._import import import_result
 from ._memory import get_peak_memory_budget
 
 log = logging.getLogger(__name__)
+
+# Set on a RematError raised after this rank agreed with the others on a
+# decision: install()'s fallback must not hand the graph to torch then.
+NO_FALLBACK = "_remat_no_fallback"
 
 # PartitionOptions fields read straight from torch._functorch.config.
 _CONFIG_FIELDS = (
@@ -75,12 +87,22 @@ def options_from_torch(**overrides: Any) -> dict:
     opts["graphsafe_rng_functionalization"] = bool(config.graphsafe_rng_functionalization) and (
         not inductor_config.fallback_random
         or inductor_config.test_configs.graphsafe_rng_func_ignores_fallback_random)
-    # Rewrites remat does not reproduce yet: passed on so the engine refuses
-    # them (UnsupportedError) instead of silently partitioning differently.
+    # Activation offloading (torch's _activation_offloading package).
     opts["enable_activation_offloading"] = bool(config.enable_activation_offloading)
+    for name in ("activation_offload_separate_stream", "activation_offload_sink_wait",
+                 "activation_reload_prefetch"):
+        opts[name] = bool(getattr(config, name))
+    opts["activation_offload_cpu_gpu_bw"] = float(config.activation_offload_cpu_gpu_bw)
+    # supports_graphsafe_rng's device types (register_graphsafe_rng_device_type adds to them).
+    from torch._functorch._aot_autograd import utils as aot_utils
+
+    opts["graphsafe_rng_device_types"] = sorted(aot_utils._GRAPHSAFE_RNG_DEVICE_TYPES)
+    # Ranks agree through the rank group _partition passes along (_ranks).
     opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
-    opts["activation_quantization"] = (
-        inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass") is not None)
+    # inductor's FP8 activation quantization pass, which torch's extraction runs.
+    quantization = _quantization.options(
+        inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass"))
+    opts["activation_quantization"] = quantization
     # remat's own setting (remat.torch.peak_memory_budget), not torch's config.
     opts["peak_memory_budget"] = get_peak_memory_budget()
     opts.update(overrides)
@@ -151,27 +173,42 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
     with _step("options"):
         opts = _trace.request(options_from_torch() if options is None else options)
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
+        hooks.update(_offload.hooks(joint_module, opts))
+        quantization = opts.get("activation_quantization")
+        if quantization is not None:
+            # torch compares with its config's own value (an int stays an int).
+            raw = _torch_quantization_config() if options is None else None
+            threshold = (raw if isinstance(raw, dict) else quantization).get("size_in_mb", 100)
+            hooks["size_check"] = _quantization.size_check(joint_module, threshold)
+        group = _ranks.rank_group(joint_module) if opts.get("sync_decision_cross_ranks") else None
     with _step("export"):
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)
-    with _step("engine"):
-        try:
-            result = remat.partition(doc, opts, partitioner, as_json=False, **hooks)
-        except remat.NoFiniteCutError as e:
-            # torch's min_cut_failed_* artifacts and files, then the error.
-            raise _trace.on_no_finite_cut(e, joint_module) from e
-    with _step("import"):
-        # Mirror torch: the tag passes write MUST_SAVE into the joint graph
-        # before extraction copies meta (torch's own run, should the fallback
-        # take over, writes the same tags).
-        by_name = {n.name: n for n in joint_module.graph.nodes}
-        for name in result.get("forced_must_save", []):
-            by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
-        for hazard in result.get("hazards", ()):
-            warnings.warn(_hazard_message(hazard), RematHazardWarning, stacklevel=3)
-        fw, bw = import_result(result, joint_module, handles)
-        # The logs and structured-trace artifacts torch emits for this graph.
-        _trace.after_partition(joint_module, doc, opts, result, fw, bw)
+    with _no_fallback_once_synced(group):
+        with _step("engine"):
+            try:
+                result = remat.partition(doc, opts, partitioner, as_json=False, rank_group=group,
+                                         **hooks)
+            except remat.NoFiniteCutError as e:
+                # torch's min_cut_failed_* artifacts and files, then the error.
+                raise _trace.on_no_finite_cut(e, joint_module) from e
+        with _step("import"):
+            # Mirror torch: the tag passes write MUST_SAVE into the joint graph
+            # before extraction copies meta (torch's own run, should the fallback
+            # take over, writes the same tags).
+            by_name = {n.name: n for n in joint_module.graph.nodes}
+            for name in result.get("forced_must_save", []):
+                by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+            for hazard in result.get("hazards", ()):
+                warnings.warn(_hazard_message(hazard), RematHazardWarning, stacklevel=3)
+            fw, bw = import_result(result, joint_module, handles)
+            # What torch's FP8 quantization pass does besides the graphs.
+            _quantization.finish(result, joint_module, fw)
+            # The logs and structured-trace artifacts torch emits for this graph,
+            # the quantization pass's at extraction.
+            _trace.after_partition(
+                joint_module, doc, opts, result, fw, bw,
+                extraction=lambda: _quantization.trace_artifacts(result, joint_module, handles))
     return Partition(fw, bw, result)
 
 
@@ -190,6 +227,24 @@ def _hazard_message(h: dict) -> str:
             + "; the backward may fail (\"modified by an inplace operation\") or read the new "
             "values. torch's partitioner makes the same plan; a remat peak memory budget "
             "(remat.torch.peak_memory_budget) never does.")
+
+
+def _torch_quantization_config() -> Optional[dict]:
+    import torch._inductor.config as inductor_config
+
+    return inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass")
+
+
+@contextlib.contextmanager
+def _no_fallback_once_synced(group: Optional[_ranks.TorchRankGroup]):
+    """After ranks agreed, torch's partitioner must not run again on this rank
+    alone (its sync would wait for ranks that moved on): failures say so."""
+    try:
+        yield
+    except remat.RematError as e:
+        if group is not None and group.talked:
+            setattr(e, NO_FALLBACK, True)
+        raise
 
 
 def min_cut_rematerialization_partition(
@@ -249,6 +304,8 @@ def _with_fallback(ours: Callable, theirs: Callable) -> Callable:
         try:
             return ours(*args, **kwargs)
         except remat.RematError as e:
+            if getattr(e, NO_FALLBACK, False):
+                raise
             why = "not supported yet" if isinstance(e, remat.UnsupportedError) else type(e).__name__
             warnings.warn(f"remat: falling back to torch's partitioner ({why}): {e}", stacklevel=2)
             return theirs(*args, **kwargs)

@@ -225,6 +225,16 @@ class _Exporter:
         # that isinstance even when the object is also an opaque value.
         if isinstance(v, (torch.ScriptObject, FakeScriptObject)):
             return {"kind": "script_object"}
+        if isinstance(v, torch.Generator):
+            # A graph-safe RNG input's state (an opaque value to torch, with
+            # a kind of its own): its device, and a handle so that the import
+            # gives back the very object (torch copies it from a HOP body's
+            # placeholder to the outer graph's).
+            out = {"kind": "generator", "device": str(v.device)}
+            if self.handles is not None:
+                out["handle"] = len(self.handles)
+                self.handles.append(v)
+            return out
         if is_opaque_value(v):
             return {"kind": "opaque", "repr": _safe_repr(v)}
         if isinstance(v, BackwardState):
@@ -377,6 +387,10 @@ def _partitioner_meta(meta: dict) -> dict:
         out["has_backward_hook"] = bool(meta["has_backward_hook"])
     if "saved_tensor_with_no_vc_check" in meta:
         out["saved_tensor_with_no_vc_check"] = bool(meta["saved_tensor_with_no_vc_check"])
+    # Set by a joint pass (config.joint_custom_pass) to ask for activation
+    # offloading; torch tests it for truth.
+    if meta.get("should_offload", False):
+        out["should_offload"] = True
     # The reference honors only a float budget (isinstance(..., float)).
     budget = meta.get("memory_budget")
     if isinstance(budget, float):

@@ -7,14 +7,24 @@ Contract:
     extraction does it: a placeholder gets the joint node's meta dict itself,
     any other node a shallow copy (`copy.copy`). The joint node is the one named
     by the document node's "origin", or, for a joint-graph document, the one of
-    the same name. Nodes with no joint counterpart get their meta rebuilt from
-    the document: the partitioner keys, "val" for static-shaped tensors (fake
-    tensors), and the raw VALUE under meta["remat_val"].
+    the same name. Activation offloading's "saved_for_offloading" mark is set
+    on top, as torch sets it. Nodes with no joint counterpart get their meta
+    rebuilt from the document: the partitioner keys, offloading's keys
+    ("original_device" as a torch.device, sizes as tuples), "val" for tensors
+    (fake tensors in the joint graph's FakeTensorMode; symbolic sizes become
+    the joint graph's SymInts of the same expression, and without one the
+    op is run on its inputs' fake values, as torch's rewrites do), and the
+    raw VALUE under meta["remat_val"]. A backward placeholder a rewrite
+    created with the name of a created forward node takes a copy of that
+    node's meta, as torch's FP8 quantization gives it.
   * `import_result` builds the forward and backward modules of a partition
     result as `_extract_fwd_bwd_modules` does: modules made with
     `_make_graph_module(joint_gm, graph)`, output "desc" metadata from the joint
     output plus SavedForBackwards(NoVcCheck)AOTOutput for saved values, and
-    meta["autograd_backward"] on backward call_function/get_attr nodes.
+    meta["autograd_backward"] on backward call_function/get_attr nodes that
+    come from the joint graph (not on nodes a rewrite created), and
+    invoke_subgraph calls the partitioner gave extra inputs (HOP RNG states)
+    their "eager_input_vals" extended with those inputs' values.
   * Opaque arguments resolve through `handles` (the list given to the export);
     without it they become `OpaqueArg` placeholders carrying the repr.
 """
@@ -106,57 +116,127 @@ class _Decoder:
         raise ValueError(f"remat: not a format-v1 argument: {a!r}")
 
 
-_own_fake_mode = None
+_fake_mode = None
 
 
-def _joint_fake_mode(joint_gm: Optional[fx.GraphModule]) -> Any:
-    """The FakeTensorMode of the joint graph's values, or None.
+class _Symbols:
+    """The joint graph's SymInts by printed expression, to rebuild symbolic sizes.
 
-    Values remat makes for nodes the joint graph lacks (a rewrite's RNG
-    state, say) must live in the same mode: inductor refuses to mix two
-    ("Mixing fake modes NYI")."""
-    if joint_gm is None:
-        return None
-    from torch._subclasses.fake_tensor import FakeTensor
+    Nodes the partitioner created have no joint node to take meta from; their
+    document values name symbolic sizes by expression ("s0", "2*s0"), which
+    map back to the SymInts the joint graph's fake values hold (the exporter
+    prints `str(sym.node.expr)`). Built on first use.
+    """
 
-    for node in joint_gm.graph.find_nodes(op="placeholder"):
-        val = node.meta.get("val")
-        if isinstance(val, FakeTensor):
-            return val.fake_mode
-    return None
+    def __init__(self, joint_gm: Optional[fx.GraphModule]) -> None:
+        self._gm = joint_gm
+        self._by_expr: Optional[dict[str, Any]] = None
+        self.mode: Any = None  # the joint graph's FakeTensorMode
+        self._mode_searched = False
+
+    def _build(self) -> None:
+        by: dict[str, Any] = {}
+        nodes = self._gm.graph.nodes if self._gm is not None else ()
+        for n in nodes:
+            v = n.meta.get("val")
+            for x in v if isinstance(v, (list, tuple)) else (v,):
+                if isinstance(x, torch.SymInt):
+                    by.setdefault(str(x.node.expr), x)
+                elif isinstance(x, torch.Tensor):
+                    if self.mode is None:
+                        self.mode = getattr(x, "fake_mode", None)
+                    try:
+                        dims = (*x.shape, *x.stride())
+                    except (RuntimeError, NotImplementedError):
+                        dims = tuple(x.shape)
+                    for d in dims:
+                        if isinstance(d, torch.SymInt):
+                            by.setdefault(str(d.node.expr), d)
+        self._by_expr = by
+
+    def joint_mode(self) -> Any:
+        """The FakeTensorMode of the joint graph's values, or None (found
+        on the first tensor value, without building the symbol table)."""
+        if self.mode is None and self._gm is not None and not self._mode_searched:
+            self._mode_searched = True
+            for n in self._gm.graph.nodes:
+                v = n.meta.get("val")
+                for x in v if isinstance(v, (list, tuple)) else (v,):
+                    mode = getattr(x, "fake_mode", None) if isinstance(x, torch.Tensor) else None
+                    if mode is not None:
+                        self.mode = mode
+                        return mode
+        return self.mode
+
+    def dims(self, dims: list) -> Optional[list]:
+        """The document's DIMs as ints and SymInts; None when one is unknown."""
+        if all(isinstance(d, int) for d in dims):
+            return dims
+        if self._by_expr is None:
+            self._build()
+        out = []
+        for d in dims:
+            if isinstance(d, int):
+                out.append(d)
+                continue
+            sym = self._by_expr.get(d.get("expr")) if isinstance(d, dict) else None
+            if sym is None:
+                return None
+            out.append(sym)
+        return out
 
 
-def _fake_tensor(v: dict, fake_mode: Any) -> Any:
-    """A fake tensor for a static-shaped tensor VALUE, made in `fake_mode`
-    (remat's own when None); None when shapes are symbolic."""
-    global _own_fake_mode
-    shape = v.get("shape", [])
+_NO_SYMBOLS = _Symbols(None)
+
+
+def _fake_tensor(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
+    """A fake tensor for a tensor VALUE; None when a symbolic size is unknown to `syms`."""
+    global _fake_mode
+    shape = syms.dims(v.get("shape", []))
     stride = v.get("stride")
-    if not all(isinstance(d, int) for d in shape) or (
-        stride is not None and not all(isinstance(d, int) for d in stride)
-    ):
+    if stride is not None:
+        stride = syms.dims(stride)
+        if stride is None:
+            return None
+    if shape is None:
         return None
     dtype = getattr(torch, v["dtype"], None)
     if not isinstance(dtype, torch.dtype):
         return None
-    if fake_mode is None:
-        from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
-        if _own_fake_mode is None:
-            _own_fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        fake_mode = _own_fake_mode
-    with fake_mode:
+    # The joint graph's own mode: inductor refuses to mix two ("Mixing fake
+    # modes NYI"), and symbolic sizes only exist there.
+    mode = syms.joint_mode()
+    if mode is None:
+        if not all(isinstance(d, int) for d in (*shape, *(stride or ()))):
+            return None
+        if _fake_mode is None:
+            _fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        mode = _fake_mode
+    with mode:
         if stride is None:
             return torch.empty(shape, dtype=dtype, device=v.get("device", "cpu"))
         return torch.empty_strided(shape, stride, dtype=dtype, device=v.get("device", "cpu"))
 
 
-def _value(v: dict, fake_mode: Any = None) -> Any:
+def _generator(v: dict, handles: Optional[list]) -> Any:
+    """The exported generator itself, or a fresh state of the device's default
+    generator (what torch's graph-safe RNG functionalization stores)."""
+    h = v.get("handle", -1)
+    if handles is not None and h is not None and 0 <= h < len(handles):
+        return handles[h]
+    from torch._functorch._aot_autograd.utils import get_default_generator
+
+    return get_default_generator(torch.device(v["device"])).clone_state()
+
+
+def _value(v: dict, syms: _Symbols = _NO_SYMBOLS, handles: Optional[list] = None) -> Any:
     kind = v.get("kind")
     if kind == "tensor":
-        return _fake_tensor(v, fake_mode)
+        return _fake_tensor(v, syms)
     if kind == "sequence":
-        items = [_value(x, fake_mode) for x in v["items"]]
+        items = [_value(x, syms, handles) for x in v["items"]]
         # All or nothing: a partial list would misstate the value's size.
         if any(x is None and it.get("kind") != "none" for x, it in zip(items, v["items"])):
             return None
@@ -174,10 +254,26 @@ def _value(v: dict, fake_mode: Any = None) -> Any:
         from torch.fx.experimental._backward_state import BackwardState
 
         return BackwardState()
+    if kind == "generator":
+        return _generator(v, handles)
     return None
 
 
-def _meta_from_doc(nd: dict, fake_mode: Any = None) -> dict:
+def _offload_meta(m: dict, meta: dict, syms: _Symbols) -> None:
+    """Activation offloading's meta keys (result graphs) into `meta`."""
+    if m.get("saved_for_offloading"):
+        meta["saved_for_offloading"] = True
+    if "original_device" in m:
+        meta["original_device"] = torch.device(m["original_device"])
+    for key in ("original_size", "original_stride"):
+        if key in m:
+            dims = syms.dims(m[key])
+            if dims is not None:
+                meta[key] = tuple(dims)
+
+
+def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = False,
+                   handles: Optional[list] = None) -> dict:
     from torch.utils.checkpoint import CheckpointPolicy
 
     meta: dict[str, Any] = {}
@@ -190,9 +286,14 @@ def _meta_from_doc(nd: dict, fake_mode: Any = None) -> dict:
             meta[key] = m[key]
     if "region_memory_budget" in m:
         meta["custom"] = {"_region_activation_memory_budget": m["region_memory_budget"]}
+    # A joint pass's request, read from joint graphs only: a created node of
+    # a result (an RNG getitem copies its op's meta) has none in torch.
+    if joint_doc and m.get("should_offload"):
+        meta["should_offload"] = True
+    _offload_meta(m, meta, syms)
     if "val" in nd:
         meta["remat_val"] = nd["val"]
-        val = _value(nd["val"], fake_mode)
+        val = _value(nd["val"], syms, handles)
         if val is not None or nd["val"].get("kind") == "none":
             meta["val"] = val
     if nd.get("tensor_meta"):
@@ -214,6 +315,7 @@ def _build_graph(
     joint_gm: Optional[fx.GraphModule],
     handles: Optional[list],
     match_by_name: bool,
+    made_by: Optional[dict[str, fx.Node]] = None,
 ) -> fx.Graph:
     """Appends the document's nodes to a fresh graph as `Graph.create_node` would.
 
@@ -224,7 +326,8 @@ def _build_graph(
     fresh graph has no owning module, hence no create-node hooks).
     """
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
-    fake_mode = _joint_fake_mode(joint_gm)
+    syms = _Symbols(joint_gm)
+    made_by = made_by or {}
     graph = fx.Graph()
     create_name = graph._graph_namespace.create_name
     associate = graph._graph_namespace.associate_name_with_obj
@@ -273,9 +376,67 @@ def _build_graph(
             _set_attr(node, "meta", src.meta)  # torch's extraction shares the placeholder's dict
         elif src is not None and op != "output":
             _set_attr(node, "meta", copy.copy(src.meta))
+        elif op == "placeholder" and name in made_by:
+            # torch gives a placeholder for a forward node it created that
+            # node's meta (meta.update); offloading marks its own on top.
+            meta = dict(made_by[name].meta)
+            _offload_meta(nd.get("meta") or {}, meta, syms)
+            _set_attr(node, "meta", meta)
         elif op != "output":
-            _set_attr(node, "meta", _meta_from_doc(nd, fake_mode))
+            meta = _meta_from_doc(nd, syms, joint_doc=match_by_name, handles=handles)
+            _set_attr(node, "meta", meta)
+            if meta.get("val") is None and op == "call_function" and nd.get("val", {}).get("kind") == "tensor":
+                _propagate_fake_value(node)
+        if src is not None and "meta" in nd and "saved_for_offloading" in nd["meta"]:
+            # torch marks the offloaded forward node in its (shared, for a
+            # placeholder) meta dict.
+            node.meta["saved_for_offloading"] = True
     return graph
+
+
+def _check_placeholder_targets(graph: fx.Graph, side: str) -> None:
+    """FX generates one function parameter per placeholder target, so two
+    placeholders sharing a target make a graph no module can be built from.
+
+    torch 2.13 builds such a forward/backward when a graph takes graph-safe
+    RNG states of its own and of an invoke_subgraph body: both are numbered
+    from fwd_rng_state_0. torch returns the module with stale code (its
+    recompile raises SyntaxError); remat says so instead.
+    """
+    import remat
+
+    seen: dict[str, str] = {}
+    for node in graph.find_nodes(op="placeholder"):
+        other = seen.setdefault(node.target, node.name)
+        if other != node.name:
+            raise remat.UnsupportedError(
+                f"the {side} graph torch 2.13 builds here has placeholders {other!r} and "
+                f"{node.name!r} with the same target {node.target!r} (graph-safe RNG states of "
+                "the graph and of an invoke_subgraph body); FX cannot generate code for it, so "
+                "remat does not return it (torch returns a module whose code is stale)")
+
+
+def _propagate_fake_value(node: fx.Node) -> None:
+    """meta["val"] (and tensor_meta) of a created node whose document value is
+    symbolic: its op run on its inputs' fake values, as torch's rewrites do.
+    Left out when an input has no value or the op fails."""
+    inputs = node.all_input_nodes
+    if not inputs or any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
+        return
+    mode = torch._guards.detect_fake_mode([n.meta["val"] for n in inputs])
+    if mode is None:
+        return
+    args, kwargs = fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["val"])
+    try:
+        with mode:
+            val = node.target(*args, **kwargs)
+    except Exception:
+        return
+    node.meta["val"] = val
+    if "tensor_meta" in node.meta and isinstance(val, torch.Tensor):
+        from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+        node.meta["tensor_meta"] = _extract_tensor_metadata(val)
 
 
 def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.GraphModule:
@@ -300,6 +461,25 @@ def import_graph(
     return _make_module(joint_gm, graph)
 
 
+def _extend_eager_input_vals(graph: fx.Graph, nodes: list[dict], joint_nodes: dict) -> None:
+    """invoke_subgraph calls given extra inputs (the RNG states of their
+    bodies, by thread_graphsafe_rng_from_hops) get those inputs' values
+    appended to meta["eager_input_vals"], which holds one value per argument,
+    as torch appends them."""
+    from torch._higher_order_ops import invoke_subgraph
+
+    for node, nd in zip(graph.nodes, nodes):
+        if node.op != "call_function" or node.target is not invoke_subgraph:
+            continue
+        src = joint_nodes.get(nd.get("origin"))
+        eager = node.meta.get("eager_input_vals")
+        if src is None or not eager or len(node.args) <= len(src.args):
+            continue
+        args, kwargs = eager
+        added = [a.meta.get("val") for a in node.args[len(src.args):]]
+        node.meta["eager_input_vals"] = ((*args, *added), kwargs)
+
+
 def _joint_output_descs(joint_gm: fx.GraphModule) -> list:
     out = next(iter(joint_gm.graph.find_nodes(op="output")))
     outputs = pytree.arg_tree_leaves(*out.args)
@@ -313,6 +493,12 @@ def _set_output_meta(graph: fx.Graph, descs: list) -> None:
     out.meta["output_stack_traces"] = [
         v.meta.get("stack_trace") if isinstance(v, fx.Node) else None for v in values
     ]
+
+
+def created_nodes(doc_nodes: list, graph: fx.Graph) -> dict[str, fx.Node]:
+    """The nodes of `graph` (built from `doc_nodes`) that a rewrite created, by name."""
+    names = {nd["name"] for nd in doc_nodes if "origin" not in nd and nd["op"] != "output"}
+    return {n.name: n for n in graph.nodes if n.name in names}
 
 
 def import_result(
@@ -330,9 +516,14 @@ def import_result(
     r = _load(result)
     num_fwd = int(r["num_fwd_outputs"])
     fw_graph = _build_graph(r["forward"]["nodes"], joint_gm, handles, match_by_name=False)
-    bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False)
+    bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False,
+                            made_by=created_nodes(r["forward"]["nodes"], fw_graph))
 
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
+    _check_placeholder_targets(fw_graph, "forward")
+    _check_placeholder_targets(bw_graph, "backward")
+    _extend_eager_input_vals(fw_graph, r["forward"]["nodes"], joint_nodes)
+    _extend_eager_input_vals(bw_graph, r["backward"]["nodes"], joint_nodes)
     descs = _joint_output_descs(joint_gm)
     # Saved tensors (script objects are saved after them), the last of which
     # skip version-counter checks.
@@ -352,8 +543,11 @@ def import_result(
         ],
     )
     _set_output_meta(bw_graph, descs[num_fwd:])
+    # torch marks the backward's nodes at extraction; nodes its later
+    # rewrites create (no origin) stay unmarked.
+    created = {nd["name"] for nd in r["backward"]["nodes"] if "origin" not in nd}
     for node in bw_graph.nodes:
-        if node.op in ("call_function", "get_attr"):
+        if node.op in ("call_function", "get_attr") and node.name not in created:
             node.meta["autograd_backward"] = True
     return _make_module(joint_gm, fw_graph), _make_module(joint_gm, bw_graph)
 

@@ -82,6 +82,10 @@ def resolve_target(name: str) -> Callable[..., Any]:
         obj = getattr(torch.ops.higher_order, name[len("higher_order."):], None)
     else:
         first = name.split(".", 1)[0]
+        if first == "ao":
+            # torch registers the activation-offloading ops (ao::offload,
+            # ao::reload, ao::wait_tensor) when this module is first imported.
+            import torch._functorch._activation_offloading.offload_ops  # noqa: F401
         # A Python module of that name wins; op namespaces are not modules.
         if first in ("operator", "math", "builtins", "torch") or _importable(first):
             obj = _resolve_function(name)

@@ -3,7 +3,8 @@
 Contract:
   * Logging parity: the lines torch 2.13's partitioner logs (the
     AOT_PARTITIONER_DEBUG lines, the ban rules' info/debug lines, the
-    dynamic_memory_budget_dp warning) go through the logger
+    dynamic_memory_budget_dp warning, the quantization pass's skipped static
+    inputs) go through the logger
     "torch._functorch.partitioners" with torch's format strings, so
     TORCH_LOGS / logging settings select them as before. The engine records
     them (PartitionOptions.trace) only when someone listens.
@@ -11,9 +12,10 @@ Contract:
     partitioner emits has a twin here with the same name and an equivalent
     payload: min_cut_failed_fx_graph / _edge_list / _svg (a graph with no
     finite cut), min_cut_information (a memory budget that reached the
-    knapsack, under AOT_PARTITIONER_DEBUG), and the helpers for rewrites
-    remat does not perform yet (activation quantization, cross-rank
-    decisions). Plus remat's own "remat_partition" artifact per partition.
+    knapsack, under AOT_PARTITIONER_DEBUG), the FP8 activation-quantization
+    pass's before/after graphs (from the engine's snapshots, at the point of
+    extraction where torch logs them), and the helper for the cross-rank
+    decision sync. Plus remat's own "remat_partition" artifact per partition.
   * Files where torch writes them: min_cut_failed_graph.txt and
     min_cut_failed.svg in the working directory on a failed cut; the
     memory_budget_pareto_*.svg frontier (remat's own SVG writer) for
@@ -31,7 +33,7 @@ import os
 import shutil
 import subprocess
 from collections import defaultdict
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 import torch.fx as fx
@@ -72,6 +74,10 @@ def request(opts: dict) -> dict:
     import torch._functorch.config as config
 
     out = dict(opts)
+    # Graph copies for the FP8 quantization pass's artifacts, only when a
+    # structured trace will print them.
+    if opts.get("activation_quantization") is not None and structured_trace_enabled():
+        out["keep_snapshots"] = True
     wants_trace = (log.isEnabledFor(logging.WARNING) and _may_warn(opts)) or \
         log.isEnabledFor(logging.INFO) or partitioner_debug() or \
         structured_trace_enabled() or report_dir() is not None
@@ -105,8 +111,9 @@ def _readable(module: fx.GraphModule) -> str:
 
 def trace_activation_quantization(when: str, which: str, module: fx.GraphModule) -> None:
     """torch's {before,after}_activation_quantization_{fwd,bwd}_aten_pass
-    artifacts: `when` is "before" or "after", `which` "fwd" or "bwd". For the
-    FP8 activation-quantization rewrite (issue 9) to call around its passes."""
+    artifacts: `when` is "before" or "after", `which` "fwd" or "bwd". The FP8
+    activation-quantization rewrite calls it for each graph the engine kept
+    (remat.torch._quantization.trace_artifacts)."""
     if when not in ("before", "after") or which not in ("fwd", "bwd"):
         raise ValueError(f"activation quantization artifact: bad stage {when!r}/{which!r}")
     trace_artifact(f"{when}_activation_quantization_{which}_aten_pass", "string",
@@ -125,8 +132,13 @@ def trace_sync_decision_cross_ranks(picked_rank_idx: int, saved_ops_with_sizes: 
 # --- after a partition ----------------------------------------------------------------
 
 def after_partition(joint_module: fx.GraphModule, doc: bytes, opts: dict, result: dict,
-                    fw: fx.GraphModule, bw: fx.GraphModule) -> None:
-    """Logs, artifacts, files and reports for one finished partition."""
+                    fw: fx.GraphModule, bw: fx.GraphModule,
+                    extraction: Optional[Callable[[], None]] = None) -> None:
+    """Logs, artifacts, files and reports for one finished partition.
+
+    `extraction` emits what torch logs while it extracts the two graphs (the
+    FP8 quantization pass's artifacts): after the decision's logs and
+    artifacts, before the final debug lines, as in torch."""
     trace = result.get("trace") or {}
     debug = partitioner_debug()
     replay_log(trace.get("log", ()), debug)
@@ -135,6 +147,8 @@ def after_partition(joint_module: fx.GraphModule, doc: bytes, opts: dict, result
             _min_cut_information(joint_module, result, record, opts)
     if trace.get("pareto"):
         write_pareto_svg(trace["pareto"])
+    if extraction is not None:
+        extraction()
     if debug and result.get("partitioner") == "min_cut":
         _final_debug_lines(result, trace, fw, bw)
     if structured_trace_enabled():
