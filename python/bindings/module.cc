@@ -280,7 +280,7 @@ NB_MODULE(_remat, m) {
                                "partitioner '" + partitioner +
                                    "': expected \"min_cut\" or \"default\"");
           }
-          out = remat::write_result(joint, result);
+          out = remat::write_result(joint, result, /*timings=*/true);  // Python results carry them
         }
         return to_bytes(out);
       },

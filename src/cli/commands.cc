@@ -4,7 +4,8 @@
 // entry points), and print a human summary. The numbers printed come from the
 // library's own results (NodeInfo, PartitionResult.decisions, size_of), so
 // the CLI never re-derives a decision. Output is deterministic apart from the
-// timing lines.
+// timing lines; files written with -o are byte-identical across runs unless
+// --timings asks for the engine's times.
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -77,7 +78,7 @@ JointGraph load(const CommonSettings& common, std::string& path) {
     std::fprintf(stderr, "remat: loading %s (%s)...\n", path.c_str(), human_bytes(st.st_size).c_str());
   }
   const auto t0 = Clock::now();
-  JointGraph joint = read_joint_graph_file(path);
+  JointGraph joint = read_joint_graph_file(path, common.max_input_bytes);
   if (common.verbose || joint.graph.size() >= kBigGraph) {
     std::fprintf(stderr, "remat: loaded %s (%zu nodes) in %.1f ms\n", path.c_str(),
                  joint.graph.size(), ms_since(t0));
@@ -404,7 +405,7 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   std::printf("time: %.3f ms (engine %.3f ms)\n", elapsed, r.seconds * 1e3);
 
   if (!s.output.empty()) {
-    write_file_atomic(s.output, write_result(joint, r));
+    write_file_atomic(s.output, write_result(joint, r, s.timings));
     std::printf("wrote %s\n", s.output.c_str());
   }
   if (!s.explain.empty()) return explain(joint, r, s.explain, options);

@@ -6,19 +6,24 @@
 // main, which prints them; nothing here aborts.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+
+#include "remat/io.h"
 
 namespace remat::cli {
 
 struct CommonSettings {
   std::string graph;   // path of the joint graph; empty: the shipped example
   bool verbose = false;
+  uint64_t max_input_bytes = kDefaultMaxInputBytes;  // --max-input-size
   std::string argv0;   // to find the examples next to the installed binary
 };
 
 struct PartitionSettings {
   std::string output;           // -o: result JSON path ("" = none)
+  bool timings = false;         // --timings: seconds and stages go into -o
   std::string partitioner = "min_cut";
   std::string explain;          // --explain NODE
   std::string cut_side = "sink";

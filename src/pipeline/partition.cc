@@ -9,6 +9,7 @@
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -356,6 +357,21 @@ void check_joint(const JointGraph& joint) {
   if (joint.num_fwd_outputs < 0) {
     throw Error(ErrorCode::kInvalidGraph,
                 fmt::format("field 'num_fwd_outputs' is negative ({})", joint.num_fwd_outputs));
+  }
+  // More forward outputs than the graph returns would make the backward's
+  // gradients forward outputs; torch then fails deep in extraction ("node
+  // ... was invalid, but is output") without naming the field.
+  if (joint.graph.output() == kNoNode) {
+    throw Error(ErrorCode::kInvalidGraph, "the joint graph has no output node");
+  }
+  std::vector<NodeId> returned, none;
+  split_outputs(joint.graph, std::numeric_limits<int>::max(), returned, none);
+  if (static_cast<size_t>(joint.num_fwd_outputs) > returned.size()) {
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("field 'num_fwd_outputs' is {}, but the output node '{}' returns "
+                            "only {} values",
+                            joint.num_fwd_outputs, joint.graph.name(joint.graph.output()),
+                            returned.size()));
   }
 }
 
