@@ -80,10 +80,12 @@ bool is_functional_graph(const Graph& g) {
 }
 
 // A copy of the joint graph whose nodes are their own origin, so every graph
-// derived from it maps back to the caller's ids whatever the passes copy.
+// derived from it maps back to the caller's ids whatever the passes copy. Its
+// pools are layered over the joint graph's, which stay as they are.
 Graph rooted(const JointGraph& joint) {
   Graph g = joint.graph;
   for (NodeId id = 0; id < g.size(); ++id) g.set_origin(id, id);
+  g.layer_pools();
   return g;
 }
 
