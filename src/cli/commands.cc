@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -137,14 +138,14 @@ const char* where_text(NodeDecision::Where w) {
 bool on_path(const char* program) {
   const char* path = std::getenv("PATH");
   if (path == nullptr) return false;
-  std::string p(path);
+  const std::string_view p(path);
   size_t start = 0;
   while (start <= p.size()) {
     size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
-    std::string dir = p.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    if (end == std::string_view::npos) end = p.size();
+    // An empty entry means the current directory.
+    const std::string_view dir = end == start ? std::string_view(".") : p.substr(start, end - start);
+    if (::access(fmt::format("{}/{}", dir, program).c_str(), X_OK) == 0) return true;
     start = end + 1;
   }
   return false;

@@ -259,7 +259,9 @@ TEST(CliSignals, InterruptedWriteLeavesNoTemporaryFile) {
         done = waitpid(pid, &status, WNOHANG) == pid;
         std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
-      if (!done) ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      if (!done) {
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      }
       interrupted = WIFSIGNALED(status) && WTERMSIG(status) == sig;
       EXPECT_FALSE(has_temporary(dir)) << "signal " << sig << ", attempt " << attempt;
       std::remove(out.c_str());
