@@ -2,8 +2,11 @@
 
 Contract: each builder returns a `Joint` (the joint GraphModule torch hands its
 partitioner, with the keyword arguments it passes). Graphs are captured with
-aot_module and a partition function that records the joint graph and stops
-the compilation, so capturing never pays for torch's own partitioner.
+aot_function (static shapes) or torch.compile (dynamic shapes, where dynamo
+makes sizes symbolic) and a partition function that records the joint graph
+and stops the compilation, so capturing never pays for torch's own
+partitioner. `BOTH_PARTITIONERS` lists the cases also timed with
+default_partition.
 """
 
 from __future__ import annotations
@@ -46,6 +49,28 @@ def capture(fn: Callable[..., Any], *args: torch.Tensor, name: str) -> Joint:
                             partition_fn=record)
     with contextlib.suppress(_Captured):
         compiled(*args)
+    return box["joint"]
+
+
+def capture_compiled(model: nn.Module, *args: torch.Tensor, name: str, dynamic: bool = True) -> Joint:
+    """The joint graph torch.compile(dynamic=...) hands the partitioner."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    box: dict[str, Any] = {}
+
+    def record(gm, joint_inputs, **kwargs):
+        box["joint"] = Joint(name, gm, {k: v for k, v in kwargs.items() if k != "compiler"})
+        raise _Captured
+
+    torch._dynamo.reset()
+    backend = aot_autograd(fw_compiler=lambda g, _: g, partition_fn=record)
+    try:
+        torch.compile(model, backend=backend, dynamic=dynamic)(*args)
+    except Exception:  # dynamo wraps _Captured in BackendCompilerFailed
+        if "joint" not in box:
+            raise
+    finally:
+        torch._dynamo.reset()
     return box["joint"]
 
 
@@ -115,15 +140,76 @@ def transformer_stack(layers: int, dim: int = 32, heads: int = 4) -> Joint:
     return capture(f, x, *params.values(), name=f"transformer_{layers}")
 
 
+class _BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18's layout (four stages of two basic blocks, BatchNorm in
+    training mode), narrow so that capturing stays fast."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        blocks, cin = [], width
+        for stage, cout in enumerate([width, 2 * width, 4 * width, 8 * width]):
+            blocks += [_BasicBlock(cin, cout, 1 if stage == 0 else 2), _BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(cin, 10)
+
+    def forward(self, x):
+        return self.fc(self.blocks(self.stem(x)).mean((2, 3)))
+
+
+def resnet18(dynamic: bool) -> Joint:
+    torch.manual_seed(0)
+    model, x = ResNet18(), torch.randn(2, 3, 32, 32)
+    # Compiled as a module: its BatchNorm buffers are mutated in place.
+    return capture_compiled(model, x, name="resnet18" + ("_dynamic" if dynamic else ""),
+                            dynamic=dynamic)
+
+
+def transformer_dynamic(layers: int, dim: int = 32, heads: int = 4) -> Joint:
+    """transformer_stack's model, compiled with dynamic shapes (symbolic
+    batch and sequence length)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(*[_Block(dim, heads) for _ in range(layers)])
+    return capture_compiled(model, torch.randn(2, 8, dim), name=f"transformer_{layers}_dynamic")
+
+
 CASES: dict[str, Callable[[], Joint]] = {
     **{f"sequential_weights_{n}": (lambda n=n: sequential_weights(n)) for n in (100, 1000, 5000)},
     **{f"parallel_chains_{c}": (lambda c=c: parallel_chains(c)) for c in (32, 128, 512)},
     **{f"transformer_{n}": (lambda n=n: transformer_stack(n)) for n in (1, 4, 16, 48, 96)},
+    "resnet18": lambda: resnet18(dynamic=False),
+    "resnet18_dynamic": lambda: resnet18(dynamic=True),
+    "transformer_1_dynamic": lambda: transformer_dynamic(1),
+    "transformer_4_dynamic": lambda: transformer_dynamic(4),
 }
+
+# Cases also timed with default_partition (torch's choice without a min-cut:
+# inference-style compiles and graphs with nothing to recompute).
+BOTH_PARTITIONERS = {"transformer_4", "resnet18", "resnet18_dynamic", "transformer_1_dynamic",
+                     "transformer_4_dynamic", "transformer_1"}
 
 # Tiny sizes for the CI smoke run of the harness.
 SMOKE: dict[str, Callable[[], Joint]] = {
     "sequential_weights_10": lambda: sequential_weights(10),
     "parallel_chains_8": lambda: parallel_chains(8),
     "transformer_1": lambda: transformer_stack(1),
+    "transformer_1_dynamic": lambda: transformer_dynamic(1),
 }

@@ -34,19 +34,25 @@ class Error : public std::runtime_error {
 
 // A min-cut that has no finite cut. `explanation` walks the infinite path
 // node by node with the reason for each constraint; `dot` is the capacity
-// graph in Graphviz syntax, for rendering.
+// graph in Graphviz syntax, for rendering; `edge_list` is the same graph as
+// networkx's generate_edgelist prints it (one "u v {data}" line per edge),
+// which torch logs as its min_cut_failed_edge_list artifact.
 class NoFiniteCutError : public Error {
  public:
-  NoFiniteCutError(std::string message, std::string explanation, std::string dot)
+  NoFiniteCutError(std::string message, std::string explanation, std::string dot,
+                   std::string edge_list = {})
       : Error(ErrorCode::kNoFiniteCut, std::move(message)),
         explanation_(std::move(explanation)),
-        dot_(std::move(dot)) {}
+        dot_(std::move(dot)),
+        edge_list_(std::move(edge_list)) {}
   const std::string& explanation() const { return explanation_; }
   const std::string& dot() const { return dot_; }
+  const std::string& edge_list() const { return edge_list_; }
 
  private:
   std::string explanation_;
   std::string dot_;
+  std::string edge_list_;
 };
 
 }  // namespace remat

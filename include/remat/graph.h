@@ -180,6 +180,9 @@ struct NodeExtra {
   StrId sym_expr = 0;     // SymInt/SymFloat/SymBool: the expression
   int64_t sym_hint = 0;   // and its hint, when has_sym_hint
   bool has_sym_hint = false;
+  // A SymInt whose hint is a nested int (the ragged size of a jagged nested
+  // tensor: "j1", "2*j1") has no numeric hint; this keeps its name.
+  StrId nested_hint = 0;
   StrId binds_symbol = 0; // the symbol this node binds (is_symbol_binding_fx_node)
   StrId repr = 0;         // kConstant/kOpaque values: a printable form
   int64_t ac_graph_id = 0;

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -90,6 +91,17 @@ struct PartitionOptions {
   // them then); ignored otherwise. Called on the partitioning thread.
   CustomKnapsackFn custom_knapsack;
   CustomRuntimeEstimatorFn custom_runtime_estimator;
+  // Record PartitionResult::trace: the lines torch's partitioner would log,
+  // the knapsack's inputs and choices, saved sizes. Off: no cost.
+  bool trace = false;
+  // torch's config.visualize_memory_budget_pareto: when the budget reaches
+  // the knapsack, also sweep the budget / recompute-runtime frontier into
+  // PartitionResult::trace.pareto (torch draws it at that point).
+  bool visualize_memory_budget_pareto = false;
+  // Told how far long work has come: `task` ("partition", "pareto") and a
+  // fraction in [0, 1] that never decreases within one call. Called on the
+  // partitioning thread; null: nothing is reported.
+  std::function<void(std::string_view task, double fraction)> progress;
   // Op categories; defaults to torch 2.13's lists.
   OpRegistry ops = OpRegistry::defaults();
 

@@ -26,9 +26,21 @@
 
 namespace remat {
 
+// A graph module nested in the joint graph's module (a higher-order op's
+// body, such as invoke_subgraph's), under its qualified module name.
+struct NestedGraph {
+  std::string name;  // "repeated_subgraph0", "a.b"
+  Graph graph;       // its own pools: ids do not mix with the joint graph's
+};
+
 // A joint graph with the arguments torch passes along with it.
 struct JointGraph {
   Graph graph;
+  // The graph modules nested in the joint module, in the order torch's
+  // `named_modules()` walks them. torch's partitioner reads their memory
+  // budget annotations (and nothing else of them); nothing is partitioned
+  // inside them.
+  std::vector<NestedGraph> nested;
   int num_fwd_outputs = 0;
   std::vector<int> static_lifetime_input_indices;
   // Op-category overrides from the JSON "ops" table ("categories"): registry
@@ -50,6 +62,69 @@ struct NodeDecision {
   Where where = Where::kUnused;
   std::string ban_reason;   // why recomputation was banned ("" if it was not)
   NodeId merged_into = kNoNode;  // CSE: the equal node that replaced this one
+};
+
+// One line torch 2.13's partitioner logs (logger
+// "torch._functorch.partitioners"), as remat reproduces it. Recorded only when
+// PartitionOptions::trace is set, in the order torch would log them.
+struct LogRecord {
+  enum class Level : uint8_t { kDebug, kInfo, kWarning };
+  Level level = Level::kInfo;
+  // torch logs it only under config.debug_partitioner (AOT_PARTITIONER_DEBUG).
+  bool debug_only = false;
+  std::string format;              // printf-style, torch's text: "too long %s %s %s %s"
+  std::vector<std::string> args;   // each argument as Python's str() prints it
+};
+
+// One call of torch's get_saved_values_knapsack: what its knapsack saw and
+// chose, and the min-cut that followed (torch's "min_cut_information"
+// artifact). Node ids are the caller's joint-graph ids.
+struct KnapsackRecord {
+  double memory_budget = 0;            // the budget asked for
+  double expected_runtime = 0;         // the solver's
+  std::vector<int> saved_items;        // item indices, as the solver returned them
+  std::vector<int> recomputed_items;
+  std::vector<NodeId> items;           // recomputable banned nodes, largest first
+  std::vector<int64_t> item_bytes;     // _size_of of each item
+  std::vector<double> item_memory;     // normalized sizes (the solver's input)
+  std::vector<double> item_runtime;    // estimated runtimes (the solver's input)
+  std::vector<NodeId> saved_values;    // what the min-cut with the chosen items unbanned saves
+  double min_act_size = 0;             // GB saved by the inputs alone
+  double max_act_size = 0;             // GB saved by the runtime-optimized cut
+  double saved_act_size = 0;           // GB of saved_values
+  double more_aggressive_ratio = 0;    // memory ratios of the two intermediate tiers
+  double aggressive_ratio = 0;
+};
+
+// One point of the memory-budget trade-off curve.
+struct MemoryBudgetPoint {
+  double budget = 0;             // the activation memory budget asked for
+  double recompute_runtime = 0;  // estimated runtime of what is recomputed
+  double memory_ratio = 0;       // saved activations: 0 = inputs only, 1 = runtime-optimized
+};
+
+// How the engine reached its decision, for logs, traces and reports: filled
+// when PartitionOptions::trace or visualize_memory_budget_pareto is set,
+// empty otherwise.
+struct PartitionTrace {
+  std::vector<LogRecord> log;
+  std::vector<KnapsackRecord> knapsack;
+  // The sweep torch draws for config.visualize_memory_budget_pareto; only
+  // when the budget reached the knapsack, as in torch. Sorted, duplicates kept.
+  std::vector<MemoryBudgetPoint> pareto;
+  // _size_of of each PartitionResult::saved_values entry (trace only).
+  std::vector<int64_t> saved_bytes;
+  // The memory budget the min-cut partitioner applied (after per-graph
+  // overrides) and the step of choose_saved_values_set that decided:
+  // "inputs", "runtime_optimized", "more_aggressive", "aggressive",
+  // "knapsack", "inputs_and_must_save"; "" when no budget logic ran.
+  double memory_budget = 1.0;
+  std::string budget_step;
+
+  bool empty() const {
+    return log.empty() && knapsack.empty() && pareto.empty() && saved_bytes.empty() &&
+           budget_step.empty();
+  }
 };
 
 // Engine time spent in one pipeline stage.
@@ -79,19 +154,13 @@ struct PartitionResult {
   std::string partitioner;  // "min_cut" or "default"
   double seconds = 0;       // engine time
   std::vector<StageTime> stages;  // where it went, in the order the stages ran
+  PartitionTrace trace;           // see PartitionTrace: empty unless asked for
 };
 
 PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
                                                     const PartitionOptions& options);
 PartitionResult default_partition(const JointGraph& joint,
                                   const PartitionOptions& options);
-
-// One point of the memory-budget trade-off curve.
-struct MemoryBudgetPoint {
-  double budget = 0;             // the activation memory budget asked for
-  double recompute_runtime = 0;  // estimated runtime of what is recomputed
-  double memory_ratio = 0;       // saved activations: 0 = inputs only, 1 = runtime-optimized
-};
 
 // torch's visualize_memory_budget_pareto sweep (choose_saved_values_set's
 // estimate_for_budget, bisected over [0, 1] down to `resolution`), with the

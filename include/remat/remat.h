@@ -7,4 +7,5 @@
 #include "remat/ops.h"
 #include "remat/options.h"
 #include "remat/partition.h"
+#include "remat/report.h"
 #include "remat/version.h"

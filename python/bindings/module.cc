@@ -6,7 +6,8 @@
 //    nothing is converted per node here.
 //  * The engine runs with the GIL released.
 //  * remat::Error becomes the remat.errors class of its code (NoFiniteCutError
-//    with .explanation and .dot); other exceptions use nanobind's defaults.
+//    with .explanation, .dot and .edge_list); any other C++ exception of the
+//    engine becomes remat.InternalError (out of memory stays MemoryError).
 //  * partition() and pareto() take two optional Python callables, the engine's
 //    custom hooks (remat/options.h): knapsack_solver(memory: list[float],
 //    max_memory: float, banned: list[int]) -> (saved, recomputed) lists of
@@ -16,6 +17,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <simdjson.h>
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "remat/remat.h"
+#include "budget/pareto.h"
 
 namespace nb = nanobind;
 
@@ -212,6 +215,8 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
       REMAT_BOOL(enable_activation_offloading),
       REMAT_BOOL(sync_decision_cross_ranks),
       REMAT_BOOL(activation_quantization),
+      REMAT_BOOL(trace),
+      REMAT_BOOL(visualize_memory_budget_pareto),
 #undef REMAT_BOOL
       {"max_dist_from_bw",
        [&](auto k, auto v) { o.max_dist_from_bw = static_cast<int>(as_int(k, v)); }},
@@ -269,13 +274,14 @@ remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hook
   return o;
 }
 
-void raise_error(const remat::Error& e, const char* explanation, const char* dot) {
+void raise_error(const remat::Error& e, const char* explanation, const char* dot,
+                 const char* edge_list) {
   PyObject* cls = g_errors_by_code
       ? PyDict_GetItemString(g_errors_by_code, remat::error_code_name(e.code()))
       : nullptr;
   if (!cls) cls = g_base_error ? g_base_error : PyExc_RuntimeError;
   PyObject* inst = explanation
-      ? PyObject_CallFunction(cls, "sss", e.what(), explanation, dot)
+      ? PyObject_CallFunction(cls, "ssss", e.what(), explanation, dot, edge_list)
       : PyObject_CallFunction(cls, "s", e.what());
   if (!inst) return;  // constructing the exception failed; that error stands
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(inst)), inst);
@@ -297,9 +303,21 @@ NB_MODULE(_remat, m) {
     try {
       std::rethrow_exception(p);
     } catch (const remat::NoFiniteCutError& e) {
-      raise_error(e, e.explanation().c_str(), e.dot().c_str());
+      raise_error(e, e.explanation().c_str(), e.dot().c_str(), e.edge_list().c_str());
     } catch (const remat::Error& e) {
-      raise_error(e, nullptr, nullptr);
+      raise_error(e, nullptr, nullptr, nullptr);
+    } catch (const nb::python_error&) {
+      throw;  // a hook's Python exception: restored unchanged by nanobind
+    } catch (const nb::builtin_exception&) {
+      throw;  // nanobind's own TypeError, IndexError ...
+    } catch (const std::bad_alloc&) {
+      throw;  // MemoryError
+    } catch (const std::exception& e) {
+      // Anything else escaping the engine is a bug in remat: say so with
+      // the RematError the contract promises, not a bare RuntimeError.
+      raise_error(remat::Error(remat::ErrorCode::kInternal,
+                               std::string("internal error: ") + e.what()),
+                  nullptr, nullptr, nullptr);
     }
   });
 
@@ -357,6 +375,39 @@ NB_MODULE(_remat, m) {
       nb::arg("runtime_estimator") = nb::none(),
       "The memory-budget Pareto frontier: [(budget, recompute_runtime, memory_ratio)];\n"
       "with `budgets`, exactly those budgets.");
+
+  m.def(
+      "pareto_svg",
+      [](const std::vector<std::tuple<double, double, double>>& points) {
+        std::vector<remat::ParetoPoint> pts;
+        for (const auto& [b, rt, ratio] : points) pts.push_back({b, rt, ratio});
+        return remat::pareto_svg(pts);
+      },
+      nb::arg("points"),
+      "The frontier [(budget, recompute_runtime, memory_ratio)] as remat's SVG chart.");
+
+  m.def(
+      "report",
+      [](nb::bytes joint_json, nb::bytes result_json,
+         const std::vector<std::tuple<double, double, double>>& pareto, const std::string& title,
+         const std::string& pareto_note) {
+        std::string out;
+        {
+          nb::gil_scoped_release release;
+          remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+          remat::ReportOptions report;
+          report.title = title;
+          report.pareto_note = pareto_note;
+          for (const auto& [b, rt, ratio] : pareto) report.pareto.push_back({b, rt, ratio});
+          for (const auto& [key, cats] : joint.op_overrides) report.options.ops.set(key, cats);
+          out = remat::html_report(joint, view_of(result_json), report);
+        }
+        return out;
+      },
+      nb::arg("joint_json"), nb::arg("result_json"),
+      nb::arg("pareto") = std::vector<std::tuple<double, double, double>>{},
+      nb::arg("title") = "", nb::arg("pareto_note") = "",
+      "The partition's self-contained HTML report.");
 
   m.def(
       "roundtrip",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Union
 
 from .errors import (
+    DropInError,
     InternalError,
     InvalidGraphError,
     InvalidOptionError,
@@ -32,11 +33,14 @@ __all__ = [
     "RematIOError",
     "InternalError",
     "NoFiniteCutError",
+    "DropInError",
     "partition",
     "pareto",
     "roundtrip",
     "info",
     "version",
+    "pareto_svg",
+    "report",
 ]
 
 JsonLike = Union[bytes, bytearray, memoryview, str, Mapping[str, Any]]
@@ -133,3 +137,29 @@ def roundtrip(joint: JsonLike) -> bytes:
 def info(joint: JsonLike) -> dict:
     """Node counts of a joint graph, as the engine sees it."""
     return _ext().info(_to_bytes(joint))
+
+
+def pareto_svg(points) -> str:
+    """The frontier [(budget, recompute_runtime, memory_ratio), ...] (pareto()'s
+    points) as remat's standalone SVG chart (what `remat pareto -o` writes)."""
+    return _ext().pareto_svg([tuple(float(x) for x in p) for p in points])
+
+
+def report(
+    joint: JsonLike,
+    result: JsonLike,
+    *,
+    pareto: list | None = None,
+    title: str = "",
+    pareto_note: str = "",
+) -> str:
+    """One partition as a self-contained HTML page (what `remat report` writes).
+
+    `result` is partition()'s document for `joint` (fields added to it, such as
+    a memory simulation's "memory", are shown); `pareto` the frontier from
+    pareto(), or None (then `pareto_note` says why there is none).
+    """
+    points = [tuple(float(x) for x in p) for p in pareto or ()]
+    if not pareto and not pareto_note:
+        pareto_note = "No frontier was computed for this graph."
+    return _ext().report(_to_bytes(joint), _to_bytes(result), points, title, pareto_note)

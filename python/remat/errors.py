@@ -2,7 +2,8 @@
 
 Contract: every error of the engine is a `RematError`; the subclass follows the
 C++ ErrorCode. `NoFiniteCutError` carries `.explanation` (the infinite path, node
-by node) and `.dot` (the capacity graph in Graphviz syntax).
+by node), `.dot` (the capacity graph in Graphviz syntax) and `.edge_list` (the
+same graph as networkx's generate_edgelist prints it).
 """
 
 from __future__ import annotations
@@ -38,18 +39,39 @@ class InternalError(RematError):
     code = "internal"
 
 
+class DropInError(RematError):
+    """remat.torch's drop-in failed for a reason that is not a deliberate refusal.
+
+    ``step`` says where: ``"options"`` (reading torch's configuration),
+    ``"export"`` (FX joint graph to JSON; ``node`` names the node), ``"engine"``
+    or ``"import"`` (JSON result to FX modules). The original exception is
+    ``__cause__``. Under ``remat.torch.install()`` (with fallback) these hand
+    the graph to torch's own partitioner with a warning.
+    """
+
+    code = "drop_in"
+
+    def __init__(self, message: str = "", step: str = "", node: "str | None" = None) -> None:
+        super().__init__(message)
+        self.step = step
+        self.node = node
+
+
 class NoFiniteCutError(RematError):
     """No finite cut: a value the backward needs can be neither saved nor recomputed."""
 
     code = "no_finite_cut"
 
-    def __init__(self, message: str = "", explanation: str = "", dot: str = "") -> None:
+    def __init__(self, message: str = "", explanation: str = "", dot: str = "",
+                 edge_list: str = "") -> None:
         super().__init__(message)
         self.explanation = explanation
         self.dot = dot
+        self.edge_list = edge_list
 
 
 # Keyed by the C++ error_code_name() spelling; the bindings look classes up here.
+# (DropInError is raised by remat.torch only.)
 BY_CODE = {
     cls.code: cls
     for cls in (

@@ -51,9 +51,17 @@ bool is_assert_only_symbool(const Graph& g, NodeId n);
 bool must_be_in_forward(const Graph& g, NodeId n);
 bool must_be_in_backward(const Graph& g, NodeId n);
 
-// The forward and backward outputs of the joint output node (flattened
-// leaves; kNoNode for a None leaf).
-void split_outputs(const Graph& g, int num_fwd_outputs, std::vector<NodeId>& fwd,
-                   std::vector<NodeId>& bwd);
+// The pytree leaves of the joint output node, split at num_fwd_outputs as
+// torch's `_extract_fwd_bwd_outputs` splits them. A leaf is a node, or a value
+// FX passes through unchanged (None, an int such as a specialized SymInt, a
+// float, an opaque object ...): then its node is kNoNode and its arg is the
+// output node's argument item that holds it, which extraction copies into
+// the output of the graph it builds. For a node leaf, arg is that node's
+// item too.
+struct OutputLeaves {
+  std::vector<NodeId> fwd, bwd;          // kNoNode for a non-node leaf
+  std::vector<ArgId> fwd_args, bwd_args; // the leaf's item in g's output args
+};
+OutputLeaves split_outputs(const Graph& g, int num_fwd_outputs);
 
 }  // namespace remat

@@ -19,12 +19,9 @@
 
 namespace remat {
 
-void split_outputs(const Graph& g, int num_fwd_outputs, std::vector<NodeId>& fwd,
-                   std::vector<NodeId>& bwd) {
-  fwd.clear();
-  bwd.clear();
+OutputLeaves split_outputs(const Graph& g, int num_fwd_outputs) {
   const NodeId out = g.output();
-  std::vector<NodeId> leaves;
+  std::vector<ArgId> leaves;
   if (out != kNoNode && g.node(out).args != kNoArg) {
     // pytree leaves in pre-order: lists, tuples and dict values are walked
     // into; dict keys are not leaves; everything else (a slice included) is
@@ -57,19 +54,21 @@ void split_outputs(const Graph& g, int num_fwd_outputs, std::vector<NodeId>& fwd
         case ArgKind::kDict:
           stack.push_back({a + 1, a + arg.span, arg.kind == ArgKind::kDict, true});
           break;
-        case ArgKind::kNode:
-          leaves.push_back(arg.id);
-          break;
         default:
-          leaves.push_back(kNoNode);
+          leaves.push_back(a);
           break;
       }
     }
   }
   const size_t split =
       std::min(leaves.size(), static_cast<size_t>(num_fwd_outputs < 0 ? 0 : num_fwd_outputs));
-  fwd.assign(leaves.begin(), leaves.begin() + split);
-  bwd.assign(leaves.begin() + split, leaves.end());
+  OutputLeaves out_leaves;
+  out_leaves.fwd_args.assign(leaves.begin(), leaves.begin() + split);
+  out_leaves.bwd_args.assign(leaves.begin() + split, leaves.end());
+  auto node_of = [&](ArgId a) { return g.arg(a).kind == ArgKind::kNode ? g.arg(a).id : kNoNode; };
+  for (ArgId a : out_leaves.fwd_args) out_leaves.fwd.push_back(node_of(a));
+  for (ArgId a : out_leaves.bwd_args) out_leaves.bwd.push_back(node_of(a));
+  return out_leaves;
 }
 
 NodeInfo classify_nodes(const Graph& g, const std::vector<int>& static_lifetime_input_indices,
@@ -85,9 +84,8 @@ NodeInfo classify_nodes(const Graph& g, const std::vector<int>& static_lifetime_
   }
   info.tangents_closure = info.required_bw;
 
-  std::vector<NodeId> fwd_outputs, bwd_outputs;
-  split_outputs(g, num_fwd_outputs, fwd_outputs, bwd_outputs);
-  for (NodeId o : bwd_outputs) {
+  const OutputLeaves outputs = split_outputs(g, num_fwd_outputs);
+  for (NodeId o : outputs.bwd) {
     if (o != kNoNode && g.node(o).kind != NodeKind::kOutput) info.required_bw[o] = 1;
   }
 
@@ -100,7 +98,7 @@ NodeInfo classify_nodes(const Graph& g, const std::vector<int>& static_lifetime_
     if (is_fwd_seed_offset(g, id)) info.inputs.push_back(id);
   }
 
-  const SubgraphSelection fw = select_subgraph(g, info.inputs, fwd_outputs, Subgraph::kForward,
+  const SubgraphSelection fw = select_subgraph(g, info.inputs, outputs.fwd, Subgraph::kForward,
                                                options.dce_impure_random);
   info.required_fw.assign(n, 0);
   for (NodeId id : fw.inputs) info.required_fw[id] = 1;

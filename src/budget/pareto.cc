@@ -47,12 +47,20 @@ std::pair<double, double> padded_range(double lo, double hi) {
 
 }  // namespace
 
-std::vector<ParetoPoint> pareto_sweep(const BudgetEvaluator& evaluate, double resolution) {
+std::vector<ParetoPoint> pareto_sweep(const BudgetEvaluator& evaluate, double resolution,
+                                      const SweepProgress& progress) {
   if (!evaluate) throw Error(ErrorCode::kInvalidOption, "pareto_sweep: no evaluator");
   if (!(resolution > 0)) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("pareto_sweep: resolution is {} (must be > 0)", resolution));
   }
+  // Progress is the width of budget space whose outcome is known: an
+  // interval is settled when it is narrow enough or its ends agree.
+  double settled = 0;
+  auto report = [&](double width) {
+    settled += width;
+    if (progress) progress("pareto", std::min(settled, 1.0));
+  };
   std::vector<ParetoPoint> points{evaluate_at(evaluate, 0.0), evaluate_at(evaluate, 1.0)};
   if (!same_outcome(points[0], points[1])) {
     // Intervals whose ends differ; a stack, as torch's list.pop().
@@ -68,13 +76,17 @@ std::vector<ParetoPoint> pareto_sweep(const BudgetEvaluator& evaluate, double re
       if (rhs.budget - lhs.budget < resolution || !(lhs.budget < middle && middle < rhs.budget)) {
         points.push_back(lhs);
         points.push_back(rhs);
+        report(rhs.budget - lhs.budget);
         continue;
       }
       const ParetoPoint mid = evaluate_at(evaluate, middle);
       if (!same_outcome(mid, lhs)) pending.emplace_back(lhs, mid);
+      else report(mid.budget - lhs.budget);
       if (!same_outcome(mid, rhs)) pending.emplace_back(mid, rhs);
+      else report(rhs.budget - mid.budget);
     }
   }
+  if (progress) progress("pareto", 1.0);
   std::sort(points.begin(), points.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
     return std::tie(a.budget, a.recompute_runtime, a.memory_ratio) <
            std::tie(b.budget, b.recompute_runtime, b.memory_ratio);

@@ -31,8 +31,14 @@ struct ParetoPoint {
 // budget -> (recompute runtime, memory ratio) of the partition chosen at it.
 using BudgetEvaluator = std::function<std::pair<double, double>(double budget)>;
 
+// Told the fraction of [0, 1] whose outcome is settled, after each
+// evaluation (never decreasing; 1 at the end).
+using SweepProgress = std::function<void(std::string_view task, double fraction)>;
+
+// `progress` (may be null) is called with task "pareto".
 std::vector<ParetoPoint> pareto_sweep(const BudgetEvaluator& evaluate,
-                                      double resolution = 1e-3);
+                                      double resolution = 1e-3,
+                                      const SweepProgress& progress = nullptr);
 
 // "budget,recompute_runtime,memory_ratio" then one row per point.
 std::string pareto_csv(const std::vector<ParetoPoint>& points);

@@ -26,11 +26,14 @@
 #include "analyze/analyze.h"
 #include "budget/pareto.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/ops.h"
 #include "remat/options.h"
 #include "remat/partition.h"
+#include "remat/report.h"
+#include "report/explain.h"
 
 extern char** environ;
 
@@ -38,25 +41,24 @@ namespace remat::cli {
 
 namespace {
 
+using report::bytes_of;
+using report::describe_value;
+using report::human_bytes;
+
 using Clock = std::chrono::steady_clock;
 
-// Graphs at least this big get timing lines even without --verbose, so a
-// long run is never silent.
+// Graphs at least this big get timing lines even without --verbose, and a
+// progress bar on a terminal, so a long run is never silent.
 constexpr size_t kBigGraph = 200000;
+
+// Whether a command wants a progress bar (drawn only on a terminal).
+bool wants_progress(const CommonSettings& common, bool long_work) {
+  if (common.progress == "never") return false;
+  return common.progress == "always" || long_work;
+}
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-std::string human_bytes(int64_t b) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024.0 && u < 5) {
-    v /= 1024.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, kUnits[u]);
 }
 
 bool is_file(const std::string& p) {
@@ -92,47 +94,6 @@ OpRegistry registry_for(const JointGraph& joint) {
   OpRegistry reg = OpRegistry::defaults();
   for (const auto& [key, cats] : joint.op_overrides) reg.set(key, cats);
   return reg;
-}
-
-std::string describe_value(const Graph& g, NodeId id) {
-  const Node& n = g.node(id);
-  if (n.value != ValueKind::kTensor || g.tensors(id).empty()) return value_kind_name(n.value);
-  const TensorMeta& t = g.tensors(id)[0];
-  std::string s = fmt::format("{}[", g.str(t.dtype));
-  bool first = true;
-  for (const Dim& d : g.shape(t)) {
-    if (!first) s += ", ";
-    first = false;
-    s += d.expr != 0 ? std::string(g.str(d.expr)) : std::to_string(d.value);
-  }
-  return s + "]";
-}
-
-// Bytes of a node, or -1 when size_of refuses it (no "val", unknown kind).
-int64_t bytes_of(const Graph& g, NodeId id, const PartitionOptions& options) {
-  try {
-    return size_of(g, id, options);
-  } catch (const Error&) {
-    return -1;
-  }
-}
-
-const char* where_text(NodeDecision::Where w) {
-  switch (w) {
-    case NodeDecision::Where::kRemoved:
-      return "removed before partitioning (dead code, or merged into an equal node by CSE)";
-    case NodeDecision::Where::kForwardOnly:
-      return "computed in the forward only; the backward does not need it";
-    case NodeDecision::Where::kSaved:
-      return "computed in the forward and saved for the backward";
-    case NodeDecision::Where::kRecomputed:
-      return "computed in the forward and recomputed in the backward";
-    case NodeDecision::Where::kBackwardOnly:
-      return "computed in the backward only";
-    case NodeDecision::Where::kUnused:
-      return "in neither graph";
-  }
-  return "?";
 }
 
 bool on_path(const char* program) {
@@ -176,26 +137,11 @@ int explain(const JointGraph& joint, const PartitionResult& r, const std::string
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("--explain: node '{}' is not in the joint graph", name));
   }
-  const Node& n = g.node(id);
-  std::printf("\nnode '%s' (%s %s, %s)\n", name.c_str(), node_kind_name(n.kind),
-              std::string(g.str(n.target)).c_str(), describe_value(g, id).c_str());
   if (id >= r.decisions.size()) {
-    std::printf("  no decision recorded for it\n");
+    std::printf("\nnode '%s'\n  no decision recorded for it\n", name.c_str());
     return 0;
   }
-  const NodeDecision& d = r.decisions[id];
-  std::printf("  %s: %s\n", where_name(d.where), where_text(d.where));
-  if (d.merged_into != kNoNode && d.merged_into < g.size()) {
-    std::printf("  merged into the equal node '%s'\n", std::string(g.name(d.merged_into)).c_str());
-  }
-  if (!d.ban_reason.empty()) {
-    std::printf("  recomputation banned: %s\n", d.ban_reason.c_str());
-  }
-  if (n.recompute != RecomputePolicy::kNone) {
-    std::printf("  checkpoint policy: %s\n", recompute_policy_name(n.recompute));
-  }
-  const int64_t b = bytes_of(g, id, options);
-  if (b >= 0) std::printf("  size: %s\n", human_bytes(b).c_str());
+  std::printf("\n%s\n", report::explain_node(g, id, r.decisions[id], options).c_str());
   return 0;
 }
 
@@ -311,10 +257,14 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   if (timing) std::fprintf(stderr, "remat: partitioning with %s...\n", s.partitioner.c_str());
   const auto t0 = Clock::now();
   PartitionResult r;
+  ProgressBar bar(wants_progress(common, g.size() >= kBigGraph));
+  options.progress = bar.hook();
   try {
     r = s.partitioner == "default" ? default_partition(joint, options)
                                    : min_cut_rematerialization_partition(joint, options);
+    bar.finish();
   } catch (const NoFiniteCutError& e) {
+    bar.finish();
     // The message already walks the conflicting path node by node.
     std::fprintf(stderr, "remat: error: %s\n", e.what());
     if (!s.dot.empty()) {
@@ -427,8 +377,11 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   const bool timing = common.verbose || joint.graph.size() >= kBigGraph;
   const auto t0 = Clock::now();
   std::vector<ParetoPoint> points;
+  ProgressBar bar(wants_progress(common, /*long_work=*/true));
+  options.progress = bar.hook();
   for (const MemoryBudgetPoint& p : memory_budget_pareto(joint, options, s.resolution))
     points.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
+  bar.finish();
   if (timing) std::fprintf(stderr, "remat: swept the frontier in %.1f ms\n", ms_since(t0));
 
   // Render everything first: a failure leaves no file half-written.
@@ -448,6 +401,51 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   }
   std::printf("wrote %s\n", s.svg.c_str());
   if (!s.csv.empty()) std::printf("wrote %s\n", s.csv.c_str());
+  if (!s.json.empty()) std::printf("wrote %s\n", s.json.c_str());
+  return 0;
+}
+
+int run_report(const CommonSettings& common, const ReportSettings& s) {
+  std::string path;
+  const JointGraph joint = load(common, path);
+  PartitionOptions options;
+  options.ops = registry_for(joint);
+  options.cse = !s.no_cse;
+  if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
+  options.trace = true;  // the budget step and saved sizes feed the summary
+  options.validate();
+
+  ProgressBar bar(wants_progress(common, !s.no_pareto || joint.graph.size() >= kBigGraph));
+  options.progress = bar.hook();
+  const PartitionResult r = s.partitioner == "default"
+                                ? default_partition(joint, options)
+                                : min_cut_rematerialization_partition(joint, options);
+  // The report shows the engine's time; the --json file, like partition's
+  // -o, is the same bytes on every run.
+  const std::string result = write_result(joint, r, /*timings=*/true);
+
+  ReportOptions report;
+  report.title = path;
+  report.options = options;
+  if (s.no_pareto) {
+    report.pareto_note = "Not computed (--no-pareto).";
+  } else if (s.partitioner == "default") {
+    report.pareto_note = "The default partitioner has no memory budget.";
+  } else {
+    try {
+      report.pareto = memory_budget_pareto(joint, options);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUnsupported) throw;
+      report.pareto_note = std::string("No trade-off to draw: ") + e.what();
+    }
+  }
+  bar.finish();
+  // Render everything first: a failure leaves no file half-written.
+  const std::string html = html_report(joint, result, report);
+  write_file_atomic(s.html, html);
+  if (!s.json.empty()) write_file_atomic(s.json, write_result(joint, r));
+  std::printf("graph: %s (%zu nodes)\n", path.c_str(), joint.graph.size());
+  std::printf("wrote %s\n", s.html.c_str());
   if (!s.json.empty()) std::printf("wrote %s\n", s.json.c_str());
   return 0;
 }

@@ -18,6 +18,9 @@ struct CommonSettings {
   std::string graph;   // path of the joint graph; empty: the shipped example
   bool verbose = false;
   uint64_t max_input_bytes = kDefaultMaxInputBytes;  // --max-input-size
+  // --progress: "auto" (a bar on a terminal for long work: any pareto
+  // sweep, big graphs), "always" (on a terminal, whatever the size), "never".
+  std::string progress = "auto";
   std::string argv0;   // to find the examples next to the installed binary
 };
 
@@ -42,7 +45,17 @@ struct ParetoSettings {
   bool no_cse = false;
 };
 
+struct ReportSettings {
+  std::string html;             // -o: the report (required)
+  std::string json;             // --json PATH: also the partition result
+  std::string partitioner = "min_cut";
+  std::optional<double> memory_budget;
+  bool no_cse = false;
+  bool no_pareto = false;       // skip the frontier (a sweep costs many partitions)
+};
+
 int run_info(const CommonSettings& common);
+int run_report(const CommonSettings& common, const ReportSettings& settings);
 int run_partition(const CommonSettings& common, const PartitionSettings& settings);
 int run_pareto(const CommonSettings& common, const ParetoSettings& settings);
 

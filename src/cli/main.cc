@@ -1,7 +1,8 @@
 // cli/main.cc — the `remat` command: argument parsing and error reporting.
 //
 // Contract: `remat --help`, `remat --version`, `remat info [GRAPH]`,
-// `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [options]`.
+// `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [options]`,
+// `remat report [GRAPH] -o HTML [options]`.
 // Every failure is one "remat: error: ..." message on stderr and a non-zero
 // exit status (1 for errors, CLI11's codes for bad usage); no exception
 // escapes main, so the process never aborts with a stack trace. SIGINT,
@@ -57,6 +58,13 @@ const CLI::Validator kPositive(
     },
     "NUMBER > 0");
 
+void add_progress_option(CLI::App* cmd, remat::cli::CommonSettings& common) {
+  cmd->add_option("--progress", common.progress,
+                  "progress bar on stderr when it is a terminal: auto (long work; default), "
+                  "always, never; never drawn into a pipe or file")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +112,7 @@ int main(int argc, char** argv) {
                    "next to it when graphviz's dot is on PATH)")
       ->check(kNonEmptyPath);
   part->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  add_progress_option(part, common);
 
   cli::ParetoSettings pa;
   CLI::App* pareto = app.add_subcommand(
@@ -125,7 +134,29 @@ int main(int argc, char** argv) {
       ->check(kPositive);
   pareto->add_flag("--no-cse", pa.no_cse, "do not deduplicate equal nodes first");
   pareto->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
-  for (CLI::App* sub : {info, part, pareto}) {
+  add_progress_option(pareto, common);
+
+  cli::ReportSettings rs;
+  CLI::App* report = app.add_subcommand(
+      "report", "Partition a joint graph and write one self-contained HTML report: summary, "
+                "memory timeline, Pareto frontier, the cut as a picture, every node's fate");
+  report->add_option("graph", common.graph, "joint graph JSON file");
+  report->add_option("-o,--output", rs.html, "write the HTML report here")
+      ->required()
+      ->check(kNonEmptyPath);
+  report->add_option("--json", rs.json, "also write the partition result JSON here")
+      ->check(kNonEmptyPath);
+  report->add_option("--partitioner", rs.partitioner, "min_cut (default) or default")
+      ->check(CLI::IsMember({"min_cut", "default"}));
+  report->add_option("--memory-budget", rs.memory_budget,
+                     "activation memory budget, a fraction in [0, 1] (default 1.0)");
+  report->add_flag("--no-cse", rs.no_cse, "do not deduplicate equal nodes first");
+  report->add_flag("--no-pareto", rs.no_pareto,
+                   "leave the memory-budget frontier out (it partitions once per budget tried)");
+  report->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  add_progress_option(report, common);
+
+  for (CLI::App* sub : {info, part, pareto, report}) {
     sub->add_option("--max-input-size", common.max_input_bytes,
                     "refuse a graph larger than this many bytes (default 1GiB, at most 4GiB - 1; "
                     "units kb, mb, gb are powers of 1024)")
@@ -143,6 +174,7 @@ int main(int argc, char** argv) {
     if (info->parsed()) return cli::run_info(common);
     if (part->parsed()) return cli::run_partition(common, ps);
     if (pareto->parsed()) return cli::run_pareto(common, pa);
+    if (report->parsed()) return cli::run_report(common, rs);
     std::fputs(app.help().c_str(), stdout);
     return 1;
   } catch (const NoFiniteCutError& e) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "remat/error.h"
 
 namespace remat {
@@ -202,6 +204,53 @@ std::string CapacityGraph::dot() const {
   return out;
 }
 
+namespace {
+// Python's repr() of a str: single quotes unless the text has one and no
+// double quote; backslashes, the chosen quote and control characters escaped.
+std::string py_repr(std::string_view s) {
+  const bool dq = s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos;
+  const char q = dq ? '"' : '\'';
+  std::string out(1, q);
+  for (char c : s) {
+    if (c == q || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  out += q;
+  return out;
+}
+}  // namespace
+
+std::string CapacityGraph::edge_list() const {
+  const size_t n = key_.size();
+  std::vector<uint32_t> off(n + 1, 0);
+  for (uint32_t u : tail_) ++off[u + 1];
+  for (size_t v = 0; v < n; ++v) off[v + 1] += off[v];
+  std::vector<uint32_t> by_tail(tail_.size());
+  std::vector<uint32_t> pos(off.begin(), off.end() - 1);
+  for (size_t e = 0; e < tail_.size(); ++e) by_tail[pos[tail_[e]]++] = static_cast<uint32_t>(e);
+  std::string out;
+  for (uint32_t e : by_tail) {
+    if (!out.empty()) out += '\n';
+    out += vertex_name(tail_[e]) + " " + vertex_name(head_[e]) + " {'capacity': " +
+           capacity_text(cap_[e], float_[e]);
+    if (reason_[e]) out += ", 'reason': " + py_repr(reasons_[reason_[e]]);
+    out += "}";
+  }
+  return out;
+}
+
 std::vector<NodeId> CapacityGraph::cut(CutSide side) const {
   // networkx.minimum_cut raises when either terminal is not a vertex.
   if (source_ == kNoVertex || sink_ == kNoVertex)
@@ -221,7 +270,7 @@ std::vector<NodeId> CapacityGraph::cut(CutSide side) const {
         "vs recompute in the backward pass. This error means a value is required for "
         "backward, but cannot be saved AND cannot be recomputed.\n\n" +
         explanation;
-    throw NoFiniteCutError(std::move(message), std::move(explanation), dot());
+    throw NoFiniteCutError(std::move(message), std::move(explanation), dot(), edge_list());
   }
   std::vector<uint8_t> src = flow.source_side(side);
   std::vector<uint8_t> saved(g_.size(), 0);

@@ -66,6 +66,10 @@ class CapacityGraph {
 
   // The graph in Graphviz DOT: capacities as labels, infinite edges red.
   std::string dot() const;
+  // The graph as networkx's generate_edgelist(G) prints it: per vertex in
+  // vertex order, its out-edges in insertion order, "u v {'capacity': c,
+  // 'reason': '...'}" (Python reprs), lines joined by "\n".
+  std::string edge_list() const;
 
  private:
   static constexpr uint32_t kSourceKey = 0xFFFFFFFEu, kSinkKey = 0xFFFFFFFDu;

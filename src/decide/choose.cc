@@ -16,6 +16,12 @@
 // The solver and the runtime estimator may be the caller's own hooks
 // (PartitionOptions::custom_knapsack / custom_runtime_estimator, torch's
 // CustomKnapsackSolver / CustomRuntimeEstimator), told the items as joint ids.
+//
+// With ctx.trace set, the story is recorded as torch would tell it: each
+// min-cut's log lines (replayed when a memoized cut is reused, since torch
+// runs it again), each knapsack call's inputs and choice, the step that
+// decided, and, for visualize_memory_budget_pareto, the frontier swept when
+// the knapsack is reached.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -71,6 +77,23 @@ void check_budget(double memory_budget) {
                 fmt::format("activation_memory_budget: the valid ranges for memory budget are "
                             "0 <= m <= 1. The provided value is {}",
                             memory_budget));
+}
+
+// A min-cut's log lines, appended to the trace (when there is one).
+void replay_log(const DecideContext& ctx, const MinCutResult& cut) {
+  if (ctx.trace) ctx.trace->log.insert(ctx.trace->log.end(), cut.log.begin(), cut.log.end());
+}
+
+MinCutResult traced_min_cut(const DecideContext& ctx, const MinCutOptions& mc) {
+  MinCutResult cut = solve_min_cut(ctx, mc);
+  replay_log(ctx, cut);
+  return cut;
+}
+
+// The caller's joint-graph id of a node of the (prepared) graph.
+NodeId joint_id_of(const Graph& g, NodeId n) {
+  const NodeId origin = g.node(n).origin;
+  return origin == kNoNode || origin == kCreatedNode ? n : origin;
 }
 
 // The budget-independent part of choose_saved_values_set.
@@ -175,6 +198,12 @@ class BudgetStage {
   Choice solve(double budget) {
     const PartitionOptions& o = ctx_.options;
     KnapsackResult k;
+    if (ctx_.trace && o.activation_memory_budget_solver == "dynamic_memory_budget_dp")
+      ctx_.trace->log.push_back({LogRecord::Level::kWarning, false,
+                                 "dynamic_memory_budget_dp is an experimental solver. It does not "
+                                 "guarantee performance improvements. Additionally, it is not "
+                                 "guaranteed to be stable.",
+                                 {}});
     if (o.activation_memory_budget_solver == "custom") {
       // torch's CustomKnapsackSolver branch: the solver sees the items, not
       // the runtimes, and the expected runtime is reported as 0.
@@ -199,7 +228,41 @@ class BudgetStage {
       for (int idx : key) dont_ban_[items_[idx]] = 1;
       it = cuts_.emplace(std::move(key), solve_min_cut(ctx_, aggressive_, dont_ban_)).first;
     }
+    if (ctx_.trace) {
+      replay_log(ctx_, it->second);
+      record(budget, k, it->second);
+    }
     return {&it->second, k.expected_runtime};
+  }
+
+  // The ratios of the two intermediate tiers, for the knapsack records.
+  void set_tier_ratios(double more_aggressive, double aggressive) {
+    more_ratio_ = more_aggressive;
+    aggressive_ratio_ = aggressive;
+  }
+
+  // One get_saved_values_knapsack call, as torch's min_cut_information
+  // artifact reports it.
+  void record(double budget, const KnapsackResult& k, const MinCutResult& cut) {
+    const Graph& g = ctx_.graph;
+    KnapsackRecord r;
+    r.memory_budget = budget;
+    r.expected_runtime = k.expected_runtime;
+    r.saved_items = k.saved;
+    r.recomputed_items = k.recomputed;
+    for (NodeId n : items_) {
+      r.items.push_back(joint_id_of(g, n));
+      r.item_bytes.push_back(size_of(g, n, ctx_.options));
+    }
+    r.item_memory = memory_;
+    r.item_runtime = runtimes_;
+    for (NodeId n : cut.saved_values) r.saved_values.push_back(joint_id_of(g, n));
+    r.min_act_size = min_act_;
+    r.max_act_size = max_act_;
+    r.saved_act_size = activations_size(ctx_, cut.saved_values);
+    r.more_aggressive_ratio = more_ratio_;
+    r.aggressive_ratio = aggressive_ratio_;
+    ctx_.trace->knapsack.push_back(std::move(r));
   }
 
   // torch's estimate_for_budget: (recomputed runtime, memory ratio).
@@ -211,10 +274,7 @@ class BudgetStage {
  private:
   // The caller's joint-graph id of a node of the (prepared) graph: what the
   // custom hooks are told.
-  NodeId joint_id(NodeId n) const {
-    const NodeId origin = ctx_.graph.node(n).origin;
-    return origin == kNoNode || origin == kCreatedNode ? n : origin;
-  }
+  NodeId joint_id(NodeId n) const { return joint_id_of(ctx_.graph, n); }
 
   const DecideContext& ctx_;
   MinCutOptions base_, more_, aggressive_;
@@ -223,6 +283,7 @@ class BudgetStage {
   std::vector<NodeId> item_ids_;  // items_ as joint ids, for the custom solver
   std::vector<double> memory_, runtimes_;
   double total_runtime_ = 0;
+  double more_ratio_ = 0, aggressive_ratio_ = 0;
   std::vector<uint8_t> dont_ban_;
   std::map<std::vector<int>, MinCutResult> cuts_;
 };
@@ -235,27 +296,50 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
   MinCutResult local;
   MinCutResult& out = last ? *last : local;
   out = MinCutResult();
-  if (memory_budget == 0) return ctx.info.inputs;
+  auto decided = [&](const char* step) {
+    if (ctx.trace) {
+      ctx.trace->memory_budget = memory_budget;
+      ctx.trace->budget_step = step;
+    }
+  };
+  if (memory_budget == 0) {
+    decided("inputs");
+    return ctx.info.inputs;
+  }
 
   BudgetStage stage(ctx);
-  out = solve_min_cut(ctx, stage.base());
+  out = traced_min_cut(ctx, stage.base());
+  decided("runtime_optimized");
   if (memory_budget == 1) return out.saved_values;
   stage.set_range(out.saved_values);
   // The runtime-optimized cut saves no more than the inputs anyway.
   if (!stage.has_range()) return out.saved_values;
 
-  out = solve_min_cut(ctx, stage.more());
-  if (stage.mem_ratio(out.saved_values) < memory_budget) return out.saved_values;
-  out = solve_min_cut(ctx, stage.aggressive());
-  if (stage.mem_ratio(out.saved_values) < memory_budget) return out.saved_values;
+  out = traced_min_cut(ctx, stage.more());
+  const double more_ratio = stage.mem_ratio(out.saved_values);
+  decided("more_aggressive");
+  if (more_ratio < memory_budget) return out.saved_values;
+  out = traced_min_cut(ctx, stage.aggressive());
+  const double aggressive_ratio = stage.mem_ratio(out.saved_values);
+  decided("aggressive");
+  if (aggressive_ratio < memory_budget) return out.saved_values;
 
   stage.set_items(out);
   if (stage.items().empty()) {
+    decided("inputs_and_must_save");
     std::vector<NodeId> result = ctx.info.inputs;
     result.insert(result.end(), stage.must_save().begin(), stage.must_save().end());
     return result;
   }
+  stage.set_tier_ratios(more_ratio, aggressive_ratio);
+  if (ctx.options.visualize_memory_budget_pareto && ctx.trace) {
+    // torch sweeps (and plots) here, before its final knapsack call.
+    for (const ParetoPoint& p :
+         pareto_sweep([&](double b) { return stage.evaluate(b); }, 1e-3, ctx.options.progress))
+      ctx.trace->pareto.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
+  }
   out = *stage.solve(memory_budget).cut;
+  decided("knapsack");
   return out.saved_values;
 }
 
@@ -269,7 +353,9 @@ std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double r
                 "memory budget Pareto frontier: the runtime-optimized min-cut saves no more "
                 "activation memory than the inputs, so every budget gives the same partition");
   stage.set_items(solve_min_cut(ctx, stage.aggressive()));
-  if (budgets.empty()) return pareto_sweep([&](double b) { return stage.evaluate(b); }, resolution);
+  if (budgets.empty())
+    return pareto_sweep([&](double b) { return stage.evaluate(b); }, resolution,
+                        ctx.options.progress);
   std::vector<ParetoPoint> points;
   for (double b : budgets) {
     const auto [runtime, ratio] = stage.evaluate(b);

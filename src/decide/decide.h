@@ -24,6 +24,7 @@
 #include "budget/pareto.h"
 #include "remat/graph.h"
 #include "remat/options.h"
+#include "remat/partition.h"
 
 namespace remat {
 
@@ -43,6 +44,9 @@ struct DecideContext {
   const std::vector<int64_t>& dist_from_bw;
   const std::vector<uint8_t>& op_categories;  // by OpId (OpRegistry::classify)
   const PartitionOptions& options;
+  // Where the decision's story goes (PartitionResult::trace), or null. Set
+  // when options.trace or options.visualize_memory_budget_pareto asks.
+  PartitionTrace* trace = nullptr;
 };
 
 struct MinCutResult {
@@ -51,6 +55,9 @@ struct MinCutResult {
   // Per node: why recomputation was banned (a static string), "" when it
   // was not.
   std::vector<std::string_view> ban_reason;
+  // The lines torch's solve_min_cut logs on this graph, in order (only when
+  // ctx.trace is set): replayed into the trace each time this cut is used.
+  std::vector<LogRecord> log;
 };
 
 // `dont_ban` (per node, may be empty) lists nodes the memory budget allows

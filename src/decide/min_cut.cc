@@ -16,9 +16,14 @@
 //     crosses it.
 // Torch's quadratic membership tests are replaced by flags and epoch stamps
 // with the same answers (see find_first_unfusible).
+// With ctx.trace set, the lines torch logs along the way (the banned ops,
+// "materialized backwards", "used above/below fusible", "too long") are
+// recorded in MinCutResult::log with torch's text and arguments.
 #include <algorithm>
 #include <cmath>
 #include <queue>
+
+#include <fmt/format.h>
 
 #include "decide/capacity_graph.h"
 #include "decide/decide.h"
@@ -51,15 +56,18 @@ class MinCutSolver {
         mc_(mc),
         dont_ban_(dont_ban),
         fusion_(ctx.graph, ctx.op_categories),
+        ctx_categories_(ctx.op_categories),
         cg_(ctx.graph),
         banned_(ctx.graph.size(), 0),
         size_(ctx.graph.size(), kUnknownSize),
-        stamp_(ctx.graph.size(), 0) {
+        stamp_(ctx.graph.size(), 0),
+        tracing_(ctx.trace != nullptr) {
     result_.ban_reason.assign(g_.size(), std::string_view());
     for (int k = 1; k <= 100; ++k) pow11_[k] = std::pow(1.1, static_cast<double>(k));
   }
 
   MinCutResult run() {
+    if (tracing_) log_banned_ops();
     build();
     if (mc_.ban_if_used_far_apart) ban_used_far_apart();
     if (mc_.ban_if_long_fusible_chains) ban_long_fusible_chains();
@@ -73,6 +81,42 @@ class MinCutSolver {
   bool required_fw(NodeId n) const { return info_.required_fw[n] != 0; }
   int32_t order(NodeId n) const { return info_.fw_order[n]; }
   bool is_view(NodeId n) const { return fusion_.is_view(n); }
+
+  // --- the log (ctx.trace only) -----------------------------------------
+  void log(LogRecord::Level level, bool debug_only, std::string_view format,
+           std::vector<std::string> args) {
+    result_.log.push_back({level, debug_only, std::string(format), std::move(args)});
+  }
+  std::string name(NodeId n) const { return std::string(g_.name(n)); }
+
+  // AOT_PARTITIONER_DEBUG's first line: the op packets of the graph that are
+  // not recomputable, as str() of torch's OrderedSet prints them.
+  void log_banned_ops() {
+    std::vector<StrId> seen;
+    std::string list;
+    const std::vector<uint8_t>& cats = ctx_categories_;
+    for (NodeId n = 0; n < g_.size(); ++n) {
+      if (g_.node(n).kind != NodeKind::kCallFunction) continue;
+      const OpInfo* op = g_.op(n);
+      if (op == nullptr || op->kind != OpKind::kOverload) continue;
+      if (std::find(seen.begin(), seen.end(), op->packet) != seen.end()) continue;
+      seen.push_back(op->packet);
+      if (g_.node(n).op < cats.size() && (cats[g_.node(n).op] & kCatRecomputable)) continue;
+      list += fmt::format("{}'{}'", list.empty() ? "" : ", ", g_.str(op->packet));
+    }
+    log(LogRecord::Level::kInfo, true, "Ops banned from re-materialization: %s",
+        {"OrderedSet([" + list + "])"});
+  }
+
+  // Python's str() of a tuple of FX nodes: "(a,)", "(a, b)".
+  std::string users_tuple(NodeId n) const {
+    std::string s = "(";
+    size_t count = 0;
+    for (NodeId user : g_.users(n)) {
+      s += (count++ ? ", " : "") + name(user);
+    }
+    return s + (count == 1 ? ",)" : ")");
+  }
 
   int64_t size(NodeId n) {
     if (size_[n] == kUnknownSize) size_[n] = size_of(g_, n, opt_);
@@ -144,7 +188,12 @@ class MinCutSolver {
       if (cat & kCatComputeIntensive) return "compute intensive op";
       if (is_non_builtin_to_include(g_, n, opt_)) return "non-builtin op";
     }
-    if (mc_.ban_if_materialized_backward && materialized_backwards(n)) return "materialized in backward";
+    if (mc_.ban_if_materialized_backward && materialized_backwards(n)) {
+      if (tracing_)
+        log(LogRecord::Level::kDebug, false, "materialized backwards: %s %s",
+            {name(n), users_tuple(n)});
+      return "materialized in backward";
+    }
     const int64_t d = dist_[n];
     if (d < 1000 && d > opt_.max_dist_from_bw) return "too far from backward";
     if (mc_.ban_if_reduction) {
@@ -321,6 +370,10 @@ class MinCutSolver {
       for (NodeId user : g_.users(used)) {
         if (required_fw(user) && order(user) > first_unfusible && fusion_.fusible(used, user)) {
           if (banned_[user]) continue;
+          if (tracing_)
+            log(LogRecord::Level::kInfo, false, "used above/below fusible %s:(%s) -> %s -> %s:(%s)",
+                {name(used), std::to_string(order(used)), std::to_string(first_unfusible),
+                 name(user), std::to_string(order(user))});
           ban(user, "", "used far apart from an unfusible use");
         }
       }
@@ -346,6 +399,9 @@ class MinCutSolver {
         if (visited[cur]) continue;
         visited[cur] = 1;
         if (order(cur) > start_order + 100 && heap.empty()) {
+          if (tracing_)
+            log(LogRecord::Level::kInfo, false, "too long %s %s %s %s",
+                {name(cur), name(start), std::to_string(order(cur)), std::to_string(start_order)});
           ban(cur, "", "long fusible chain");
           break;
         }
@@ -362,6 +418,7 @@ class MinCutSolver {
   MinCutOptions mc_;
   const std::vector<uint8_t>& dont_ban_;
   Fusion fusion_;
+  const std::vector<uint8_t>& ctx_categories_;
   CapacityGraph cg_;
   MinCutResult result_;
   std::vector<uint8_t> banned_;
@@ -374,6 +431,7 @@ class MinCutSolver {
   std::vector<uint64_t> heap_;
   std::string reason_;  // the source edge's reason, rebuilt per ban without allocating
   double pow11_[101] = {};
+  bool tracing_;
 };
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -78,7 +79,10 @@ struct Built {
   FxNamespace names;
 };
 
-Built build(const Graph& g, const SubgraphSelection& sel) {
+// `passthrough[i]`, when not kNoArg, is the argument item of g's output node
+// that output i stands for when it is no node (a constant, None, ...): it is
+// copied as is, as torch's extraction appends non-node outputs unchanged.
+Built build(const Graph& g, const SubgraphSelection& sel, std::span<const ArgId> passthrough) {
   const size_t n = g.size();
   Built out{Graph(), FxNamespace(g.shared_strings())};
   // Names first, in creation order: placeholders, every copy (even those
@@ -115,7 +119,12 @@ Built build(const Graph& g, const SubgraphSelection& sel) {
   Node output;
   output.args = b.begin(ArgKind::kTuple);
   const ArgId values = b.begin(ArgKind::kTuple);
-  for (NodeId x : sel.outputs) {
+  for (size_t i = 0; i < sel.outputs.size(); ++i) {
+    const NodeId x = sel.outputs[i];
+    if (x == kNoNode && i < passthrough.size() && passthrough[i] != kNoArg) {
+      b.add_tree(g, passthrough[i], remap);
+      continue;
+    }
     Arg a;
     if (x != kNoNode) {
       a.kind = ArgKind::kNode;
@@ -285,8 +294,9 @@ void bind_symbols(const Graph& g, std::vector<NodeId>& saved_sym_nodes,
 
 Extracted extract_fwd_bwd(const Graph& g, SavedSets saved, int num_fwd_outputs,
                           const PartitionOptions& options) {
-  std::vector<NodeId> fwd_outputs, bwd_outputs;
-  split_outputs(g, num_fwd_outputs, fwd_outputs, bwd_outputs);
+  const OutputLeaves leaves = split_outputs(g, num_fwd_outputs);
+  const std::vector<NodeId>& fwd_outputs = leaves.fwd;
+  const std::vector<NodeId>& bwd_outputs = leaves.bwd;
 
   std::vector<NodeId> primals, tangents, fwd_seeds, bwd_seeds, backward_states;
   for (NodeId id = 0; id < g.size(); ++id) {
@@ -326,13 +336,17 @@ Extracted extract_fwd_bwd(const Graph& g, SavedSets saved, int num_fwd_outputs,
   const std::vector<NodeId> fw_outputs =
       concat({&fwd_outputs, &e.saved_values, &e.saved_script_objects, &e.saved_opaque_nodes,
               &e.saved_sym_nodes});
+  // The forward's outputs start with the joint's forward leaves, so their
+  // pass-through items line up; saved values are all nodes.
   Built fw = build(g, select_subgraph(g, fw_inputs, fw_outputs, Subgraph::kForward,
-                                      options.dce_impure_random));
+                                      options.dce_impure_random),
+                   leaves.fwd_args);
   const std::vector<NodeId> bw_inputs =
       concat({&e.saved_sym_nodes, &e.saved_values, &e.saved_script_objects,
               &e.saved_opaque_nodes, &tangents, &bwd_seeds, &backward_states});
   Built bw = build(g, select_subgraph(g, bw_inputs, bwd_outputs, Subgraph::kBackward,
-                                      options.dce_impure_random));
+                                      options.dce_impure_random),
+                   leaves.bwd_args);
   e.forward = std::move(fw.graph);
   e.forward_names = std::move(fw.names);
   e.backward = std::move(bw.graph);

@@ -135,7 +135,8 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
   out.extra = kNoExtra;
   if (in.extra != kNoExtra) {
     NodeExtra x = src_.extra(id);
-    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr}) *s = str(*s);
+    for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint})
+      *s = str(*s);
     out.extra = dst_.add_extra(x);
   }
   out.tensors_begin = static_cast<uint32_t>(dst_.tensor_count());

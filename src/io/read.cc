@@ -57,18 +57,21 @@ const char* json_type_name(element_type t) {
 class Reader {
  public:
   JointGraph read(dom::element root);
+  // One nested graph module ("subgraphs" entry): its nodes against the
+  // document's op table, errors prefixed with the subgraph's name.
+  NestedGraph read_nested(dom::element e, std::optional<dom::element> ops, size_t index);
 
  private:
   // --- error reporting: "<where>: field '<field>': <what>" -------------------
   std::string where() const {
     if (node_ != kNoNode) {
-      return node_name_.empty() ? fmt::format("node #{}", node_)
-                                : fmt::format("node '{}'", node_name_);
+      return context_ + (node_name_.empty() ? fmt::format("node #{}", node_)
+                                            : fmt::format("node '{}'", node_name_));
     }
     if (op_ != kNoOp) {
       return op_name_.empty() ? fmt::format("op #{}", op_) : fmt::format("op '{}'", op_name_);
     }
-    return "joint graph";
+    return context_.empty() ? "joint graph" : context_.substr(0, context_.size() - 2);
   }
   [[noreturn]] void fail(ErrorCode code, std::string_view field, std::string_view what) const {
     throw Error(code, fmt::format("{}: field '{}': {}", where(), field, what));
@@ -125,6 +128,7 @@ class Reader {
 
   // --- parts ------------------------------------------------------------------
   void read_ops(dom::array ops);
+  Graph read_nodes(dom::array nodes);
   void collect_names(dom::array nodes);
   void read_node(dom::element e);
   void read_args(dom::element e, bool kwargs);
@@ -134,10 +138,12 @@ class Reader {
   void check_nested_value(dom::element e, std::string_view field);
   void read_tensor(dom::object o, std::string_view field, int32_t index, bool record);
   Dim read_dim(dom::element e, std::string_view field, bool size);
+  StrId read_nested_int(dom::element e, std::string_view field);
   void read_meta(dom::element e, Node& n);
   NodeId resolve(std::string_view name, std::string_view field);
 
   GraphBuilder b_;
+  std::string context_;  // "subgraph 'name': " while reading a nested graph
   std::vector<NodeId> node_of_name_;  // by the name's StrId
   std::vector<StrId> name_of_node_;   // by NodeId
   std::unordered_map<std::string_view, OpId> ops_;    // the "ops" table
@@ -155,7 +161,7 @@ class Reader {
 
 JointGraph Reader::read(dom::element root) {
   dom::object top = as_object(root, "(document)");
-  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes;
+  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes, subgraphs;
   for (dom::key_value_pair kv : top) {
     if (kv.key == "format") format = kv.value;
     else if (kv.key == "version") version = kv.value;
@@ -163,6 +169,7 @@ JointGraph Reader::read(dom::element root) {
     else if (kv.key == "static_lifetime_input_indices") statics = kv.value;
     else if (kv.key == "ops") ops = kv.value;
     else if (kv.key == "nodes") nodes = kv.value;
+    else if (kv.key == "subgraphs") subgraphs = kv.value;
   }
   if (!format) fail(ErrorCode::kParse, "format", "missing (expected \"remat.joint_graph\")");
   const std::string_view fmt_name = as_string(*format, "format");
@@ -195,6 +202,18 @@ JointGraph Reader::read(dom::element root) {
   if (node_list.size() >= kNoNode) fail(ErrorCode::kUnsupported, "nodes", "too many nodes");
 
   if (ops) read_ops(as_array(*ops, "ops"));
+  out.graph = read_nodes(node_list);
+  out.op_overrides = std::move(overrides_);
+  if (subgraphs) {
+    size_t index = 0;
+    for (dom::element e : as_array(*subgraphs, "subgraphs")) {
+      out.nested.push_back(Reader().read_nested(e, ops, index++));
+    }
+  }
+  return out;
+}
+
+Graph Reader::read_nodes(dom::array node_list) {
   collect_names(node_list);
   NodeId id = 0;
   for (dom::element e : node_list) {
@@ -203,8 +222,30 @@ JointGraph Reader::read(dom::element root) {
     read_node(e);
   }
   node_ = kNoNode;
-  out.graph = b_.finish();
-  out.op_overrides = std::move(overrides_);
+  return b_.finish();
+}
+
+NestedGraph Reader::read_nested(dom::element e, std::optional<dom::element> ops, size_t index) {
+  context_ = fmt::format("subgraphs[{}]: ", index);
+  dom::object o = as_object(e, "subgraphs");
+  dom::element name, nodes;
+  if (o.at_key("name").get(name) != simdjson::SUCCESS) fail(ErrorCode::kParse, "name", "missing");
+  NestedGraph out;
+  out.name = std::string(as_string(name, "name"));
+  if (out.name.empty()) fail(ErrorCode::kInvalidGraph, "name", "empty");
+  context_ = fmt::format("subgraph '{}': ", out.name);
+  if (o.at_key("nodes").get(nodes) != simdjson::SUCCESS) fail(ErrorCode::kParse, "nodes", "missing");
+  dom::array node_list = as_array(nodes, "nodes");
+  if (node_list.size() >= kNoNode) fail(ErrorCode::kUnsupported, "nodes", "too many nodes");
+  if (ops) read_ops(as_array(*ops, "ops"));
+  try {
+    out.graph = read_nodes(node_list);
+  } catch (const Error& err) {
+    // GraphBuilder::finish names the node but not the graph it is in.
+    const std::string what = err.what();
+    if (what.rfind(context_, 0) == 0) throw;
+    throw Error(err.code(), context_ + what);
+  }
   return out;
 }
 
@@ -638,7 +679,10 @@ void Reader::read_value(dom::element e, Node& n) {
       if (o.at_key("expr").get(expr) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.expr", "missing");
       extra_.sym_expr = b_.intern(as_string(expr, "val.expr"));
       dom::element hint;
-      if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() != element_type::NULL_VALUE) {
+      if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() == element_type::OBJECT) {
+        extra_.nested_hint = read_nested_int(hint, "val.hint");
+      } else if (o.at_key("hint").get(hint) == simdjson::SUCCESS &&
+                 hint.type() != element_type::NULL_VALUE) {
         extra_.has_sym_hint = true;
         if (n.value == ValueKind::kSymBool && hint.type() == element_type::BOOL) {
           extra_.sym_hint = hint.get_bool().value_unsafe() ? 1 : 0;
@@ -693,6 +737,18 @@ void Reader::check_nested_value(dom::element e, std::string_view field) {
   }
 }
 
+// A hint that is a nested int: {"nested_int": "j1"}.
+StrId Reader::read_nested_int(dom::element e, std::string_view field) {
+  dom::element name;
+  if (e.get_object().value_unsafe().at_key("nested_int").get(name) != simdjson::SUCCESS) {
+    fail(ErrorCode::kParse, field,
+         "a hint is a number, null or {\"nested_int\": NAME}; this object has no 'nested_int'");
+  }
+  const std::string_view s = as_string(name, field);
+  if (s.empty()) fail(ErrorCode::kInvalidGraph, field, "empty nested int name");
+  return b_.intern(s);
+}
+
 Dim Reader::read_dim(dom::element e, std::string_view field, bool size) {
   Dim d;
   if (e.type() == element_type::OBJECT) {
@@ -703,7 +759,13 @@ Dim Reader::read_dim(dom::element e, std::string_view field, bool size) {
     }
     d.expr = b_.intern(as_string(expr, field));
     dom::element hint;
-    if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() != element_type::NULL_VALUE) {
+    if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() == element_type::OBJECT) {
+      // Validated, then read as no hint: a dense tensor's dim (all a joint
+      // graph holds) is never a nested int, and nothing sizes by it.
+      read_nested_int(hint, field);
+      d.has_hint = false;
+    } else if (o.at_key("hint").get(hint) == simdjson::SUCCESS &&
+               hint.type() != element_type::NULL_VALUE) {
       d.value = as_int(hint, field);
     } else {
       d.has_hint = false;

@@ -15,6 +15,7 @@
 
 #include "io/dtypes.h"
 #include "io/json_writer.h"
+#include "io/write_trace.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/ops.h"
@@ -325,7 +326,13 @@ class GraphWriter {
         w_.string(value_kind_name(n.value));
         w_.key("expr");
         w_.string(str(x.sym_expr));
-        if (x.has_sym_hint) {
+        if (x.nested_hint != 0) {
+          w_.key("hint");
+          w_.begin_object();
+          w_.key("nested_int");
+          w_.string(str(x.nested_hint));
+          w_.end_object();
+        } else if (x.has_sym_hint) {
           w_.key("hint");
           if (n.value == ValueKind::kSymBool) w_.boolean(x.sym_hint != 0);
           else if (n.value == ValueKind::kSymFloat) w_.number(static_cast<double>(x.sym_hint));
@@ -495,6 +502,22 @@ std::string write_joint_graph(const JointGraph& joint) {
   w.newline(2);
   w.key("nodes");
   GraphWriter(joint.graph, w, nullptr).nodes(2);
+  if (!joint.nested.empty()) {
+    w.newline(2);
+    w.key("subgraphs");
+    w.begin_array();
+    for (const NestedGraph& sub : joint.nested) {
+      w.newline(4);
+      w.begin_object();
+      w.key("name");
+      w.string(sub.name);
+      w.key("nodes");
+      GraphWriter(sub.graph, w, nullptr).nodes(4);
+      w.end_object();
+    }
+    w.break_line(2);
+    w.end_array();
+  }
   w.break_line(0);
   w.end_object();
   out += '\n';
@@ -561,6 +584,10 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result,
   }
   if (n != 0) w.break_line(2);
   w.end_object();
+  if (!result.trace.empty()) {
+    field("trace");
+    io::write_trace(w, g, result.trace);
+  }
   if (timings) {
     field("seconds");
     w.number(std::isfinite(result.seconds) ? result.seconds : 0.0);

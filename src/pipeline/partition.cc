@@ -9,7 +9,11 @@
 // and then maps every id back to the caller's joint graph.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -31,8 +35,10 @@ using Clock = std::chrono::steady_clock;
 // twice (the min-cut handing over to the default partitioner) adds up.
 class StageClock {
  public:
-  explicit StageClock(Clock::time_point start) : start_(start), last_(start) {}
+  StageClock(Clock::time_point start, const PartitionOptions& options)
+      : start_(start), last_(start), progress_(options.progress) {}
   void lap(const char* stage) {
+    report(stage);
     const Clock::time_point now = Clock::now();
     const double seconds = std::chrono::duration<double>(now - last_).count();
     last_ = now;
@@ -48,8 +54,26 @@ class StageClock {
   std::vector<StageTime> take() { return std::move(laps_); }
 
  private:
+  // Tells the caller's progress hook how far the pipeline is: each stage's
+  // share is a rough constant (decide and extract dominate on big graphs),
+  // and the fraction never goes back when a stage runs twice.
+  void report(std::string_view stage) {
+    if (!progress_) return;
+    static constexpr std::pair<std::string_view, double> kDone[] = {
+        {"prepare", 0.2}, {"classify", 0.3}, {"decide", 0.6}, {"extract", 0.8},
+        {"rng", 0.85},    {"reorder", 0.9},  {"getitems", 0.95}, {"report", 1.0}};
+    for (const auto& [name, fraction] : kDone) {
+      if (name == stage && fraction > fraction_) {
+        fraction_ = fraction;
+        progress_("partition", fraction);
+      }
+    }
+  }
+
   Clock::time_point start_, last_;
   std::vector<StageTime> laps_;
+  const std::function<void(std::string_view, double)>& progress_;
+  double fraction_ = 0;
 };
 
 // aot_autograd's _is_functional_graph: the only mutations allowed are copy_
@@ -200,32 +224,50 @@ std::string py_float(double x) {
 // The memory budget of one joint graph, in torch's increasing precedence:
 // the global option; the first node whose meta["memory_budget"] is a float;
 // the region_activation_memory_budget annotation, which every annotated node
-// must agree on and which must cover every forward call_function. (torch also
-// walks nested subgraph modules; remat's IR has none, so that part is moot.)
-// A per-graph budget outside [0, 1] is an Error naming the node it came from.
-double resolve_memory_budget(const Graph& g, const NodeInfo& info,
-                             const PartitionOptions& options) {
+// must agree on and which must cover every forward call_function. The graph
+// modules nested in the joint module (HOP bodies) count too: their
+// annotations join the agreement check, and any call_function of theirs
+// without one is uncovered. A per-graph budget outside [0, 1] is an Error
+// naming the node it came from.
+double resolve_memory_budget(const Graph& g, const std::vector<NestedGraph>& nested,
+                             const NodeInfo& info, const PartitionOptions& options) {
   double budget = options.activation_memory_budget;
-  NodeId from = kNoNode;
+  std::string from;  // the node a per-graph budget came from, for the range error
   for (NodeId id = 0; id < g.size(); ++id) {
     if (g.node(id).has(kFlagMemoryBudget)) {
       budget = g.extra(id).memory_budget;
-      from = id;
+      from = fmt::format("node '{}': meta memory_budget", g.name(id));
       break;
     }
   }
   std::vector<double> region;  // distinct, in first-seen order (an OrderedSet)
-  NodeId region_from = kNoNode;
-  std::vector<NodeId> unannotated;
+  std::string region_from;
+  std::vector<std::string_view> unannotated;  // names
+  auto add_region = [&](double b) {
+    if (std::find(region.begin(), region.end(), b) == region.end())
+      region.push_back(b);  // at most a few distinct values
+  };
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& node = g.node(id);
     if (node.has(kFlagRegionBudget)) {
-      if (region_from == kNoNode) region_from = id;
-      const double b = g.extra(id).region_memory_budget;
-      if (std::find(region.begin(), region.end(), b) == region.end())
-        region.push_back(b);  // at most a few distinct values
+      if (region_from.empty())
+        region_from = fmt::format("node '{}': meta region_memory_budget", g.name(id));
+      add_region(g.extra(id).region_memory_budget);
     } else if (node.kind == NodeKind::kCallFunction && info.is_required_fw(id)) {
-      unannotated.push_back(id);
+      unannotated.push_back(g.name(id));
+    }
+  }
+  // A body is not split into forward and backward: every op counts.
+  for (const NestedGraph& body : nested) {
+    const Graph& b = body.graph;
+    for (NodeId id = 0; id < b.size(); ++id) {
+      if (b.node(id).has(kFlagRegionBudget)) {
+        if (region_from.empty()) {
+          region_from = fmt::format("subgraph '{}': node '{}': meta region_memory_budget",
+                                    body.name, b.name(id));
+        }
+        add_region(b.extra(id).region_memory_budget);
+      } else if (b.node(id).kind == NodeKind::kCallFunction) unannotated.push_back(b.name(id));
     }
   }
   if (region.size() > 1) {
@@ -243,8 +285,8 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
   if (!region.empty()) {
     if (!unannotated.empty()) {
       std::string names;
-      for (NodeId id : unannotated)
-        names += fmt::format("{}'{}'", names.empty() ? "" : ", ", g.name(id));
+      for (std::string_view name : unannotated)
+        names += fmt::format("{}'{}'", names.empty() ? "" : ", ", name);
       throw Error(ErrorCode::kInvalidGraph,
                   fmt::format("torch.autograd.graph.region_activation_memory_budget: must cover "
                               "the entire forward of a graph (including HOP bodies), but {} "
@@ -257,15 +299,11 @@ double resolve_memory_budget(const Graph& g, const NodeInfo& info,
     budget = region[0];
     from = region_from;
   }
-  if (from != kNoNode && !(budget >= 0 && budget <= 1)) {
+  if (!from.empty() && !(budget >= 0 && budget <= 1)) {
     throw Error(ErrorCode::kInvalidGraph,
-                fmt::format("node '{}': meta {}: the valid ranges for memory budget are "
-                            "0 <= m <= 1. The provided value is {}",
-                            g.name(from),
-                            g.node(from).has(kFlagRegionBudget) && region_from == from
-                                ? "region_memory_budget"
-                                : "memory_budget",
-                            py_float(budget)));
+                fmt::format("{}: the valid ranges for memory budget are 0 <= m <= 1. The "
+                            "provided value is {}",
+                            from, py_float(budget)));
   }
   return budget;
 }
@@ -292,11 +330,13 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
   clock.lap("classify");
 
   // The budget: the global option, unless the graph carries its own.
-  const double budget = resolve_memory_budget(g, info, options);
+  const double budget = resolve_memory_budget(g, joint.nested, info, options);
 
   // decide
   std::vector<uint8_t> categories = options.ops.classify(g);
-  DecideContext ctx{g, info, dist, categories, options};
+  PartitionTrace trace;
+  const bool tracing = options.trace || options.visualize_memory_budget_pareto;
+  DecideContext ctx{g, info, dist, categories, options, tracing ? &trace : nullptr};
   MinCutResult cut;
   std::vector<NodeId> chosen = choose_saved_values_set(ctx, budget, &cut);
   clock.lap("decide");
@@ -315,8 +355,13 @@ PartitionResult min_cut_on(const JointGraph& joint, const PartitionOptions& opti
       saved.saved_values.push_back(id);
     }
   }
-  return emit(joint, p, std::move(saved), ban_reason, options, /*dce_collectives=*/false,
-              /*reorder=*/true, "min_cut", clock);
+  PartitionResult r = emit(joint, p, std::move(saved), ban_reason, options,
+                           /*dce_collectives=*/false, /*reorder=*/true, "min_cut", clock);
+  if (options.trace) {
+    for (NodeId id : r.saved_values) trace.saved_bytes.push_back(size_of(joint.graph, id, options));
+  }
+  r.trace = std::move(trace);
+  return r;
 }
 
 PartitionResult default_on(const JointGraph& joint, Prepared p,
@@ -366,14 +411,14 @@ void check_joint(const JointGraph& joint) {
   if (joint.graph.output() == kNoNode) {
     throw Error(ErrorCode::kInvalidGraph, "the joint graph has no output node");
   }
-  std::vector<NodeId> returned, none;
-  split_outputs(joint.graph, std::numeric_limits<int>::max(), returned, none);
-  if (static_cast<size_t>(joint.num_fwd_outputs) > returned.size()) {
+  // Every leaf of the output, node or not, is one returned value.
+  const size_t returned = split_outputs(joint.graph, std::numeric_limits<int>::max()).fwd.size();
+  if (static_cast<size_t>(joint.num_fwd_outputs) > returned) {
     throw Error(ErrorCode::kInvalidGraph,
                 fmt::format("field 'num_fwd_outputs' is {}, but the output node '{}' returns "
                             "only {} values",
                             joint.num_fwd_outputs, joint.graph.name(joint.graph.output()),
-                            returned.size()));
+                            returned));
   }
 }
 
@@ -390,7 +435,7 @@ PartitionResult min_cut_rematerialization_partition(const JointGraph& joint,
                                                     const PartitionOptions& options) {
   options.validate();
   check_joint(joint);
-  StageClock clock(Clock::now());
+  StageClock clock(Clock::now(), options);
   return min_cut_on(joint, with_overrides(joint, options), clock);
 }
 
@@ -398,7 +443,7 @@ PartitionResult default_partition(const JointGraph& joint, const PartitionOption
   options.validate();
   check_joint(joint);
   // torch's default_partition does no DCE or CSE.
-  StageClock clock(Clock::now());
+  StageClock clock(Clock::now(), options);
   Prepared p;
   p.graph = rooted(joint);
   return default_on(joint, std::move(p), with_overrides(joint, options), clock,

@@ -196,13 +196,17 @@ TEST(AnalyzeOutputs, LeavesInPreOrderWithNoneAndDictValues) {
   A dict = A::container(ArgKind::kDict, {"k", c, "j", d});
   t.output({a, A::list({b, nullptr}), dict, nullptr});
   Graph g = t.build();
-  std::vector<NodeId> fwd, bwd;
-  split_outputs(g, 2, fwd, bwd);
-  EXPECT_EQ(fwd, ids({a, b}));
-  EXPECT_EQ(bwd, (std::vector<NodeId>{kNoNode, c.id, d.id, kNoNode}));
-  split_outputs(g, 0, fwd, bwd);
-  EXPECT_TRUE(fwd.empty());
-  EXPECT_EQ(bwd.size(), 6u);
+  OutputLeaves leaves = split_outputs(g, 2);
+  EXPECT_EQ(leaves.fwd, ids({a, b}));
+  EXPECT_EQ(leaves.bwd, (std::vector<NodeId>{kNoNode, c.id, d.id, kNoNode}));
+  // Every leaf keeps the item that holds it: a None leaf is a kNone item.
+  ASSERT_EQ(leaves.bwd_args.size(), 4u);
+  EXPECT_EQ(g.arg(leaves.bwd_args[0]).kind, ArgKind::kNone);
+  EXPECT_EQ(g.arg(leaves.bwd_args[1]).kind, ArgKind::kNode);
+  leaves = split_outputs(g, 0);
+  EXPECT_TRUE(leaves.fwd.empty());
+  EXPECT_EQ(leaves.bwd.size(), 6u);
+  EXPECT_EQ(leaves.bwd_args.size(), 6u);
 }
 
 // A small joint graph:

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "analyze/analyze.h"
@@ -277,6 +279,54 @@ TEST(BudgetPerGraph, RegionBudgetMustCoverTheForward) {
   }
   t[Ref{4}].flags |= kFlagRegionBudget;
   EXPECT_NO_THROW(min_cut_rematerialization_partition(joint_of(t), {}));
+}
+
+// A HOP body: x -> sin -> (sin,), its op annotated with `budget` (or not).
+NestedGraph body(const char* name, std::optional<double> budget) {
+  TestGraph t;
+  Ref x = t.placeholder("arg0_1");
+  Ref sin = t.call("aten.sin.default", {x});
+  t.output({testing::A::tuple({sin})});
+  if (budget) {
+    t[sin].flags |= kFlagRegionBudget;
+    t[sin].region_memory_budget = *budget;
+  }
+  return NestedGraph{name, t.build()};
+}
+
+TEST(BudgetPerGraph, NestedBodiesJoinTheAgreement) {
+  TestGraph t = two_random_values();
+  annotate_all(t, 8, 0.0);
+  JointGraph j = joint_of(t);
+  j.nested.push_back(body("repeated_subgraph0", 0.0));
+  EXPECT_EQ(saved_names(j, min_cut_rematerialization_partition(j, {})), Names({"primals_1"}));
+  j.nested.push_back(body("repeated_subgraph1", 0.8));
+  try {
+    min_cut_rematerialization_partition(j, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(including nested subgraphs): [0.0, 0.8]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(BudgetPerGraph, EveryOpOfANestedBodyMustBeCovered) {
+  TestGraph t = two_random_values();
+  annotate_all(t, 8, 0.5);
+  JointGraph j = joint_of(t);
+  j.nested.push_back(body("repeated_subgraph0", std::nullopt));
+  try {
+    min_cut_rematerialization_partition(j, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Unannotated ops: ['sin']."), std::string::npos)
+        << e.what();
+  }
+  // Unannotated bodies do not matter when no budget is set anywhere.
+  JointGraph plain = joint_of(two_random_values());
+  plain.nested.push_back(body("repeated_subgraph0", std::nullopt));
+  EXPECT_NO_THROW(min_cut_rematerialization_partition(plain, {}));
 }
 
 // --- the Pareto sweep -------------------------------------------------------------

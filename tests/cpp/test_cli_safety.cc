@@ -74,7 +74,8 @@ TEST(CliMessages, UsageErrorsHaveTheErrorPrefix) {
 
 TEST(CliMessages, EmptyOutputPathIsAnErrorNamingTheFlag) {
   for (const char* args : {"partition -o ''", "partition --dot ''", "pareto -o ''",
-                           "pareto -o x.svg --csv ''", "pareto -o x.svg --json ''"}) {
+                           "pareto -o x.svg --csv ''", "pareto -o x.svg --json ''",
+                           "report -o ''", "report -o x.html --json ''"}) {
     CliRun r = remat(std::string(args) + " " + kTiny);
     EXPECT_NE(r.status, 0) << args;
     EXPECT_TRUE(has(r.err, "remat: error: ")) << r.err;
@@ -158,6 +159,22 @@ TEST(CliOutput, ParetoFilesAreByteIdenticalAcrossRuns) {
     EXPECT_FALSE(slurp(dir / (std::string("a") + ext)).empty());
     EXPECT_EQ(slurp(dir / (std::string("a") + ext)), slurp(dir / (std::string("b") + ext))) << ext;
   }
+}
+
+// The report page shows the engine's time; the result it writes with --json
+// is the same bytes on every run, as partition's -o.
+TEST(CliOutput, ReportJsonIsByteIdenticalAcrossRuns) {
+  TempDir dir;
+  for (const char* run : {"a", "b"}) {
+    const std::string base = dir / run;
+    CliRun r = remat("report " + kTiny + " --no-pareto -o " + base + ".html --json " + base + ".json");
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  const std::string a = slurp(dir / "a.json");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, slurp(dir / "b.json"));
+  EXPECT_FALSE(has(a, "\"seconds\""));
+  EXPECT_TRUE(has(slurp(dir / "a.html"), "engine time"));
 }
 
 // --- inputs -------------------------------------------------------------------------

@@ -63,6 +63,7 @@ std::string default_part(const JointGraph& j) { return write_result(j, default_p
 std::string budget(const JointGraph& j) {
   PartitionOptions o;
   o.activation_memory_budget = 0.3;
+  o.trace = true;  // the log lines and knapsack calls it records, too
   return write_result(j, min_cut_rematerialization_partition(j, o));
 }
 std::string pareto(const JointGraph& j) {

@@ -30,14 +30,23 @@ Names names_of(const Graph& g, const std::vector<NodeId>& ids) {
   return out;
 }
 
-// The leaves of the output node's (values,) tuple.
+// The leaves of the output node's (values,) tuple: node names, "None", and
+// constants spelled as "int:64", "float:0.5", "bool:1", "str:..." .
 Names outputs(const Graph& g) {
   Names out;
   const Node& o = g.node(g.output());
   const ArgId values = g.children(o.args).at(0);
   for (ArgId c : g.children(values)) {
     const Arg& a = g.arg(c);
-    out.push_back(a.kind == ArgKind::kNode ? std::string(g.name(a.id)) : "None");
+    switch (a.kind) {
+      case ArgKind::kNode: out.emplace_back(g.name(a.id)); break;
+      case ArgKind::kNone: out.emplace_back("None"); break;
+      case ArgKind::kInt: out.push_back("int:" + std::to_string(a.i)); break;
+      case ArgKind::kBool: out.push_back("bool:" + std::to_string(a.i)); break;
+      case ArgKind::kFloat: out.push_back("float:" + std::to_string(a.f)); break;
+      case ArgKind::kStr: out.push_back("str:" + std::string(g.str(a.id))); break;
+      default: out.push_back(arg_kind_name(a.kind)); break;
+    }
   }
   return out;
 }
@@ -134,6 +143,27 @@ TEST(ExtractTest, MlpForwardAndBackward) {
   EXPECT_EQ(e.backward.str(e.backward.node(relu_ph).target), "relu");
   EXPECT_EQ(e.backward.node(relu_ph).origin, m.relu.id);
   EXPECT_EQ(e.forward.node(id_of(e.forward, "mm")).origin, m.mm.id);
+}
+
+TEST(ExtractTest, NonNodeOutputsPassThroughUnchanged) {
+  // torch appends an output leaf that is no node (a SymInt specialized to an
+  // int, None, a float ...) to the extracted graph's outputs as it is.
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1", {4});
+  Ref t1 = t.placeholder("tangents_1", {4});
+  Ref sin = t.call("aten.sin.default", {p1}, {4});
+  Ref cos = t.call("aten.cos.default", {p1}, {4});
+  Ref mul = t.call("aten.mul.Tensor", {t1, cos}, {4});
+  // Forward leaves: sin, 64, 0.5, "s" (nested: pytree flattens the list);
+  // backward leaves: mul, None, True.
+  t.output({A::tuple({sin, A::list({64, 0.5}), "s", mul, nullptr, true})});
+  Graph g = t.build();
+  SavedSets saved;
+  saved.saved_values = {cos.id};
+  Extracted e = extract_fwd_bwd(g, saved, 4, PartitionOptions{});
+  EXPECT_EQ(outputs(e.forward),
+            (Names{"sin", "int:64", "float:0.500000", "str:s", "cos"}));
+  EXPECT_EQ(outputs(e.backward), (Names{"mul", "None", "bool:1"}));
 }
 
 TEST(ExtractTest, NamespacesRememberDeadNames) {

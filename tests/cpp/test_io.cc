@@ -338,6 +338,54 @@ TEST(IoReject, NegativeSize) {
                   ErrorCode::kInvalidGraph, "node 'a'", "field 'val.shape'", "negative size -1");
 }
 
+TEST(IoRead, NestedIntHintIsNoNumber) {
+  // A jagged tensor's ragged size: a SymInt hinted by a nested int.
+  JointGraph j = read_joint_graph(doc(
+      R"({"name":"s","op":"placeholder","target":"s","val":{"kind":"symint","expr":"s1","hint":{"nested_int":"2*j1"}}},)"
+      R"({"name":"a","op":"call_function","target":"aten.relu.default","val":{"kind":"tensor","dtype":"float32","shape":[{"expr":"s1","hint":{"nested_int":"j1"}}]}},)" +
+      kOutput));
+  const Graph& g = j.graph;
+  const NodeExtra& x = g.extra(g.find("s"));
+  EXPECT_FALSE(x.has_sym_hint);
+  EXPECT_EQ(g.str(x.nested_hint), "2*j1");
+  const TensorMeta& t = g.tensors(g.find("a"))[0];
+  EXPECT_FALSE(g.shape(t)[0].has_hint);
+}
+
+TEST(IoRead, SubgraphsAreReadAsNestedGraphs) {
+  const std::string top = doc(kOutput);
+  JointGraph j = read_joint_graph(top.substr(0, top.size() - 1) +
+      R"(,"subgraphs":[{"name":"outer.body","nodes":[
+        {"name":"a","op":"placeholder","target":"a"},
+        {"name":"sin","op":"call_function","target":"aten.sin.default","args":[{"node":"a"}],"meta":{"region_memory_budget":0.5}},
+        {"name":"output","op":"output","target":"output","args":[[{"node":"sin"}]]}]}]})");
+  ASSERT_EQ(j.nested.size(), 1u);
+  EXPECT_EQ(j.nested[0].name, "outer.body");
+  const Graph& b = j.nested[0].graph;
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_TRUE(b.node(b.find("sin")).has(kFlagRegionBudget));
+  // Written back in the same form.
+  const JointGraph again = read_joint_graph(write_joint_graph(j));
+  ASSERT_EQ(again.nested.size(), 1u);
+  EXPECT_EQ(write_joint_graph(again), write_joint_graph(j));
+}
+
+TEST(IoReject, ErrorsInsideASubgraphNameIt) {
+  const std::string top = doc(kOutput);
+  EXPECT_REJECTED(top.substr(0, top.size() - 1) +
+                      R"(,"subgraphs":[{"name":"body0","nodes":[
+        {"name":"sin","op":"call_function","target":"aten.sin.default","args":[{"node":"nope"}]},
+        {"name":"output","op":"output","target":"output","args":[[{"node":"sin"}]]}]}]})",
+                  ErrorCode::kInvalidGraph, "subgraph 'body0'", "node 'sin'", "nope");
+  EXPECT_REJECTED(top.substr(0, top.size() - 1) + R"(,"subgraphs":[{"nodes":[]}]})",
+                  ErrorCode::kParse, "subgraphs[0]", "field 'name'");
+}
+
+TEST(IoReject, HintObjectWithoutNestedInt) {
+  EXPECT_REJECTED(doc(R"({"name":"s","op":"placeholder","target":"s","val":{"kind":"symint","expr":"s1","hint":{"j":1}}},)" + kOutput),
+                  ErrorCode::kParse, "node 's'", "field 'val.hint'", "nested_int");
+}
+
 TEST(IoReject, NegativeSymbolicHint) {
   EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"aten.relu.default",
                           "val":{"kind":"tensor","dtype":"float32","shape":[{"expr":"s0","hint":-4}]}},)" + kOutput),
@@ -433,7 +481,8 @@ TEST(IoWrite, CanonicalDocumentIsAFixedPoint) {
     {"name":"sym_size_int","op":"call_function","target":"aten.sym_size.int","args":[{"node":"x"},0],"val":{"kind":"symint","expr":"s0","hint":4},"free_symbols":["s0"],"binds_symbol":"s0"},
     {"name":"relu","op":"call_function","target":"aten.relu.default","args":[{"node":"x"},1.0,1e-05,{"float":"nan"},"a\"b\\c\n\u0001é",{"tuple":[null,true,-3]},{"slice":[null,2,null]},{"dtype":"float16"},{"device":"cpu"},{"layout":"strided"},{"memory_format":"contiguous_format"},{"target":"aten.add.Tensor"},{"opaque":"<pg>","handle":3},{"opaque":"<x>"}],"kwargs":{"k":[1,2],"d":{"dict":{"z":{"node":"sym_size_int"}}}},"val":{"kind":"sequence","items":[{"kind":"none"},{"kind":"tensor","dtype":"weird","itemsize":3,"shape":[{"expr":"u0"}],"numel_hint":10}]},"impure":true,"meta":{"recompute":"MUST_SAVE","ac_graph_id":2,"partitioner_tag":"is_backward","has_backward_hook":true,"saved_tensor_with_no_vc_check":true,"memory_budget":0.25}},
     {"name":"c","op":"get_attr","target":"_tensor_constant0","val":{"kind":"constant","repr":"3"}},
-    {"name":"output","op":"output","target":"output","args":[[{"node":"relu"},{"node":"c"},null]]}
+    {"name":"ragged","op":"placeholder","target":"ragged","val":{"kind":"symint","expr":"s1","hint":{"nested_int":"j1"}},"free_symbols":["s1"]},
+    {"name":"output","op":"output","target":"output","args":[[{"node":"relu"},{"node":"c"},null,64]]}
   ]
 }
 )";

@@ -22,7 +22,9 @@ def test_benchmark_smoke_run_reports_identical_outputs(capsys):
         sys.path.pop(0)
     assert bench_partition.main(["--smoke", "--repeat", "1", "--torch-repeat", "1"]) == 0
     table = capsys.readouterr().out
-    assert table.count("| yes |") == 3 and "| NO |" not in table
+    # Static and dynamic shapes, min-cut and default partitioner rows.
+    assert table.count("| yes |") == 6 and "| NO |" not in table
+    assert "| transformer_1_dynamic [default] |" in table
     assert "| target | measured |" in table
     if bench_partition.remat_command() is not None:  # the scaling runs of the command
         assert "| nodes | load (s) | partition, engine (s) | µs / node |" in table

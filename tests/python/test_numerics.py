@@ -40,21 +40,30 @@ def remat_torch():
     )
 
 
+def _dense(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A jagged nested tensor as its packed values: two of them made apart carry
+    different nested ints (j1 vs j2) in their shapes, but equal values and
+    offsets mean equal tensors."""
+    if t is None or not t.is_nested:
+        return t
+    return torch.cat([t.values().flatten(), t.offsets().to(t.dtype)])
+
+
 def _tensor_state(model: torch.nn.Module, inputs: tuple[Any, ...], output: Any) -> dict[str, torch.Tensor | None]:
     """Everything a training step produces: outputs, grads, buffers, (mutated) inputs."""
     state: dict[str, torch.Tensor | None] = {}
     leaves = torch.utils._pytree.tree_leaves(output)
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
-            state[f"output[{i}]"] = leaf.detach().clone()
+            state[f"output[{i}]"] = _dense(leaf.detach().clone())
     for name, param in model.named_parameters():
         state[f"grad({name})"] = None if param.grad is None else param.grad.clone()
     for name, buf in model.named_buffers():
         state[f"buffer({name})"] = buf.detach().clone()
     for i, arg in enumerate(inputs):
         if isinstance(arg, torch.Tensor):
-            state[f"input[{i}]"] = arg.detach().clone()
-            state[f"grad(input[{i}])"] = None if arg.grad is None else arg.grad.clone()
+            state[f"input[{i}]"] = _dense(arg.detach().clone())
+            state[f"grad(input[{i}])"] = None if arg.grad is None else _dense(arg.grad.clone())
     return state
 
 

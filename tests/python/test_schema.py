@@ -44,8 +44,10 @@ def test_example_joint_graphs_match_the_schema(path):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 @pytest.mark.parametrize("run", [("min_cut", {}), ("default", {}),
-                                 ("min_cut", {"activation_memory_budget": 0.5})],
-                         ids=["min_cut", "default", "budget"])
+                                 ("min_cut", {"activation_memory_budget": 0.5}),
+                                 ("min_cut", {"activation_memory_budget": 0.1, "trace": True,
+                                              "visualize_memory_budget_pareto": True})],
+                         ids=["min_cut", "default", "budget", "trace"])
 def test_partition_results_match_the_schema(path, run):
     partitioner, options = run
     result = remat.partition(path.read_bytes(), options, partitioner, as_json=False)

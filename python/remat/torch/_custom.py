@@ -21,6 +21,9 @@ objects exactly as torch 2.13's partitioner does, or {} when neither option is
     one torch would pass (same names, args, users, meta), not the caller's
     joint module, which remat leaves as it is. Node objects differ in identity
     from torch's (it is a copy), and that copy's meta dicts are shallow copies.
+  * An exception the solver or estimator raises (unpacking its result
+    included) is marked with `USER_CODE_MARK`, so the drop-in lets it reach
+    the caller unchanged, as torch does.
   * Like the drop-in's other options, any callable is accepted; torch accepts
     only CustomKnapsackSolver / CustomRuntimeEstimator instances and raises
     RuntimeError for other callables.
@@ -84,13 +87,31 @@ class _TorchView:
         return self._by_name[self._names[joint_id]]
 
 
+# The attribute marking an exception raised by the user's own solver or
+# estimator: torch would raise it too, so the drop-in passes it on unchanged
+# instead of reporting a remat failure (see _dropin).
+USER_CODE_MARK = "_remat_raised_by_user_code"
+
+
+def _user_call(fn: Callable, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as e:
+        setattr(e, USER_CODE_MARK, True)
+        raise
+
+
 def _knapsack_hook(solver: Callable, view: _TorchView) -> Callable:
     def knapsack_solver(memory: list, max_memory: float, banned_ids: list) -> tuple:
         from torch.utils._mode_utils import no_dispatch
 
         banned = [view.node(i) for i in banned_ids]
         with no_dispatch():
-            _saved, recomputed = solver(memory, view.graph, max_memory, view.node_info, banned)
+            def solve() -> Any:
+                _saved, recomputed = solver(memory, view.graph, max_memory, view.node_info, banned)
+                return recomputed
+
+            recomputed = _user_call(solve)
         # torch: `try: dont_ban.add(all_recomputable_banned_nodes[idx])` and
         # skip what fails; the engine takes plain in-range positions.
         positions = []
@@ -107,7 +128,7 @@ def _knapsack_hook(solver: Callable, view: _TorchView) -> Callable:
 
 def _estimator_hook(estimator: Callable, view: _TorchView) -> Callable:
     def runtime_estimator(joint_id: int) -> float:
-        return estimator(view.node(joint_id))
+        return _user_call(estimator, view.node(joint_id))
 
     return runtime_estimator
 

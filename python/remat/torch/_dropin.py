@@ -10,6 +10,8 @@ Contract:
     torch.distributed), so an existing configuration keeps working.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
     forced to MUST_SAVE get that recompute tag in their meta.
+  * Logs, structured-trace artifacts, debug files and reports are torch's
+    (see _trace): the same logger, artifact names and file names.
   * `install()` makes torch.compile (inductor and aot_eager backends) and
     aot_autograd's default use them; `uninstall()` restores torch's functions.
 """
@@ -28,7 +30,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom
+from . import _custom, _trace
 from ._export import export_joint_graph
 from ._import import import_result
 
@@ -116,23 +118,55 @@ def partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int,
                           partitioner, options)
 
 
+@contextlib.contextmanager
+def _step(name: str):
+    """Turns any failure inside one step of the drop-in into a remat.RematError.
+
+    remat's own errors (deliberate refusals, invalid graphs, no finite cut) and
+    exceptions of the user's own solver or estimator (which torch raises too)
+    pass unchanged; anything else (a TypeError in the exporter, an internal
+    error) becomes a DropInError naming the step, with the original as its
+    cause, so install()'s fallback can hand the graph to torch.
+    """
+    try:
+        yield
+    except remat.RematError:
+        raise
+    except Exception as e:
+        if getattr(e, _custom.USER_CODE_MARK, False):
+            raise
+        raise remat.DropInError(
+            f"remat: the drop-in failed at step '{name}': {type(e).__name__}: {e}", step=name) from e
+
+
 def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
                static_lifetime_input_indices: Optional[list[int]],
                partitioner: str, options: Optional[dict]) -> Partition:
     from torch.utils.checkpoint import CheckpointPolicy
 
     handles: list = []
-    doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
-                             as_json=True, handles=handles)
-    opts = options_from_torch() if options is None else options
-    result = remat.partition(doc, opts, partitioner, as_json=False,
-                             **_custom.hooks(joint_module, num_fwd_outputs,
-                                             static_lifetime_input_indices, opts))
-    # Mirror torch: the tag passes write MUST_SAVE into the joint graph.
-    by_name = {n.name: n for n in joint_module.graph.nodes}
-    for name in result.get("forced_must_save", []):
-        by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
-    fw, bw = import_result(result, joint_module, handles)
+    with _step("options"):
+        opts = _trace.request(options_from_torch() if options is None else options)
+        hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
+    with _step("export"):
+        doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
+                                 as_json=True, handles=handles)
+    with _step("engine"):
+        try:
+            result = remat.partition(doc, opts, partitioner, as_json=False, **hooks)
+        except remat.NoFiniteCutError as e:
+            # torch's min_cut_failed_* artifacts and files, then the error.
+            raise _trace.on_no_finite_cut(e, joint_module) from e
+    with _step("import"):
+        # Mirror torch: the tag passes write MUST_SAVE into the joint graph
+        # before extraction copies meta (torch's own run, should the fallback
+        # take over, writes the same tags).
+        by_name = {n.name: n for n in joint_module.graph.nodes}
+        for name in result.get("forced_must_save", []):
+            by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+        fw, bw = import_result(result, joint_module, handles)
+        # The logs and structured-trace artifacts torch emits for this graph.
+        _trace.after_partition(joint_module, doc, opts, result, fw, bw)
     return Partition(fw, bw, result)
 
 
@@ -179,14 +213,22 @@ _installed: list[tuple[Any, str, Any]] = []
 
 
 def _with_fallback(ours: Callable, theirs: Callable) -> Callable:
-    """Falls back to torch's function for graphs remat does not support yet."""
+    """Falls back to torch's function whenever remat fails, with a warning.
+
+    Every failure inside the drop-in is a remat.RematError (see _step): a
+    graph remat does not support yet (UnsupportedError), a failure of one of
+    its steps (DropInError), or an error the engine found (where torch raises
+    too, its own error then reaches the caller). Exceptions of the user's own
+    solver or estimator are not remat's and pass unchanged.
+    """
 
     @functools.wraps(ours)
     def partition_fn(*args: Any, **kwargs: Any):
         try:
             return ours(*args, **kwargs)
-        except remat.UnsupportedError as e:
-            warnings.warn(f"remat: falling back to torch's partitioner: {e}", stacklevel=2)
+        except remat.RematError as e:
+            why = "not supported yet" if isinstance(e, remat.UnsupportedError) else type(e).__name__
+            warnings.warn(f"remat: falling back to torch's partitioner ({why}): {e}", stacklevel=2)
             return theirs(*args, **kwargs)
 
     partition_fn.__remat_installed__ = True  # type: ignore[attr-defined]
@@ -221,9 +263,10 @@ def install(*, fallback: bool = True) -> None:
     aot_eager backends, aot_autograd's default) and the choke point every
     aot_autograd compilation goes through, so partition functions bound
     before install() (functools.partial of torch's, default arguments) are
-    replaced too. With `fallback`, graphs remat does not support yet
-    (memory budgets between 0 and 1, CUDA graph-safe RNG) go to torch's own
-    partitioner with a warning; without it they raise remat.UnsupportedError.
+    replaced too. With `fallback`, any graph remat fails on (one it does not
+    support yet, such as a rewrite it does not reproduce, or a failure at any
+    step of the drop-in) goes to torch's own partitioner with a warning;
+    without it the remat.RematError is raised.
     """
     import torch._functorch._aot_autograd.graph_compile as graph_compile
     import torch._functorch.partitioners as partitioners

@@ -4,7 +4,8 @@ Contract: `export_joint_graph` records, node by node, every fact torch 2.13's
 partitioner reads from an FX joint graph: the node's op/target/args/kwargs,
 `meta["val"]` (with size hints, storage identity and free symbols), the
 partitioner's meta keys, impurity, and for each distinct target its schema facts
-(mutability, view-ness, returns, tags). The document is built as plain Python
+(mutability, view-ness, returns, tags); the graph modules nested in the joint
+module go under "subgraphs" the same way. The document is built as plain Python
 containers and serialized once, so a single buffer crosses into C++.
 
 Objects the format cannot express become {"opaque": repr, "handle": k}; `k`
@@ -22,11 +23,13 @@ import orjson
 import torch
 import torch.fx as fx
 
+import remat
+
 from torch._library.fake_class_registry import FakeScriptObject
 from torch._library.opaque_object import is_opaque_value
 from torch.fx.experimental._backward_state import BackwardState
+from torch.nested._internal.nested_int import NestedIntNode
 from torch.fx.experimental.symbolic_shapes import (
-    free_symbols,
     is_symbol_binding_fx_node,
     optimization_hint,
 )
@@ -73,9 +76,19 @@ class _Exporter:
         self.names: dict[int, str] = {}
         self.impure: dict[int, bool] = {}
         self.devices: dict[torch.device, str] = {}
-        # Set by value() when the value holds a non-int size, stride, storage
-        # offset or sym value: only then can it have free symbols.
-        self.symbolic = False
+        # (expression, kind) -> (printed expression, hint, free symbol names,
+        # the int it is when it is a number, else None). Printing a sympy
+        # expression costs ~1 ms; a dynamic graph repeats a few dozen distinct
+        # ones in thousands of shapes and strides, so each is printed (and its
+        # symbols named, its number-ness decided) once.
+        self.exprs: dict[tuple, tuple[str, Any, tuple[str, ...], Optional[int]]] = {}
+        # The same facts by id() of the SymNode (alive for the whole export,
+        # held by node meta): fake tensors share SymNodes, and this skips
+        # resolving and hashing the expression again.
+        self.by_symnode: dict[int, tuple] = {}
+        # The free symbols of the value being exported, collected by sym()
+        # from every expression torch's free_symbols() would visit.
+        self.syms: set[str] = set()
 
     # --- ops -------------------------------------------------------------
     def op(self, target: Any) -> str:
@@ -159,25 +172,52 @@ class _Exporter:
         return self.opaque(x)
 
     # --- values ----------------------------------------------------------
+    def facts(self, s: Any) -> tuple:
+        """The cached (expression, hint, free symbol names, int or None) of a
+        SymInt/SymFloat/SymBool that is not a nested int."""
+        node = s.node
+        hit = self.by_symnode.get(id(node))
+        if hit is not None:
+            return hit
+        key = (node.expr, type(s))
+        hit = self.exprs.get(key)
+        if hit is None:
+            expr = key[0]
+            as_int = int(expr) if isinstance(s, torch.SymInt) and expr.is_number else None
+            names = tuple(sym.name for sym in expr.free_symbols)
+            hit = self.exprs[key] = (str(expr), _sym_hint(s), names, as_int)
+        self.by_symnode[id(node)] = hit
+        return hit
+
+    def sym(self, s: Any) -> tuple[str, Any]:
+        """(expression, hint) of a sym value; its free symbols join the value's."""
+        if isinstance(s.node, NestedIntNode):
+            return _sym_expr(s), _sym_hint(s)  # not symbolic: no free symbols
+        hit = self.facts(s)
+        if hit[2]:
+            self.syms.update(hit[2])
+        return hit[0], hit[1]
+
     def dim(self, d: Any) -> Any:
         if isinstance(d, int):
             return d
-        as_int = d.node.maybe_as_int()
+        if isinstance(d.node, NestedIntNode):
+            return {"expr": _sym_expr(d), "hint": _sym_hint(d)}
+        expr, hint, names, as_int = self.facts(d)
         if as_int is not None:
-            return as_int
-        return {"expr": str(d.node.expr), "hint": _sym_hint(d)}
+            return as_int  # as SymNode.maybe_as_int: a number has no symbols
+        if names:
+            self.syms.update(names)
+        return {"expr": expr, "hint": hint}
 
     def value(self, v: Any) -> dict:
         if isinstance(v, torch.Tensor):  # FakeTensor: a subclass
             return self.tensor(v)
         if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            self.symbolic = True
-        if isinstance(v, torch.SymInt):
-            return {"kind": "symint", "expr": str(v.node.expr), "hint": _sym_hint(v)}
-        if isinstance(v, torch.SymFloat):
-            return {"kind": "symfloat", "expr": str(v.node.expr), "hint": _sym_hint(v)}
-        if isinstance(v, torch.SymBool):
-            return {"kind": "symbool", "expr": str(v.node.expr), "hint": _sym_hint(v)}
+            expr, hint = self.sym(v)
+            kind = "symint" if isinstance(v, torch.SymInt) else (
+                "symfloat" if isinstance(v, torch.SymFloat) else "symbool")
+            return {"kind": kind, "expr": expr, "hint": hint}
         if isinstance(v, (list, tuple)):
             return {"kind": "sequence", "items": [self.value(x) for x in v]}
         if isinstance(v, dict):
@@ -210,13 +250,12 @@ class _Exporter:
         else:
             sym_stride = not _all_ints(stride)
             out["stride"] = [dim(d) for d in stride] if sym_stride else list(stride)
-            if not symbolic:
-                try:
-                    symbolic = sym_stride or type(t.storage_offset()) is not int
-                except (RuntimeError, NotImplementedError):
-                    symbolic = True  # let free_symbols decide
-        if symbolic:
-            self.symbolic = True
+            try:
+                offset = t.storage_offset()
+            except (RuntimeError, NotImplementedError):
+                offset = 0
+            if type(offset) is not int:
+                self.sym(offset)  # not exported, but its symbols are the value's
         device = t.device
         dev = self.devices.get(device)
         if dev is None:
@@ -229,7 +268,15 @@ class _Exporter:
         else:
             out["storage"] = -1
         numel = t.numel()
-        out["numel_hint"] = numel if type(numel) is int else optimization_hint(numel, fallback=4096)
+        hint = numel if type(numel) is int else optimization_hint(numel, fallback=4096)
+        if type(hint) is not int:
+            # A nested tensor's own numel (a multiple of a nested int): torch's
+            # _size_of could not size it either. Joint graphs hold dense
+            # tensors (AOTAutograd desugars subclasses), so this is refused.
+            raise remat.UnsupportedError(
+                f"a tensor value whose numel has no integer hint ({numel}); remat sizes "
+                "dense tensors only")
+        out["numel_hint"] = hint
         return out
 
     # --- nodes -----------------------------------------------------------
@@ -253,12 +300,10 @@ class _Exporter:
         meta = n.meta
         if "val" in meta:
             val = meta["val"]
-            self.symbolic = False
+            self.syms = set()
             out["val"] = self.value(val)
-            if self.symbolic:
-                syms = _free_symbol_names(val)
-                if syms:
-                    out["free_symbols"] = syms
+            if self.syms:
+                out["free_symbols"] = sorted(self.syms)
             # is_symbol_binding_fx_node answers None for anything but a SymInt.
             if isinstance(val, torch.SymInt):
                 bound = is_symbol_binding_fx_node(n)
@@ -282,22 +327,30 @@ def _safe_repr(v: Any) -> str:
 
 
 def _sym_hint(s: Any) -> Any:
-    """The size hint of a SymInt/SymFloat/SymBool; None when it has none (unbacked)."""
+    """The size hint of a SymInt/SymFloat/SymBool; None when it has none (unbacked).
+
+    The ragged size of a jagged nested tensor is a SymInt whose hint is
+    itself a nested int (``j1``), which has no number: it is written as
+    {"nested_int": "j1"}.
+    """
     node = s.node
+    if isinstance(node, NestedIntNode):
+        return {"nested_int": str(s)}
     if not node.has_hint():
         return None
     if isinstance(s, torch.SymInt):
-        return optimization_hint(s)
+        h = optimization_hint(s)
+        if isinstance(h, torch.SymInt) and h.node.is_nested_int():
+            return {"nested_int": str(h)}
+        return h
     h = node.hint
     return bool(h) if isinstance(s, torch.SymBool) else float(h)
 
 
-def _free_symbol_names(val: Any) -> list[str]:
-    # free_symbols() walks tensors, sym values and sequences of them; other
-    # values (script objects, BackwardState, constants) have none.
-    if not _has_exprs(val):
-        return []
-    return sorted(s.name for s in free_symbols(val))
+def _sym_expr(s: Any) -> str:
+    """The expression of a sym value; a nested int (no sympy expression) by its name."""
+    node = s.node
+    return str(s) if isinstance(node, NestedIntNode) else str(node.expr)
 
 
 def _all_ints(dims: Any) -> bool:
@@ -305,14 +358,6 @@ def _all_ints(dims: Any) -> bool:
         if type(d) is not int:
             return False
     return True
-
-
-def _has_exprs(val: Any) -> bool:
-    if isinstance(val, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)):
-        return True
-    if isinstance(val, (list, tuple)):
-        return any(_has_exprs(x) for x in val)
-    return False
 
 
 # torch.fx.traceback.MEMORY_BUDGET_ANNOTATION_KEY (torch 2.13).
@@ -406,6 +451,25 @@ def _as_int(value: Any, field: str) -> int:
                         f"({value!r})") from None
 
 
+def _export_nodes(ex: _Exporter, graph: fx.Graph) -> list[dict]:
+    """Every node's record; a failure names the node (remat.DropInError, step "export")."""
+    nodes: list[dict] = []
+    append, node = nodes.append, ex.node
+    n = None
+    try:
+        for n in graph.nodes:
+            append(node(n))
+    except remat.RematError as e:
+        # A deliberate refusal (UnsupportedError ...): same class, node named.
+        raise type(e)(f"node {getattr(n, 'name', None)!r}: {e}") from e
+    except Exception as e:
+        name = getattr(n, "name", None)
+        raise remat.DropInError(
+            f"remat: cannot export node {name!r} of the joint graph: {type(e).__name__}: {e}",
+            step="export", node=name) from e
+    return nodes
+
+
 def export_joint_graph(
     gm: fx.GraphModule | fx.Graph,
     num_fwd_outputs: int,
@@ -418,11 +482,13 @@ def export_joint_graph(
 
     Returns the document as a dict, or as JSON bytes when `as_json`. Pass a
     list as `handles` to keep the objects behind opaque arguments (their
-    "handle" indexes it); without one, handles are -1.
+    "handle" indexes it); without one, handles are -1. The graph modules
+    nested in a GraphModule (higher-order ops' bodies) are exported under
+    "subgraphs", in `named_modules()` order.
     """
     graph = gm.graph if isinstance(gm, fx.GraphModule) else gm
     ex = _Exporter(handles)
-    nodes = [ex.node(n) for n in graph.nodes]
+    nodes = _export_nodes(ex, graph)
     doc = {
         "format": FORMAT_JOINT,
         "version": FORMAT_VERSION,
@@ -432,13 +498,22 @@ def export_joint_graph(
         "ops": list(ex.ops.values()),
         "nodes": nodes,
     }
+    # Graph modules nested in the joint module (HOP bodies): torch's
+    # partitioner reads their memory-budget annotations.
+    if isinstance(gm, fx.GraphModule):
+        subgraphs = [{"name": name, "nodes": _export_nodes(ex, sub.graph)}
+                     for name, sub in gm.named_modules()
+                     if isinstance(sub, fx.GraphModule) and sub.graph is not graph]
+        if subgraphs:
+            doc["ops"] = list(ex.ops.values())  # the bodies' ops too
+            doc["subgraphs"] = subgraphs
     return orjson.dumps(doc) if as_json else doc
 
 
 def export_graph_nodes(graph: fx.Graph, *, handles: Optional[list] = None) -> tuple[list, list]:
     """The node and op lists of any FX graph (a forward or backward graph)."""
     ex = _Exporter(handles)
-    nodes = [ex.node(n) for n in graph.nodes]
+    nodes = _export_nodes(ex, graph)
     return nodes, list(ex.ops.values())
 
 

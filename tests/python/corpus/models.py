@@ -421,6 +421,44 @@ class GraphBreak(nn.Module):
         return self.fc2(h * h)
 
 
+class SizeOutput(nn.Module):
+    """Returns a size that becomes a plain int in the joint graph.
+
+    Under ``dynamic=True`` dynamo returns ``x.shape[-1]`` as a SymInt; the
+    linear layer then specializes it to 64 while AOTAutograd traces, so the
+    joint graph's output holds the literal ``64`` (as Mixtral's MoE block
+    does). The caller reshapes with it, so a lost literal breaks training.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(64, 8)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        width = x.shape[-1]
+        return torch.relu(self.fc(x)), width
+
+
+class JaggedMLP(nn.Module):
+    """An MLP over a jagged nested tensor: the joint graph carries the ragged
+    size as a SymInt whose hint is a nested int (``j1``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 16), nn.Linear(16, 8)
+
+    def forward(self, nt: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.gelu(self.fc1(nt))).sin()
+
+
+def _jagged(*lengths: int, d: int = 8) -> Callable[[], torch.Tensor]:
+    def make() -> torch.Tensor:
+        parts = [_randn(n, d, seed=11) for n in lengths]
+        return torch.nested.nested_tensor(parts, layout=torch.jagged, requires_grad=True)
+
+    return make
+
+
 class Softmaxes(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -624,6 +662,8 @@ def _build_cases() -> list[Case]:
              {"dynamic": True, **INDUCTOR}))
     add(Case("dynamic_attention_mark", _seeded(lambda: Attention(causal=True)), _inputs(seq),
              {"mark_dynamic": [(0, 1)]}))
+    add(Case("dynamic_size_output", _seeded(SizeOutput), _inputs(_x(5, 64)), {"dynamic": True}))
+    add(Case("nested_jagged_mlp", _seeded(JaggedMLP), _inputs(_jagged(3, 5))))
     add(Case("dynamic_checkpoint_dropout", _seeded(lambda: CheckpointMLP(dropout=0.25)), _inputs(_x(5)),
              {"dynamic": True}, random=True))
 

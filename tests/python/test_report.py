@@ -1,0 +1,287 @@
+"""The HTML report (`remat report`, remat.report, REMAT_REPORT_DIR) in a real
+headless browser, and the progress bars of the remat command.
+
+Browser: Chromium from Debian, driven over the DevTools protocol
+(websocket-client). The page must load with no console error or exception,
+the search must filter the node table (typed, and from a #search= link),
+headers must sort it, and every SVG must render with a non-empty box. A
+screenshot of the run is written to the test's tmp dir (docs/report.png is
+one such screenshot). Where Chromium is not installed the browser tests skip
+and say so; tools/setup.sh installs it, so CI runs them.
+
+Progress: `remat pareto` / `remat partition --progress always` draw a bar
+("\\r... NN%") on stderr when it is a terminal (a pty here) and write
+nothing of it when stderr is a pipe.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import remat
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "transformer_block.json"
+
+
+def _remat_cli() -> str:
+    exe = shutil.which("remat")
+    if exe is None:
+        pytest.fail("the remat command is not on PATH (pip install . installs it)")
+    return exe
+
+
+# --- the report itself ------------------------------------------------------------
+
+def _report_html(tmp_path: Path) -> tuple[Path, int]:
+    """A report with every section: the frontier, the cut, and a memory
+    timeline (a stand-in "memory" object, as a simulator would add)."""
+    doc = EXAMPLE.read_bytes()
+    result = remat.partition(doc, as_json=False)
+    nodes = len(json.loads(doc)["nodes"])
+    steps = [{"bytes": 1000 * (i % 7) + 100 * i, "node": f"n{i}",
+              "phase": "forward" if i < 20 else "backward"} for i in range(40)]
+    result["memory"] = {"peak_bytes": max(s["bytes"] for s in steps), "timeline": steps}
+    html = remat.report(doc, result, pareto=remat.pareto(doc), title="transformer_block")
+    path = tmp_path / "report.html"
+    path.write_text(html)
+    return path, nodes
+
+
+def test_cli_report_writes_a_self_contained_page(tmp_path):
+    out, result = tmp_path / "r.html", tmp_path / "r.json"
+    proc = subprocess.run([_remat_cli(), "report", str(EXAMPLE), "-o", str(out), "--json", str(result)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    assert "Pareto Frontier of Memory Budget" in html
+    assert json.loads(result.read_text())["format"] == "remat.partition_result"
+    # No network: nothing is fetched from anywhere.
+    for attr in ('src="http', "href=\"http", "<link", "@import"):
+        assert attr not in html
+    # A bad graph: an error naming it, and no file.
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    proc = subprocess.run([_remat_cli(), "report", str(bad), "-o", str(tmp_path / "x.html")],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "remat: error:" in proc.stderr
+    assert not (tmp_path / "x.html").exists()
+
+
+# --- Chromium over the DevTools protocol -------------------------------------------
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        exe = shutil.which(name)
+        if exe:
+            return exe
+    pytest.skip("no Chromium on PATH (Debian: apt-get install chromium; tools/setup.sh does)")
+
+
+class _Page:
+    """One page of a headless Chromium, with its console errors collected."""
+
+    def __init__(self, ws):
+        self.ws, self.next_id, self.events = ws, 0, []
+
+    def send(self, method: str, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == self.next_id:
+                if "error" in msg:
+                    raise AssertionError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            self.events.append(msg)
+
+    def wait_for(self, event: str, timeout: float = 30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if any(e.get("method") == event for e in self.events):
+                return
+            self.ws.settimeout(max(0.1, deadline - time.time()))
+            self.events.append(json.loads(self.ws.recv()))
+        raise AssertionError(f"no {event} within {timeout}s")
+
+    def eval(self, expression: str):
+        r = self.send("Runtime.evaluate", expression=expression, returnByValue=True,
+                      awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise AssertionError(f"{expression}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def errors(self) -> list[str]:
+        out = []
+        for e in self.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                out.append(json.dumps(p["exceptionDetails"])[:500])
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(json.dumps(p.get("args"))[:500])
+            elif m == "Log.entryAdded" and p["entry"].get("level") == "error":
+                out.append(p["entry"].get("text", "")[:500])
+        return out
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    exe = _chromium()
+    websocket = pytest.importorskip("websocket", reason="websocket-client is not installed "
+                                                        "(tools/setup.sh installs it)")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    proc = subprocess.Popen(
+        [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+         "--remote-debugging-port=0", f"--user-data-dir={profile}", "--window-size=1280,900",
+         "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        deadline = time.time() + 60
+        while time.time() < deadline and port is None:
+            line = proc.stderr.readline()
+            if not line and proc.poll() is not None:
+                pytest.fail(f"chromium exited with {proc.returncode}")
+            if "DevTools listening on ws://" in line:
+                port = int(line.split("ws://")[1].split("/")[0].split(":")[1])
+        assert port, "chromium did not open its DevTools port"
+        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json").read())
+        page_target = next(t for t in targets if t["type"] == "page")
+        ws = websocket.create_connection(page_target["webSocketDebuggerUrl"], timeout=60,
+                                         suppress_origin=True)
+        yield _Page(ws)
+        ws.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _open(page: _Page, url: str) -> None:
+    page.events.clear()
+    for domain in ("Page", "Runtime", "Log"):
+        page.send(f"{domain}.enable")
+    page.send("Page.navigate", url=url)
+    page.wait_for("Page.loadEventFired")
+
+
+ROWS = "document.querySelectorAll('#node-table tbody tr')"
+NAMES = f"Array.from({ROWS}).map(tr => tr.cells[1].textContent)"
+
+
+def test_report_in_a_browser(browser, tmp_path):
+    path, nodes = _report_html(tmp_path)
+    _open(browser, path.as_uri())
+    assert browser.errors() == []
+    assert browser.eval(f"{ROWS}.length") == nodes
+    assert browser.eval("document.getElementById('count').textContent") == f"{nodes} of {nodes} nodes"
+
+    # Search filters by name, case-insensitively; clearing it restores all rows.
+    names = browser.eval(f"""(() => {{
+        const s = document.getElementById('search');
+        s.value = 'MM'; s.dispatchEvent(new Event('input'));
+        return {NAMES}; }})()""")
+    assert names and len(names) < nodes and all("mm" in n for n in names)
+    browser.eval("(() => { const s = document.getElementById('search'); s.value = '';"
+                 " s.dispatchEvent(new Event('input')); })()")
+    assert browser.eval(f"{ROWS}.length") == nodes
+
+    # Clicking "name" sorts by name; clicking again reverses.
+    browser.eval("document.querySelector('th[data-col=\"1\"]').click()")
+    names = browser.eval(NAMES)
+    assert names == sorted(names)
+    browser.eval("document.querySelector('th[data-col=\"1\"]').click()")
+    assert browser.eval(NAMES) == sorted(names, reverse=True)
+
+    # Every picture renders: the timeline, the frontier and (with graphviz) the cut.
+    boxes = browser.eval("""Array.from(document.querySelectorAll('section svg'))
+        .filter(s => !s.parentElement.closest('svg'))
+        .map(s => { const r = s.getBoundingClientRect(); const b = s.getBBox();
+                    return [s.closest('section').id, r.width, r.height, b.width, b.height]; })""")
+    sections = [b[0] for b in boxes]
+    assert {"memory", "pareto"} <= set(sections), boxes
+    if shutil.which("dot"):
+        assert "cut" in sections, boxes
+    assert all(min(b[1:]) > 0 for b in boxes), boxes
+    assert browser.eval("document.querySelectorAll('#memory circle.peak').length") == 1
+
+    # The top of the page: summary, timeline, frontier, the cut, the table's start.
+    shot = browser.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                        clip={"x": 0, "y": 0, "width": 1280, "height": 2400, "scale": 0.75})
+    png = base64.b64decode(shot["data"])
+    assert png.startswith(b"\x89PNG") and len(png) > 10000
+    (tmp_path / "report.png").write_bytes(png)
+    assert browser.errors() == []
+
+
+def test_search_link_prefills_the_filter(browser, tmp_path):
+    path, nodes = _report_html(tmp_path)
+    _open(browser, path.as_uri() + "#search=addmm")
+    names = browser.eval(NAMES)
+    assert browser.eval("document.getElementById('search').value") == "addmm"
+    assert 0 < len(names) < nodes and all("addmm" in n for n in names)
+    assert browser.errors() == []
+
+
+# --- progress bars ------------------------------------------------------------------
+
+def _run_on_pty(args: list[str]) -> tuple[int, str]:
+    """Runs args with stderr on a pseudo-terminal (stdout to a pipe)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the pty
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    proc.stdout.read()
+    return proc.wait(), b"".join(chunks).decode(errors="replace")
+
+
+def test_pareto_draws_a_progress_bar_on_a_terminal_only(tmp_path):
+    args = [_remat_cli(), "pareto", str(EXAMPLE), "-o", str(tmp_path / "f.svg")]
+    rc, tty = _run_on_pty(args)
+    assert rc == 0, tty
+    assert "\rremat: pareto" in tty and "100%" in tty
+    piped = subprocess.run(args, capture_output=True, text=True)
+    assert piped.returncode == 0
+    assert piped.stderr == "" and "\r" not in piped.stdout
+
+
+def test_partition_progress_follows_the_option(tmp_path):
+    always = [_remat_cli(), "partition", str(EXAMPLE), "--progress", "always"]
+    rc, tty = _run_on_pty(always)
+    assert rc == 0 and "\rremat: partition" in tty and "100%" in tty
+    # A small graph draws nothing by default, even on a terminal ...
+    rc, tty = _run_on_pty([_remat_cli(), "partition", str(EXAMPLE)])
+    assert rc == 0 and "\r" not in tty
+    # ... and a pipe never gets a bar.
+    piped = subprocess.run(always, capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == ""
+    rc, tty = _run_on_pty([_remat_cli(), "pareto", str(EXAMPLE), "-o", str(tmp_path / "f.svg"),
+                           "--progress", "never"])
+    assert rc == 0 and "\r" not in tty
