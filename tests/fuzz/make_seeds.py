@@ -3,7 +3,8 @@ tests/fuzz/joint_graph.dict); they are committed, so CI does not run this.
 
 Seeds: every shipped example and test graph in compact JSON, plus prefixes of
 the examples (their first nodes and an output returning the last one), which
-are small, valid joint graphs that mutate quickly. Dictionary: every property
+are small, valid joint graphs that mutate quickly, and tiny.json with a
+prefix of itself as a subgraph. Dictionary: every property
 name and string constant of schema/joint_graph.v1.schema.json, and the op
 targets, dtypes and partitioner tags the examples use.
 
@@ -62,6 +63,11 @@ def main() -> None:
         for count in (4, 8, 16):
             if len(doc["nodes"]) > count + 1:
                 (seeds / f"{path.stem}_first{count}.json").write_bytes(compact(prefix(doc, count)))
+        if path.stem == "tiny":
+            # A nested graph module (a higher-order op's body), which the
+            # reader checks as a graph of its own.
+            body = {"name": "body0", "nodes": prefix(doc, 4)["nodes"]}
+            (seeds / "tiny_subgraph.json").write_bytes(compact({**doc, "subgraphs": [body]}))
         for n in doc["nodes"]:
             words.add(n["target"])
             words.update(str(v) for k, v in (n.get("val") or {}).items() if k in ("dtype", "device"))
