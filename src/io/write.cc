@@ -168,8 +168,8 @@ class GraphWriter {
       w_.key("saved_for_offloading");
       w_.boolean(true);
     }
-    if (x.original_tensor < g_.values().tensors.size()) {
-      const TensorMeta& t = g_.values().tensors[x.original_tensor];
+    if (x.original_tensor < g_.values().sizes().tensors) {
+      const TensorMeta& t = *g_.values().tensors(x.original_tensor);
       w_.key("original_device");
       w_.string(str(t.device));
       w_.key("original_size");
