@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # C++ dependencies, from Debian; graphviz draws the cut in reports, chromium
-# is the headless browser the report's test runs in.
-pkgs="libsimdjson-dev libfmt-dev libcli11-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz chromium"
+# is the headless browser the report's test runs in, clang and its runtimes
+# (sanitizers, libFuzzer) are for the hardening builds of tools/test.sh.
+pkgs="libsimdjson-dev libfmt-dev libcli11-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz chromium clang libclang-rt-dev"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
@@ -24,5 +25,7 @@ python3 -m pip install -q --disable-pip-version-check "torch==2.13.0"
 python3 -m pip install -q --disable-pip-version-check cmake ninja pytest scipy networkx orjson numpy jsonschema \
   tlparse websocket-client
 echo "setup: building and installing remat"
-python3 -m pip install -q --disable-pip-version-check .
+# REMAT_WERROR=ON (tools/test.sh) builds the extension with warnings as errors.
+python3 -m pip install -q --disable-pip-version-check \
+  ${REMAT_WERROR:+--config-settings=cmake.define.REMAT_WERROR=$REMAT_WERROR} .
 echo "setup: done ($(remat --version))"

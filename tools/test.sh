@@ -1,10 +1,156 @@
 #!/usr/bin/env bash
-# Runs every test: the C++ suite (GoogleTest through ctest) and the Python
-# suite (pytest, which calls torch's own partitioner live for parity).
+# Runs every test, as CI does (.ci/run), in stages, and prints how long each
+# took (the whole must stay under 20 minutes on 2 cores):
+#  build, ctest   the Release build (gcc) with warnings as errors, and the C++
+#                 suite (GoogleTest through ctest);
+#  pytest         the Python suite, which calls torch's partitioner live;
+#  asan *         an AddressSanitizer + UndefinedBehaviorSanitizer build
+#                 (clang) of the library, the CLI, the C++ tests and the fuzz
+#                 target: the C++ tests, the CLI over every example graph, and
+#                 the fuzz target for REMAT_FUZZ_SECONDS (default 60) from its
+#                 seed corpus and dictionary (tests/fuzz);
+#  tsan *         a ThreadSanitizer build (clang) of the library, the
+#                 concurrency tests and the Python extension: concurrent
+#                 partitions from C++ threads and from Python threads.
+# The sanitizer builds start from empty build directories every time, so no
+# object, cache entry or copied file of an earlier run is reused; they compile
+# with -O1 and line tables only, to keep them quick. Every build treats
+# warnings as errors. See docs/hardening.md.
+#
+# Local iteration only (CI sets neither): REMAT_SKIP_SANITIZERS=1 skips the
+# asan and tsan stages; CMAKE_BUILD_PARALLEL_LEVEL limits build jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build
-ctest --test-dir build --output-on-failure -j2
-python3 -m pytest tests/python -q
+
+REMAT_FUZZ_SECONDS=${REMAT_FUZZ_SECONDS:-60}
+# A sanitizer finding exits 86 and stops at the first report, so it cannot
+# pass for remat's own exit status 1 (a clean error).
+export ASAN_OPTIONS=exitcode=86:abort_on_error=0:detect_leaks=1:strict_string_checks=1
+export UBSAN_OPTIONS=exitcode=86:print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS=exitcode=86:halt_on_error=1:second_deadlock_stack=1
+SANITIZER_FLAGS=(-G Ninja -DCMAKE_CXX_COMPILER=clang++
+                 -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only"
+                 -DREMAT_WERROR=ON)
+
+# Each stage's wall time, and the CPU time (user + system) of the processes
+# it ran: on a shared machine the wall time says little, the CPU time divided
+# by the cores a stage keeps busy is what a dedicated CI machine would take.
+timings=""
+cpu_file=$(mktemp)
+trap 'rm -f "$cpu_file"' EXIT
+children_cpu() {  # sets cpu: CPU seconds of this shell's finished children
+  times >"$cpu_file"  # not in a subshell: a subshell's times would not see ours
+  cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); sub("s", "", t[2]); s += t[1] * 60 + t[2] }
+                       printf "%d", s }' "$cpu_file")
+}
+stage() {
+  local name=$1 t0=$SECONDS cpu c0
+  children_cpu
+  c0=$cpu
+  shift
+  echo "== $name"
+  "$@"
+  children_cpu
+  timings+=$(printf '  %-22s %5ds wall %6ds CPU' "$name" $((SECONDS - t0)) $((cpu - c0)))$'\n'
+}
+
+build_release() {
+  REMAT_WERROR=ON bash tools/setup.sh
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREMAT_WERROR=ON \
+    -DREMAT_SANITIZE= -DREMAT_BUILD_FUZZ=OFF -DREMAT_BUILD_PYTHON_MODULE=OFF >/dev/null
+  cmake --build build
+}
+
+# Every example and test graph through every command. A crash, a sanitizer
+# report or an internal error fails; so does a clean refusal (exit status 1)
+# where none is expected: the shipped examples all partition, while a Pareto
+# sweep may find no trade-off and tests/data holds a graph with no finite cut.
+cli_over_examples() {
+  local out rc graph args
+  out=$(mktemp -d)
+  for graph in examples/*.json tests/data/*.json; do
+    for args in "info $graph" "partition $graph -o $out/r.json" \
+                "partition $graph --partitioner default -o $out/d.json" \
+                "partition $graph --memory-budget 0.5 --cut-side source -v" \
+                "pareto $graph -o $out/p.svg --csv $out/p.csv --json $out/p.json" \
+                "report $graph -o $out/r.html --json $out/rr.json"; do
+      rc=0
+      # shellcheck disable=SC2086  # args is a word list
+      build-asan/remat $args >"$out/stdout" 2>"$out/stderr" || rc=$?
+      if [ "$rc" -gt 1 ] || grep -q "internal error" "$out/stderr" ||
+         { [ "$rc" -ne 0 ] && [[ $graph == examples/* && $args != pareto* ]]; }; then
+        echo "remat $args: exit status $rc" >&2
+        cat "$out/stderr" >&2
+        return 1
+      fi
+    done
+  done
+  rm -rf "$out"
+}
+
+# A fresh corpus from the committed seeds each run; a finding prints the
+# whole report and leaves the input in build-asan/fuzz-artifacts/.
+fuzz() {
+  local corpus rc=0
+  corpus=$(mktemp -d)
+  mkdir -p build-asan/fuzz-artifacts
+  build-asan/remat_fuzz -dict=tests/fuzz/joint_graph.dict -max_total_time="$REMAT_FUZZ_SECONDS" \
+    -max_len=8192 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix=build-asan/fuzz-artifacts/ "$corpus" tests/fuzz/seeds \
+    >build-asan/fuzz.log 2>&1 || rc=$?
+  rm -rf "$corpus"
+  if [ "$rc" -ne 0 ]; then
+    cat build-asan/fuzz.log >&2
+    ls -l build-asan/fuzz-artifacts >&2
+    return 1
+  fi
+  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)' build-asan/fuzz.log
+}
+
+build_asan() {
+  rm -rf build-asan
+  cmake -S . -B build-asan "${SANITIZER_FLAGS[@]}" -DREMAT_SANITIZE=address,undefined \
+    -DREMAT_BUILD_FUZZ=ON >/dev/null
+  cmake --build build-asan --target remat_cli remat_tests remat_fuzz
+}
+
+build_tsan() {
+  rm -rf build-tsan
+  cmake -S . -B build-tsan "${SANITIZER_FLAGS[@]}" -DREMAT_SANITIZE=thread \
+    -DREMAT_BUILD_PYTHON_MODULE=ON "-DPython_EXECUTABLE=$(python3 -c 'import sys; print(sys.executable)')" \
+    >/dev/null
+  cmake --build build-tsan --target remat_concurrency_tests remat_python_package
+}
+
+# The extension built with TSan, imported by an interpreter that links TSan's
+# runtime (tests/sanitizer/python_main.cc: preloading the runtime into
+# python3 crashes). CPython itself is not instrumented; the engine is. The
+# import must find that extension, not an installed one, or the run proves
+# nothing.
+tsan_python() {
+  PYTHONPATH=build-tsan/python build-tsan/remat_sanitized_python -c '
+import os, sys, remat._remat as m
+here = os.path.abspath(m.__file__)
+sys.exit(0 if here.startswith(os.path.abspath("build-tsan/python") + os.sep)
+         else "not the TSan extension: " + here)'
+  PYTHONPATH=build-tsan/python build-tsan/remat_sanitized_python -m pytest \
+    tests/python/test_threads.py -q -s -p no:cacheprovider  # -s: a report must reach the log
+}
+
+stage "build" build_release
+stage "ctest" ctest --test-dir build --output-on-failure -j2
+stage "pytest" python3 -m pytest tests/python -q
+if [ "${REMAT_SKIP_SANITIZERS:-0}" = 1 ]; then
+  echo "== sanitizer stages SKIPPED (REMAT_SKIP_SANITIZERS=1): not a CI run"
+else
+  stage "asan build" build_asan
+  # One process for the whole suite: ctest's process per test would pay the
+  # sanitizer start-up for each of several hundred tests.
+  stage "asan C++ tests" timeout 900 build-asan/remat_tests --gtest_brief=1
+  stage "asan CLI examples" cli_over_examples
+  stage "asan fuzz" fuzz
+  stage "tsan build" build_tsan
+  stage "tsan C++ threads" timeout 600 build-tsan/remat_concurrency_tests --gtest_brief=1
+  stage "tsan Python threads" tsan_python
+fi
+printf 'test.sh: all passed in %ds\n%s' $((SECONDS)) "$timings"

@@ -9,6 +9,9 @@
 //    joint graph shares with the graphs derived from it; StrId 0 is "".
 //    Value metadata (tensors, dims, symbol lists, NodeExtra) is shared the
 //    same way, and a graph's argument trees and adjacency by its copies.
+//    Pools may be layered (Graph::layer_pools): a pass that must not append
+//    to a graph's pools, such as a partition of a joint graph other threads
+//    partition too, appends to a layer of its own over them instead.
 //  * Inputs (FX `all_input_nodes`) and users are id ranges into those pools;
 //    users are kept in graph order, which is FX's order for a traced graph.
 //  * Everything the reference partitioner reads from `node.meta`, the target
@@ -237,25 +240,43 @@ class GraphBuilder;
 // Interned strings, shared by a joint graph and every graph derived from it
 // (DCE, CSE, forward, backward ...), so copying a node between them needs no
 // re-hashing: a StrId means the same string in all of them. Append-only, so
-// ids and views stay valid. Not safe for concurrent interning.
+// ids and views stay valid.
+//
+// A pool may be a layer over a parent pool: ids below the parent's size at
+// the layer's creation are the parent's strings (interning one of those
+// returns the parent's id), and new strings get the ids after them, stored in
+// the layer. The layer only reads its parent. Reading (view, find, size) is
+// safe from any number of threads while nobody interns into that pool;
+// interning is not safe concurrently with anything else on the same pool, so
+// threads that add strings each add them to a layer of their own.
 class StringPool {
  public:
   StringPool() { intern(""); }
+  explicit StringPool(std::shared_ptr<const StringPool> parent);
   StrId intern(std::string_view s);
   StrId find(std::string_view s) const;  // 0 when absent
-  std::string_view view(StrId id) const { return views_[id]; }
-  size_t size() const { return views_.size(); }
+  std::string_view view(StrId id) const {
+    const StringPool* p = this;
+    while (id < p->base_) p = p->parent_.get();  // no iteration in a pool without parent
+    return p->views_[id - p->base_];
+  }
+  size_t size() const { return base_ + views_.size(); }
 
  private:
   // One slot of the open-addressing table: the upper half of the string's
-  // hash (most mismatches end there) and its id.
+  // hash (most mismatches end there) and the string's index in views_.
   struct Slot {
     uint32_t tag = 0;
-    StrId id = std::numeric_limits<StrId>::max();  // max: empty
+    uint32_t index = std::numeric_limits<uint32_t>::max();  // max: empty
   };
   // The index of the slot holding `s`, or of the empty one where it belongs.
   size_t probe(std::string_view s, uint64_t hash) const;
+  // The id of `s` in this pool or its parents, or 0 when absent.
+  StrId find_hashed(std::string_view s, uint64_t hash) const;
   void grow();
+
+  std::shared_ptr<const StringPool> parent_;
+  StrId base_ = 0;  // ids below this are the parent's
 
   // The bytes, packed back to back in chunks that never move (the views
   // point into them): strings interned together stay together in memory.
@@ -266,16 +287,65 @@ class StringPool {
   std::vector<Slot> table_;  // power-of-two size, at most half full
 };
 
-// Value metadata: tensors, their dims, and symbol lists (free symbols and
-// mutable-arg names). Shared like the string pool by a graph and the graphs
-// derived from it, so a copied node points at the same entries instead of
-// copying them. Append-only, so ranges stay valid. Not safe for concurrent
-// appends.
-struct ValuePool {
-  std::vector<TensorMeta> tensors;
-  std::vector<Dim> dims;
-  std::vector<StrId> symbols;
-  std::vector<NodeExtra> extras;
+// Value metadata: tensors, their dims, symbol lists (free symbols and
+// mutable-arg names) and NodeExtra records, each in a column addressed by a
+// dense index. Shared like the string pool by a graph and the graphs derived
+// from it, so a copied node points at the same entries instead of copying
+// them. Append-only, so indices stay valid. Layered like StringPool: a layer
+// over a parent holds what was appended to it; lower indices are the
+// parent's. A range of entries (a node's tensors, a shape) is always appended
+// in one piece, so it lies wholly in one layer. The same thread-safety rule
+// as StringPool's holds.
+class ValuePool {
+ public:
+  ValuePool() = default;
+  explicit ValuePool(std::shared_ptr<const ValuePool> parent);
+
+  const TensorMeta* tensors(uint32_t begin) const { return at(&ValuePool::tensors_, begin); }
+  const Dim* dims(uint32_t begin) const { return at(&ValuePool::dims_, begin); }
+  const StrId* symbols(uint32_t begin) const { return at(&ValuePool::symbols_, begin); }
+  const NodeExtra& extra(uint32_t index) const { return *at(&ValuePool::extras_, index); }
+
+  // Each returns the index of what it appended.
+  uint32_t add_tensor(const TensorMeta& t) { return add(tensors_, t); }
+  uint32_t add_dim(const Dim& d) { return add(dims_, d); }
+  uint32_t add_symbol(StrId s) { return add(symbols_, s); }
+  uint32_t add_extra(const NodeExtra& e) { return add(extras_, e); }
+
+  // How many entries each column has, parents' included.
+  struct Sizes {
+    size_t tensors = 0, dims = 0, symbols = 0, extras = 0;
+    bool operator==(const Sizes&) const = default;
+  };
+  Sizes sizes() const {
+    return {tensors_.size(), dims_.size(), symbols_.size(), extras_.size()};
+  }
+
+ private:
+  template <typename T>
+  struct Column {
+    uint32_t base = 0;  // indices below this are the parent's
+    std::vector<T> items;
+    size_t size() const { return base + items.size(); }
+  };
+  template <typename T>
+  const T* at(Column<T> ValuePool::*column, uint32_t index) const {
+    const ValuePool* p = this;
+    while (index < (p->*column).base) p = p->parent_.get();  // none without a parent
+    const Column<T>& c = p->*column;
+    return c.items.data() + (index - c.base);
+  }
+  template <typename T>
+  static uint32_t add(Column<T>& c, const T& value) {
+    c.items.push_back(value);
+    return static_cast<uint32_t>(c.size() - 1);
+  }
+
+  std::shared_ptr<const ValuePool> parent_;
+  Column<TensorMeta> tensors_;
+  Column<Dim> dims_;
+  Column<StrId> symbols_;
+  Column<NodeExtra> extras_;
 };
 
 // What a graph never changes once built: its argument trees and the
@@ -307,22 +377,22 @@ class Graph {
   }
   std::span<const TensorMeta> tensors(NodeId id) const {
     const Node& n = nodes_[id];
-    return {values_->tensors.data() + n.tensors_begin, n.tensors_count};
+    return {values_->tensors(n.tensors_begin), n.tensors_count};
   }
   std::span<const Dim> shape(const TensorMeta& t) const {
-    return {values_->dims.data() + t.shape_begin, t.rank};
+    return {values_->dims(t.shape_begin), t.rank};
   }
   std::span<const Dim> stride(const TensorMeta& t) const {
-    return {values_->dims.data() + t.stride_begin, t.has_stride ? t.rank : 0u};
+    return {values_->dims(t.stride_begin), t.has_stride ? t.rank : 0u};
   }
   const NodeExtra& extra(NodeId id) const {
     static const NodeExtra kDefault;
     const uint32_t x = nodes_[id].extra;
-    return x == kNoExtra ? kDefault : values_->extras[x];
+    return x == kNoExtra ? kDefault : values_->extra(x);
   }
   std::span<const StrId> free_symbols(NodeId id) const {
     const Node& n = nodes_[id];
-    return {values_->symbols.data() + n.symbols_begin, n.symbols_count};
+    return {values_->symbols(n.symbols_begin), n.symbols_count};
   }
 
   // Arguments, as pre-order trees. children() lists direct children.
@@ -337,7 +407,7 @@ class Graph {
   }
   OpId find_op(std::string_view name) const;  // kNoOp if absent
   std::span<const StrId> mutable_args(const OpInfo& op) const {
-    return {values_->symbols.data() + op.mutable_args_begin, op.mutable_args_count};
+    return {values_->symbols(op.mutable_args_begin), op.mutable_args_count};
   }
 
   // Lookups. find() and node_named() return kNoNode when absent.
@@ -350,6 +420,12 @@ class Graph {
   // pipeline stamps where each node of a derived graph comes from.
   void set_recompute(NodeId id, RecomputePolicy p) { nodes_[id].recompute = p; }
   void set_origin(NodeId id, NodeId origin) { nodes_[id].origin = origin; }
+  // Gives this graph string and value pools of its own, layered over the
+  // ones it shared: every id it holds keeps its meaning, and what it and the
+  // graphs derived from it add from now on goes into the new layers, leaving
+  // the old pools (and the graphs still sharing them) untouched. A partition
+  // does this first, so that partitions of one joint graph may run at once.
+  void layer_pools();
 
   // Pools, for writers and builders that copy a graph wholesale.
   const StringPool& strings() const { return *strings_; }
@@ -435,9 +511,9 @@ class GraphBuilder {
 
   // The id the next add_node will return.
   NodeId next_id() const { return static_cast<NodeId>(g_.nodes_.size()); }
-  size_t tensor_count() const { return g_.values_->tensors.size(); }
-  size_t symbol_count() const { return g_.values_->symbols.size(); }
-  size_t dim_count() const { return g_.values_->dims.size(); }
+  size_t tensor_count() const { return g_.values_->sizes().tensors; }
+  size_t symbol_count() const { return g_.values_->sizes().symbols; }
+  size_t dim_count() const { return g_.values_->sizes().dims; }
 
   // Validates and returns the graph. The builder is empty afterwards.
   Graph finish();

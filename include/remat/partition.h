@@ -4,12 +4,16 @@
 // Contract: for the same joint graph and options, the saved values (names and
 // order) and the forward/backward graphs equal what torch 2.13's
 // `min_cut_rematerialization_partition` / `default_partition` return.
-// Neither function modifies its input's nodes; the graphs they return share
-// its string and value pools and append to them. So calls on one joint graph
-// must not run concurrently: give each thread a graph of its own (read or
-// built separately; a Graph copy shares the pools too). Errors are
-// remat::Error; a graph with no finite cut raises NoFiniteCutError with the
-// conflicting path explained.
+// Neither function modifies its input: the graphs they return use string
+// and value pools layered over the joint graph's (Graph::layer_pools), which
+// they only read, so their StrIds and value indices agree with the joint
+// graph's and the joint graph's pools do not grow. Thread safety: any number
+// of calls (memory_budget_pareto included) may run concurrently on one
+// JointGraph, or on copies of it; nothing may append to the joint graph's
+// pools meanwhile (a GraphBuilder made from it, or the builder that built it
+// reused). Results are independent of one another and of the joint graph's
+// lifetime. Errors are remat::Error; a graph with no finite cut raises
+// NoFiniteCutError with the conflicting path explained.
 #pragma once
 
 #include <cstdint>

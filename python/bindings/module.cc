@@ -32,6 +32,7 @@
 #include <simdjson.h>
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +95,53 @@ T hook_result(nb::handle value, const char* hook, const char* expected) {
   return out;
 }
 
+// A knapsack solver's (saved, recomputed) result: two sequences of Python
+// ints. An int outside C's int range cannot index any item list, so it
+// becomes -1 and is skipped like every other out-of-range index
+// (remat/options.h), rather than failing the conversion; a non-int is an
+// error naming the hook and the element.
+std::pair<std::vector<int>, std::vector<int>> knapsack_result(nb::handle r) {
+  static constexpr const char* kHook = "custom knapsack solver";
+  static constexpr const char* kExpected = "expected (saved, recomputed) sequences of ints";
+  auto type_name = [](PyObject* o) { return nb::cast<std::string>(nb::str(nb::handle(Py_TYPE(o)))); };
+  auto bad = [&](const std::string& what) {
+    throw remat::Error(remat::ErrorCode::kInvalidOption,
+                       std::string(kHook) + " returned " + what + "; " + kExpected);
+  };
+  auto as_sequence = [&](PyObject* o, const char* what) {
+    if (PyUnicode_Check(o) || PyBytes_Check(o)) bad(type_name(o) + " as " + what);
+    PyObject* fast = PySequence_Fast(o, "");
+    if (fast == nullptr) {
+      PyErr_Clear();
+      bad(type_name(o) + " as " + what);
+    }
+    return nb::steal(fast);
+  };
+  const nb::object pair = as_sequence(r.ptr(), "its result");
+  if (PySequence_Fast_GET_SIZE(pair.ptr()) != 2) {
+    bad(std::to_string(PySequence_Fast_GET_SIZE(pair.ptr())) + " values");
+  }
+  std::vector<int> lists[2];
+  static constexpr const char* kNames[2] = {"saved", "recomputed"};
+  for (int k = 0; k < 2; ++k) {
+    const nb::object seq = as_sequence(PySequence_Fast_GET_ITEM(pair.ptr(), k), kNames[k]);
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
+    lists[k].reserve(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!PyLong_Check(items[i])) {
+        bad(type_name(items[i]) + " at " + kNames[k] + "[" + std::to_string(i) + "]");
+      }
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(items[i], &overflow);
+      const bool fits = overflow == 0 && v >= std::numeric_limits<int>::min() &&
+                        v <= std::numeric_limits<int>::max();
+      lists[k].push_back(fits ? static_cast<int>(v) : -1);
+    }
+  }
+  return {std::move(lists[0]), std::move(lists[1])};
+}
+
 remat::CustomKnapsackFn knapsack_hook(PyObject* fn) {
   return [fn](const std::vector<double>& memory, double max_memory,
               const std::vector<remat::NodeId>& banned) {
@@ -103,8 +151,7 @@ remat::CustomKnapsackFn knapsack_hook(PyObject* fn) {
     for (double m : memory) mem.append(m);
     for (remat::NodeId id : banned) ids.append(id);
     nb::object r = nb::borrow(fn)(mem, max_memory, ids);  // nb::python_error on raise
-    return hook_result<std::pair<std::vector<int>, std::vector<int>>>(
-        r, "custom knapsack solver", "(saved, recomputed) sequences of ints");
+    return knapsack_result(r);
   };
 }
 
@@ -388,7 +435,7 @@ NB_MODULE(_remat, m) {
                                "partitioner '" + partitioner +
                                    "': expected \"min_cut\" or \"default\"");
           }
-          out = remat::write_result(joint, result);
+          out = remat::write_result(joint, result, /*timings=*/true);  // Python results carry them
         }
         return to_bytes(out);
       },

@@ -68,13 +68,18 @@ std::vector<ParetoPoint> pareto_sweep(const BudgetEvaluator& evaluate, double re
     while (!pending.empty()) {
       const auto [lhs, rhs] = pending.back();
       pending.pop_back();
-      if (rhs.budget - lhs.budget < resolution) {
+      // An interval also ends when its midpoint rounds to one of its ends
+      // (adjacent doubles): splitting it would give back the same interval
+      // forever, as torch does for a resolution below the spacing of doubles
+      // near a change (1e-16 around 0.5).
+      const double middle = (lhs.budget + rhs.budget) / 2;
+      if (rhs.budget - lhs.budget < resolution || !(lhs.budget < middle && middle < rhs.budget)) {
         points.push_back(lhs);
         points.push_back(rhs);
         report(rhs.budget - lhs.budget);
         continue;
       }
-      const ParetoPoint mid = evaluate_at(evaluate, (lhs.budget + rhs.budget) / 2);
+      const ParetoPoint mid = evaluate_at(evaluate, middle);
       if (!same_outcome(mid, lhs)) pending.emplace_back(lhs, mid);
       else report(mid.budget - lhs.budget);
       if (!same_outcome(mid, rhs)) pending.emplace_back(mid, rhs);

@@ -7,8 +7,11 @@
 // in (runtime, ratio) and it is at least `resolution` wide; intervals are
 // taken from a stack, last in first out) and returns the points as torch's
 // `options` list: both ends of every finished interval, duplicates included,
-// sorted by (budget, runtime, ratio). The writers are deterministic: same
-// points, same bytes.
+// sorted by (budget, runtime, ratio). Unlike torch it always terminates: an
+// interval whose midpoint rounds to one of its ends (adjacent doubles) is
+// finished whatever the resolution, so a resolution of 1e-300 costs at most
+// about 1100 evaluations per change of outcome instead of looping forever.
+// The writers are deterministic: same points, same bytes.
 #pragma once
 
 #include <functional>

@@ -4,7 +4,8 @@
 // entry points), and print a human summary. The numbers printed come from the
 // library's own results (NodeInfo, PartitionResult.decisions, size_of), so
 // the CLI never re-derives a decision. Output is deterministic apart from the
-// timing lines.
+// timing lines; files written with -o are byte-identical across runs unless
+// --timings asks for the engine's times.
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -81,7 +83,7 @@ JointGraph load(const CommonSettings& common, std::string& path) {
     std::fprintf(stderr, "remat: loading %s (%s)...\n", path.c_str(), human_bytes(st.st_size).c_str());
   }
   const auto t0 = Clock::now();
-  JointGraph joint = read_joint_graph_file(path);
+  JointGraph joint = read_joint_graph_file(path, common.max_input_bytes);
   if (common.verbose || joint.graph.size() >= kBigGraph) {
     std::fprintf(stderr, "remat: loaded %s (%zu nodes) in %.1f ms\n", path.c_str(),
                  joint.graph.size(), ms_since(t0));
@@ -99,14 +101,14 @@ OpRegistry registry_for(const JointGraph& joint) {
 bool on_path(const char* program) {
   const char* path = std::getenv("PATH");
   if (path == nullptr) return false;
-  std::string p(path);
+  const std::string_view p(path);
   size_t start = 0;
   while (start <= p.size()) {
     size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
-    std::string dir = p.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    if (end == std::string_view::npos) end = p.size();
+    // An empty entry means the current directory.
+    const std::string_view dir = end == start ? std::string_view(".") : p.substr(start, end - start);
+    if (::access(fmt::format("{}/{}", dir, program).c_str(), X_OK) == 0) return true;
     start = end + 1;
   }
   return false;
@@ -410,7 +412,7 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
     std::fprintf(stderr, "remat: warning: %s\n", describe_hazard(r.forward, r.backward, h).c_str());
   }
   if (!s.output.empty()) {
-    write_file_atomic(s.output, write_result(joint, r));
+    write_file_atomic(s.output, write_result(joint, r, s.timings));
     std::printf("wrote %s\n", s.output.c_str());
   }
   if (!s.explain.empty()) return explain(joint, r, s.explain, options);
@@ -474,7 +476,9 @@ int run_report(const CommonSettings& common, const ReportSettings& s) {
   const PartitionResult r = s.partitioner == "default"
                                 ? default_partition(joint, options)
                                 : min_cut_rematerialization_partition(joint, options);
-  const std::string result = write_result(joint, r);
+  // The report shows the engine's time; the --json file, like partition's
+  // -o, is the same bytes on every run.
+  const std::string result = write_result(joint, r, /*timings=*/true);
 
   ReportOptions report;
   report.title = path;
@@ -495,7 +499,7 @@ int run_report(const CommonSettings& common, const ReportSettings& s) {
   // Render everything first: a failure leaves no file half-written.
   const std::string html = html_report(joint, result, report);
   write_file_atomic(s.html, html);
-  if (!s.json.empty()) write_file_atomic(s.json, result);
+  if (!s.json.empty()) write_file_atomic(s.json, write_result(joint, r));
   std::printf("graph: %s (%zu nodes)\n", path.c_str(), joint.graph.size());
   std::printf("wrote %s\n", s.html.c_str());
   if (!s.json.empty()) std::printf("wrote %s\n", s.json.c_str());

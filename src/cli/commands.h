@@ -10,11 +10,14 @@
 #include <optional>
 #include <string>
 
+#include "remat/io.h"
+
 namespace remat::cli {
 
 struct CommonSettings {
   std::string graph;   // path of the joint graph; empty: the shipped example
   bool verbose = false;
+  uint64_t max_input_bytes = kDefaultMaxInputBytes;  // --max-input-size
   // --progress: "auto" (a bar on a terminal for long work: any pareto
   // sweep, big graphs), "always" (on a terminal, whatever the size), "never".
   std::string progress = "auto";
@@ -23,6 +26,7 @@ struct CommonSettings {
 
 struct PartitionSettings {
   std::string output;           // -o: result JSON path ("" = none)
+  bool timings = false;         // --timings: seconds and stages go into -o
   std::string partitioner = "min_cut";
   std::string explain;          // --explain NODE
   std::string cut_side = "sink";

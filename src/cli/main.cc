@@ -5,9 +5,12 @@
 // `remat report [GRAPH] -o HTML [options]`.
 // Every failure is one "remat: error: ..." message on stderr and a non-zero
 // exit status (1 for errors, CLI11's codes for bad usage); no exception
-// escapes main, so the process never aborts with a stack trace.
+// escapes main, so the process never aborts with a stack trace. SIGINT,
+// SIGTERM and SIGHUP remove the temporary file of an output being written.
 #include <malloc.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -17,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "remat/error.h"
+#include "remat/io.h"
 #include "remat/version.h"
 
 namespace {
@@ -33,6 +37,27 @@ void keep_freed_memory() {
 #endif
 }
 
+// Usage errors look like every other error, with a pointer to --help.
+std::string usage_error(const CLI::App* app, const CLI::Error& e) {
+  std::string help = app->get_help_ptr() != nullptr ? app->get_help_ptr()->get_name() : "--help";
+  return fmt::format("remat: error: {}\nRun with {} for more information.\n", e.what(), help);
+}
+
+// An output path given as '' would otherwise mean "no output" silently.
+const CLI::Validator kNonEmptyPath(
+    [](const std::string& path) { return path.empty() ? std::string("the path is empty") : ""; },
+    "PATH");
+
+// CLI::PositiveNumber prints its bound, the smallest double, in 309 digits.
+const CLI::Validator kPositive(
+    [](const std::string& text) {
+      double v = 0;
+      return CLI::detail::lexical_cast(text, v) && v > 0 && std::isfinite(v)
+                 ? std::string()
+                 : fmt::format("'{}' is not a number greater than 0", text);
+    },
+    "NUMBER > 0");
+
 void add_progress_option(CLI::App* cmd, remat::cli::CommonSettings& common) {
   cmd->add_option("--progress", common.progress,
                   "progress bar on stderr when it is a terminal: auto (long work; default), "
@@ -45,6 +70,7 @@ void add_progress_option(CLI::App* cmd, remat::cli::CommonSettings& common) {
 int main(int argc, char** argv) {
   using namespace remat;
   keep_freed_memory();
+  remove_partial_writes_on_signals();
   CLI::App app{
       "remat: decides which activations a joint forward+backward graph saves for the\n"
       "backward and which it recomputes, as PyTorch's AOTAutograd partitioner does.\n"
@@ -53,6 +79,7 @@ int main(int argc, char** argv) {
       "remat"};
   app.set_version_flag("--version", fmt::format("remat {}", kVersion));
   app.require_subcommand(1);
+  app.failure_message(usage_error);
 
   cli::CommonSettings common;
   common.argv0 = argc > 0 ? argv[0] : "remat";
@@ -66,7 +93,10 @@ int main(int argc, char** argv) {
   CLI::App* part = app.add_subcommand(
       "partition", "Partition a joint graph and summarize what is saved, recomputed and banned");
   part->add_option("graph", common.graph, "joint graph JSON file");
-  part->add_option("-o,--output", ps.output, "write the partition result JSON here");
+  part->add_option("-o,--output", ps.output, "write the partition result JSON here")
+      ->check(kNonEmptyPath);
+  part->add_flag("--timings", ps.timings,
+                 "put the engine's seconds and stages into the -o result (then two runs differ)");
   part->add_option("--partitioner", ps.partitioner, "min_cut (default) or default")
       ->check(CLI::IsMember({"min_cut", "default"}));
   part->add_option("--explain", ps.explain, "explain why NODE was saved, recomputed, banned or removed");
@@ -87,7 +117,8 @@ int main(int argc, char** argv) {
                    "'{\"size_in_mb\": 0, \"allowed_dtypes\": \"torch.float32\"}'");
   part->add_option("--dot", ps.dot,
                    "when no finite cut exists, write the capacity graph here as DOT (and an SVG "
-                   "next to it when graphviz's dot is on PATH)");
+                   "next to it when graphviz's dot is on PATH)")
+      ->check(kNonEmptyPath);
   part->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
   add_progress_option(part, common);
 
@@ -96,9 +127,11 @@ int main(int argc, char** argv) {
       "pareto", "Sweep activation memory budgets and draw the recompute-runtime / memory "
                 "trade-off (torch's visualize_memory_budget_pareto)");
   pareto->add_option("graph", common.graph, "joint graph JSON file");
-  pareto->add_option("-o,--output", pa.svg, "write the frontier here as an SVG chart")->required();
-  pareto->add_option("--csv", pa.csv, "also write the points as CSV");
-  pareto->add_option("--json", pa.json, "also write the points as JSON");
+  pareto->add_option("-o,--output", pa.svg, "write the frontier here as an SVG chart")
+      ->required()
+      ->check(kNonEmptyPath);
+  pareto->add_option("--csv", pa.csv, "also write the points as CSV")->check(kNonEmptyPath);
+  pareto->add_option("--json", pa.json, "also write the points as JSON")->check(kNonEmptyPath);
   pareto->add_option("--solver", pa.solver,
                      "knapsack solver: dp (default), greedy, ilp, dp_knapsack_sliding_hirschberg "
                      "or dynamic_memory_budget_dp");
@@ -106,7 +139,7 @@ int main(int argc, char** argv) {
                      "runtime estimator: flops (default) or testing");
   pareto->add_option("--resolution", pa.resolution,
                      "stop bisecting budget intervals narrower than this (torch: 0.001)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   pareto->add_flag("--no-cse", pa.no_cse, "do not deduplicate equal nodes first");
   pareto->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
   add_progress_option(pareto, common);
@@ -116,8 +149,11 @@ int main(int argc, char** argv) {
       "report", "Partition a joint graph and write one self-contained HTML report: summary, "
                 "memory timeline, Pareto frontier, the cut as a picture, every node's fate");
   report->add_option("graph", common.graph, "joint graph JSON file");
-  report->add_option("-o,--output", rs.html, "write the HTML report here")->required();
-  report->add_option("--json", rs.json, "also write the partition result JSON here");
+  report->add_option("-o,--output", rs.html, "write the HTML report here")
+      ->required()
+      ->check(kNonEmptyPath);
+  report->add_option("--json", rs.json, "also write the partition result JSON here")
+      ->check(kNonEmptyPath);
   report->add_option("--partitioner", rs.partitioner, "min_cut (default) or default")
       ->check(CLI::IsMember({"min_cut", "default"}));
   report->add_option("--memory-budget", rs.memory_budget,
@@ -127,6 +163,14 @@ int main(int argc, char** argv) {
                    "leave the memory-budget frontier out (it partitions once per budget tried)");
   report->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
   add_progress_option(report, common);
+
+  for (CLI::App* sub : {info, part, pareto, report}) {
+    sub->add_option("--max-input-size", common.max_input_bytes,
+                    "refuse a graph larger than this many bytes (default 1GiB, at most 4GiB - 1; "
+                    "units kb, mb, gb are powers of 1024)")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(uint64_t{1}, kMaxInputBytes));
+  }
 
   try {
     app.parse(argc, argv);

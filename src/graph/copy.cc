@@ -134,8 +134,8 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
   }
   out.extra = kNoExtra;
   uint32_t original = kNoExtra;  // an offloaded placeholder's original tensor, copied first
-  if (in.extra != kNoExtra && src_.extra(id).original_tensor < src_.values().tensors.size())
-    original = copy_tensor(src_.values().tensors[src_.extra(id).original_tensor]);
+  if (in.extra != kNoExtra && src_.extra(id).original_tensor < src_.values().sizes().tensors)
+    original = copy_tensor(*src_.values().tensors(src_.extra(id).original_tensor));
   if (in.extra != kNoExtra) {
     NodeExtra x = src_.extra(id);
     for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint,

@@ -43,10 +43,9 @@ OpId GraphBuilder::add_op(const OpInfo& info, std::span<const std::string> mutab
     return it->second;
   }
   OpInfo op = info;
-  std::vector<StrId>& symbols = g_.values_->symbols;
-  op.mutable_args_begin = static_cast<uint32_t>(symbols.size());
+  op.mutable_args_begin = static_cast<uint32_t>(symbol_count());
   op.mutable_args_count = static_cast<uint32_t>(mutable_args.size());
-  for (const std::string& a : mutable_args) symbols.push_back(intern(a));
+  for (const std::string& a : mutable_args) g_.values_->add_symbol(intern(a));
   g_.ops_.push_back(op);
   const OpId id = static_cast<OpId>(g_.ops_.size() - 1);
   interner_->op_by_name.emplace(info.name, id);
@@ -114,25 +113,10 @@ ArgId GraphBuilder::add_tree(const Graph& src, ArgId root, std::span<const NodeI
   return copy;
 }
 
-uint32_t GraphBuilder::add_dim(const Dim& d) {
-  g_.values_->dims.push_back(d);
-  return static_cast<uint32_t>(g_.values_->dims.size() - 1);
-}
-
-uint32_t GraphBuilder::add_tensor(const TensorMeta& t) {
-  g_.values_->tensors.push_back(t);
-  return static_cast<uint32_t>(g_.values_->tensors.size() - 1);
-}
-
-uint32_t GraphBuilder::add_symbol(StrId s) {
-  g_.values_->symbols.push_back(s);
-  return static_cast<uint32_t>(g_.values_->symbols.size() - 1);
-}
-
-uint32_t GraphBuilder::add_extra(const NodeExtra& e) {
-  g_.values_->extras.push_back(e);
-  return static_cast<uint32_t>(g_.values_->extras.size() - 1);
-}
+uint32_t GraphBuilder::add_dim(const Dim& d) { return g_.values_->add_dim(d); }
+uint32_t GraphBuilder::add_tensor(const TensorMeta& t) { return g_.values_->add_tensor(t); }
+uint32_t GraphBuilder::add_symbol(StrId s) { return g_.values_->add_symbol(s); }
+uint32_t GraphBuilder::add_extra(const NodeExtra& e) { return g_.values_->add_extra(e); }
 
 NodeId GraphBuilder::add_node(Node n, const NodeExtra& extra) {
   n.extra = extra == NodeExtra{} ? kNoExtra : add_extra(extra);
@@ -333,6 +317,19 @@ Graph GraphBuilder::rearrange(const Graph& g, std::span<const NodeId> order,
     out.nodes_.push_back(node);
   }
   return b.finish();
+}
+
+ValuePool::ValuePool(std::shared_ptr<const ValuePool> parent) : parent_(std::move(parent)) {
+  const Sizes below = parent_->sizes();
+  tensors_.base = static_cast<uint32_t>(below.tensors);
+  dims_.base = static_cast<uint32_t>(below.dims);
+  symbols_.base = static_cast<uint32_t>(below.symbols);
+  extras_.base = static_cast<uint32_t>(below.extras);
+}
+
+void Graph::layer_pools() {
+  strings_ = std::make_shared<StringPool>(std::shared_ptr<const StringPool>(strings_));
+  values_ = std::make_shared<ValuePool>(std::shared_ptr<const ValuePool>(values_));
 }
 
 std::vector<ArgId> Graph::children(ArgId id) const {

@@ -26,6 +26,7 @@
 #include <simdjson.h>
 
 #include "io/dtypes.h"
+#include "io/file.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/ops.h"
@@ -963,13 +964,15 @@ JointGraph read_joint_graph(std::string_view json) {
   return Reader().read(root);
 }
 
-JointGraph read_joint_graph_file(const std::string& path) {
-  // Load straight into simdjson's padded buffer: one copy of the text, not two.
+JointGraph read_joint_graph_file(const std::string& path, uint64_t max_bytes) {
+  // A regular file loads straight into simdjson's padded buffer: one copy of
+  // the text, not two. Streams go through read_file, which stops at the limit
+  // (and produces the system's reason and the kIo code when reading fails).
+  max_bytes = std::min(max_bytes, kMaxInputBytes);
   simdjson::padded_string text;
-  if (auto err = simdjson::padded_string::load(path).get(text); err != simdjson::SUCCESS) {
-    // Let read_file produce the system's reason (and the kIo code).
-    std::string data = read_file(path);
-    text = simdjson::padded_string(data);
+  if (!is_regular_within_limit(path, max_bytes) ||
+      simdjson::padded_string::load(path).get(text) != simdjson::SUCCESS) {
+    text = simdjson::padded_string(read_file(path, max_bytes));
   }
   dom::parser parser;
   dom::element root;

@@ -1,7 +1,7 @@
 // io/write.cc — writes joint graphs and partition results as JSON format v1.
 //
 // Contract: the output is a pure function of the input (no addresses, no
-// hash-map order): top-level fields in the order docs/format.md lists them,
+// hash-map order; a result's timings only when asked for): top-level fields in the order docs/format.md lists them,
 // ops in OpId order, nodes in graph order, one op or node per line. Fields
 // equal to their documented default are left out (an empty "args", a
 // derivable "numel_hint", a known dtype's "itemsize", ...), so that reading a
@@ -168,8 +168,8 @@ class GraphWriter {
       w_.key("saved_for_offloading");
       w_.boolean(true);
     }
-    if (x.original_tensor < g_.values().tensors.size()) {
-      const TensorMeta& t = g_.values().tensors[x.original_tensor];
+    if (x.original_tensor < g_.values().sizes().tensors) {
+      const TensorMeta& t = *g_.values().tensors(x.original_tensor);
       w_.key("original_device");
       w_.string(str(t.device));
       w_.key("original_size");
@@ -566,7 +566,7 @@ std::string write_joint_graph(const JointGraph& joint) {
   return out;
 }
 
-std::string write_result(const JointGraph& joint, const PartitionResult& result) {
+std::string write_result(const JointGraph& joint, const PartitionResult& result, bool timings) {
   const Graph& g = joint.graph;
   std::string out;
   out.reserve(512 + (result.forward.size() + result.backward.size()) * 160 + g.size() * 40);
@@ -653,15 +653,17 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result)
   io::write_memory_json(w, result.forward, result.backward, result.memory, 2);
   field("hazards");
   io::write_hazards_json(w, result.forward, result.backward, result.hazards, 2);
-  field("seconds");
-  w.number(std::isfinite(result.seconds) ? result.seconds : 0.0);
-  field("stages");
-  w.begin_object();
-  for (const StageTime& t : result.stages) {
-    w.key(t.stage);
-    w.number(std::isfinite(t.seconds) ? t.seconds : 0.0);
+  if (timings) {
+    field("seconds");
+    w.number(std::isfinite(result.seconds) ? result.seconds : 0.0);
+    field("stages");
+    w.begin_object();
+    for (const StageTime& t : result.stages) {
+      w.key(t.stage);
+      w.number(std::isfinite(t.seconds) ? t.seconds : 0.0);
+    }
+    w.end_object();
   }
-  w.end_object();
   w.break_line(0);
   w.end_object();
   out += '\n';

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <limits>
 #include <string>
 #include <span>
 #include <string_view>
@@ -127,10 +128,12 @@ bool is_functional_graph(const Graph& g) {
 }
 
 // A copy of the joint graph whose nodes are their own origin, so every graph
-// derived from it maps back to the caller's ids whatever the passes copy.
+// derived from it maps back to the caller's ids whatever the passes copy. Its
+// pools are layered over the joint graph's, which stay as they are.
 Graph rooted(const JointGraph& joint) {
   Graph g = joint.graph;
   for (NodeId id = 0; id < g.size(); ++id) g.set_origin(id, id);
+  g.layer_pools();
   return g;
 }
 
@@ -642,6 +645,21 @@ void check_joint(const JointGraph& joint) {
   if (joint.num_fwd_outputs < 0) {
     throw Error(ErrorCode::kInvalidGraph,
                 fmt::format("field 'num_fwd_outputs' is negative ({})", joint.num_fwd_outputs));
+  }
+  // More forward outputs than the graph returns would make the backward's
+  // gradients forward outputs; torch then fails deep in extraction ("node
+  // ... was invalid, but is output") without naming the field.
+  if (joint.graph.output() == kNoNode) {
+    throw Error(ErrorCode::kInvalidGraph, "the joint graph has no output node");
+  }
+  // Every leaf of the output, node or not, is one returned value.
+  const size_t returned = split_outputs(joint.graph, std::numeric_limits<int>::max()).fwd.size();
+  if (static_cast<size_t>(joint.num_fwd_outputs) > returned) {
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("field 'num_fwd_outputs' is {}, but the output node '{}' returns "
+                            "only {} values",
+                            joint.num_fwd_outputs, joint.graph.name(joint.graph.output()),
+                            returned));
   }
 }
 

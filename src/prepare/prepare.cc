@@ -8,6 +8,8 @@
 // backward-mutation passes. prepare_for_default runs default_partition's
 // share (cleanup with is_default=true, then the same force-save passes) on a
 // graph that went through prepare_for_min_cut or was built directly.
+// Neither appends to the pools of the graph it was given: prepare_for_min_cut
+// layers its result's pools over them (Graph::layer_pools).
 #include "prepare/prepare.h"
 
 namespace remat {
@@ -30,6 +32,9 @@ Prepared prepare_for_min_cut(const Graph& joint, const PartitionOptions& options
   Prepared p;
   const size_t n = joint.size();
   p.graph = eliminate_dead_code(joint, options.dce_impure_random);
+  // From here on the joint graph's pools are only read: what this partition
+  // adds goes into layers of its own (partitions of one graph may overlap).
+  p.graph.layer_pools();
   // survivor: each input node -> itself when DCE kept it.
   p.survivor.assign(n, kNoNode);
   for (NodeId id = 0; id < p.graph.size(); ++id) {

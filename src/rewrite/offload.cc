@@ -167,7 +167,8 @@ Node created(GraphBuilder& b, std::string_view name, OpId op, std::string_view t
 
 int64_t next_storage(const Graph& g) {
   int64_t m = -1;
-  for (const TensorMeta& t : g.values().tensors) m = std::max(m, t.storage);
+  const ValuePool& values = g.values();
+  for (uint32_t i = 0; i < values.sizes().tensors; ++i) m = std::max(m, values.tensors(i)->storage);
   return m + 1;
 }
 
@@ -344,7 +345,7 @@ Graph rewrite_backward(const Graph& bw, std::vector<Reloaded>& rels, bool async)
     for (size_t k : before[id]) {
       Reloaded& r = rels[k];
       const NodeId p = new_placeholder[k];
-      const TensorMeta& orig = bw.values().tensors[r.original];
+      const TensorMeta& orig = *bw.values().tensors(r.original);
       const uint32_t gpu = tensor_on(b, orig, orig.device, storage++);
       if (!async) {
         Node put = created(b, r.reload_name, device_put, kDevicePut, gpu);
@@ -587,7 +588,7 @@ int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reorder
     r.before = users.empty() ? bw.output() : *std::min_element(users.begin(), users.end());
     const std::string reload = replace_all(r.placeholder_name, kCpuOffloadPrefix, kGpuReloadPrefix);
     if (async) {
-      const TensorMeta& orig = bw.values().tensors[r.original];
+      const TensorMeta& orig = *bw.values().tensors(r.original);
       for (const auto dims : {bw.shape(orig), bw.stride(orig)}) {
         for (const Dim& d : dims) {
           if (d.expr != 0) {

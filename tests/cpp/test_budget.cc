@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "analyze/analyze.h"
+#include "budget/pareto.h"
 #include "decide/decide.h"
 #include "graph_fixture.h"
 #include "remat/error.h"
@@ -339,6 +341,37 @@ TEST(BudgetPareto, SweepIsSortedAndSpansBothEnds) {
   EXPECT_EQ(pts.front().memory_ratio, 0.0);
   EXPECT_EQ(pts.back().recompute_runtime, 1);
   for (size_t i = 1; i < pts.size(); ++i) EXPECT_LE(pts[i - 1].budget, pts[i].budget);
+}
+
+// A resolution below the spacing of doubles used to bisect one interval of
+// adjacent doubles forever (its midpoint is one of its ends).
+TEST(BudgetPareto, SweepEndsAtAdjacentDoublesWhateverTheResolution) {
+  for (double resolution : {1e-16, 1e-300, 5e-324}) {
+    int calls = 0;
+    const BudgetEvaluator step = [&](double b) {
+      if (++calls > 10000) throw std::runtime_error("the sweep does not terminate");
+      return b < 0.3 ? std::pair{2.0, 0.0} : std::pair{1.0, 1.0};
+    };
+    const std::vector<ParetoPoint> pts = pareto_sweep(step, resolution);
+    // The change is pinned down to two adjacent doubles around 0.3.
+    double below = 0, above = 1;
+    for (const ParetoPoint& p : pts) {
+      if (p.budget < 0.3) below = std::max(below, p.budget);
+      else above = std::min(above, p.budget);
+    }
+    EXPECT_EQ(std::nextafter(below, 1.0), above) << resolution;
+    EXPECT_LT(calls, 200) << resolution;
+  }
+}
+
+TEST(BudgetPareto, CliEndsWithATinyResolution) {
+  const std::string base = "/tmp/remat_pareto_test_tiny_" + std::to_string(getpid());
+  const std::string cmd = std::string("'") + REMAT_CLI_PATH + "' pareto '" + REMAT_EXAMPLES_DIR +
+                          "/transformer_block.json' --resolution 1e-16 -o " + base + ".svg >" +
+                          base + ".out 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(base + ".out");
+  EXPECT_NE(slurp(base + ".svg").find("</svg>"), std::string::npos);
+  for (const char* ext : {".svg", ".out"}) std::remove((base + ext).c_str());
 }
 
 size_t count(const std::string& text, const std::string& part) {

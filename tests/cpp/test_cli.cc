@@ -9,34 +9,16 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_runner.h"
 #include "graph_fixture.h"
 #include "remat/io.h"
 
 namespace remat {
 namespace {
 
+using testing::CliRun;
+using testing::remat;
 using testing::slurp;
-
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-// Runs `remat ARGS` through the shell; `env` is prefixed to the command.
-CliRun remat(const std::string& args, const std::string& env = "") {
-  static int counter = 0;
-  const std::string base = "/tmp/remat_cli_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-  const std::string cmd = env + " '" + std::string(REMAT_CLI_PATH) + "' " + args + " >" + base +
-                          ".out 2>" + base + ".err";
-  const int raw = std::system(cmd.c_str());
-  CliRun r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  std::remove((base + ".out").c_str());
-  std::remove((base + ".err").c_str());
-  return r;
-}
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -150,8 +150,8 @@ TEST(OffloadTest, BackwardReceivesCpuCopiesAndReloadsBeforeFirstUse) {
   EXPECT_TRUE(bw.node(p).has(kFlagSavedForOffloading));
   EXPECT_EQ(device_of(bw, "cpu_offload_relu"), "cpu");
   const NodeExtra& x = bw.extra(p);
-  ASSERT_LT(x.original_tensor, bw.values().tensors.size());
-  EXPECT_EQ(bw.str(bw.values().tensors[x.original_tensor].device), "cuda:0");
+  ASSERT_LT(x.original_tensor, bw.values().sizes().tensors);
+  EXPECT_EQ(bw.str(bw.values().tensors(x.original_tensor)->device), "cuda:0");
   EXPECT_EQ(args(bw, bw.find("gpu_reload_relu")), "cpu_offload_relu, device:cuda:0");
   EXPECT_EQ(device_of(bw, "gpu_reload_relu"), "cuda:0");
   EXPECT_EQ(args(bw, bw.find("mul_2")), "tangents_1, gpu_reload_relu");

@@ -236,7 +236,9 @@ TEST(QuantizeTest, SizeThresholdIsInclusiveAndDtypeMustBeAllowed) {
     const Graph before = e.forward;
     const auto q = quantize_activations(c.g, e, c.static_lifetime, 1, o, nullptr);
     EXPECT_EQ(!q.empty(), quantized) << size << " " << allowed;
-    if (!quantized) EXPECT_EQ(names(e.forward), names(before));
+    if (!quantized) {
+      EXPECT_EQ(names(e.forward), names(before));
+    }
   }
 }
 

@@ -26,7 +26,10 @@ namespace {
 
 std::string join(const std::vector<int>& v) {
   std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? " " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ' ';  // not (i ? " " : "") + ...: GCC 12 -O3 warns (-Wrestrict), wrongly
+    out += std::to_string(v[i]);
+  }
   return out;
 }
 

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "remat/error.h"
 #include "remat/graph.h"
 
@@ -101,7 +103,9 @@ class OpGraphParser {
     if (!tensor && !symint && !symbool) return kNoNode;
     Node n;
     NodeExtra x;
-    n.name = b_.intern("arg" + std::to_string(index));
+    // fmt::format, not "arg" + std::to_string(...): GCC 12 at -O3 warns there
+    // (-Wrestrict, wrongly), and CI builds with warnings as errors.
+    n.name = b_.intern(fmt::format("arg{}", index));
     n.kind = NodeKind::kPlaceholder;
     n.target = n.name;
     if (tensor) {
@@ -118,10 +122,10 @@ class OpGraphParser {
         Dim dim;
         if (d == "?") {
           dim.has_hint = false;
-          dim.expr = b_.intern("u" + std::to_string(index));
+          dim.expr = b_.intern(fmt::format("u{}", index));
         } else if (!d.empty() && d.back() == 's') {
           dim.value = std::stoll(d.substr(0, d.size() - 1));
-          dim.expr = b_.intern("s" + std::to_string(index));
+          dim.expr = b_.intern(fmt::format("s{}", index));
         } else {
           dim.value = std::stoll(d);
         }
@@ -133,13 +137,13 @@ class OpGraphParser {
       n.tensors_count = 1;
     } else if (symint) {
       n.value = ValueKind::kSymInt;
-      x.sym_expr = b_.intern("s" + std::to_string(index));
+      x.sym_expr = b_.intern(fmt::format("s{}", index));
       const std::string hint = tok.substr(3);
       x.has_sym_hint = hint != "?";
       if (x.has_sym_hint) x.sym_hint = std::stoll(hint);
     } else {
       n.value = ValueKind::kSymBool;
-      x.sym_expr = b_.intern("b" + std::to_string(index));
+      x.sym_expr = b_.intern(fmt::format("b{}", index));
     }
     return b_.add_node(n, x);
   }

@@ -34,6 +34,12 @@ CONFIG_VARIANTS = {
     "no_cse": {"cse": False},
     "no_allowlist_ban": {"ban_recompute_not_in_allowlist": False},
     "memory_budget_0.5": {"activation_memory_budget": 0.5},
+    "no_far_apart_ban": {"ban_recompute_used_far_apart": False},
+    "no_long_chain_ban": {"ban_recompute_long_fusible_chains": False},
+    "no_materialized_ban": {"ban_recompute_materialized_backward": False},
+    "max_dist_3": {"max_dist_from_bw": 3},
+    "non_builtin_included": {"is_non_builtin_to_include": True},
+    "collectives_optimized": {"unsafe_allow_optimization_of_collectives": True},
 }
 CONFIG_CASES = [
     "mlp_gelu_d3_inductor",

@@ -50,7 +50,10 @@ SCRIPT = textwrap.dedent(r"""
         pass
     gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
     _trace.trace_activation_quantization("before", "fwd", gm)
-    _trace.trace_sync_decision_cross_ranks(0, {"mm": 64, "total size": 64})
+    # What _ranks' rank group writes when ranks agree.
+    from remat.torch import _ranks
+    _trace.trace_artifact(_ranks.ARTIFACT_NAME, "string",
+                          lambda: "picked_rank_idx=0, saved_nodes of current rank={'mm': 64}")
 """)
 
 

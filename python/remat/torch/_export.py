@@ -16,6 +16,7 @@ exact object in the same process.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Optional, Sequence
 
 import orjson
@@ -454,6 +455,16 @@ def _op_facts(name: str, target: Any) -> dict:
     }
 
 
+def _as_int(value: Any, field: str) -> int:
+    """`value` as an int, refusing what int() would silently convert ('1', 1.5):
+    torch slices and indexes with these, which only ints survive."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{field} must be an int, not {type(value).__name__} "
+                        f"({value!r})") from None
+
+
 def _export_nodes(ex: _Exporter, graph: fx.Graph) -> list[dict]:
     """Every node's record; a failure names the node (remat.DropInError, step "export")."""
     nodes: list[dict] = []
@@ -495,8 +506,9 @@ def export_joint_graph(
     doc = {
         "format": FORMAT_JOINT,
         "version": FORMAT_VERSION,
-        "num_fwd_outputs": int(num_fwd_outputs),
-        "static_lifetime_input_indices": [int(i) for i in (static_lifetime_input_indices or [])],
+        "num_fwd_outputs": _as_int(num_fwd_outputs, "num_fwd_outputs"),
+        "static_lifetime_input_indices": [_as_int(i, "static_lifetime_input_indices")
+                                          for i in (static_lifetime_input_indices or [])],
         "ops": list(ex.ops.values()),
         "nodes": nodes,
     }

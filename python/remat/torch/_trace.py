@@ -14,8 +14,9 @@ Contract:
     finite cut), min_cut_information (a memory budget that reached the
     knapsack, under AOT_PARTITIONER_DEBUG), the FP8 activation-quantization
     pass's before/after graphs (from the engine's snapshots, at the point of
-    extraction where torch logs them), and the helper for the cross-rank
-    decision sync. Plus remat's own "remat_partition" artifact per partition.
+    extraction where torch logs them), and aot_joint_graph_sync_decision_
+    cross_ranks (written by _ranks when ranks agree). Plus remat's own
+    "remat_partition" artifact per partition.
   * Files where torch writes them: min_cut_failed_graph.txt and
     min_cut_failed.svg in the working directory on a failed cut; the
     memory_budget_pareto_*.svg frontier (remat's own SVG writer) for
@@ -118,15 +119,6 @@ def trace_activation_quantization(when: str, which: str, module: fx.GraphModule)
         raise ValueError(f"activation quantization artifact: bad stage {when!r}/{which!r}")
     trace_artifact(f"{when}_activation_quantization_{which}_aten_pass", "string",
                    lambda: _readable(module))
-
-
-def trace_sync_decision_cross_ranks(picked_rank_idx: int, saved_ops_with_sizes: dict) -> None:
-    """torch's aot_joint_graph_sync_decision_cross_ranks artifact: the rank
-    whose decision every rank takes, and this rank's saved nodes with their
-    sizes (plus "total size"). For the cross-rank sync (issue 9)."""
-    text = (f"picked_rank_idx={picked_rank_idx}, "
-            f"saved_nodes of current rank={saved_ops_with_sizes}")
-    trace_artifact("aot_joint_graph_sync_decision_cross_ranks", "string", lambda: text)
 
 
 # --- after a partition ----------------------------------------------------------------
