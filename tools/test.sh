@@ -6,7 +6,7 @@
 #  pytest         the Python suite, which calls torch's partitioner live;
 #  asan *         an AddressSanitizer + UndefinedBehaviorSanitizer build
 #                 (clang) of the library, the CLI, the C++ tests and the fuzz
-#                 target: the C++ tests, the CLI over every example graph, and
+#                 target, compiled while pytest runs: the C++ tests, the CLI over every example graph, and
 #                 the fuzz target for REMAT_FUZZ_SECONDS (default 60) from its
 #                 seed corpus and dictionary (tests/fuzz);
 #  tsan *         a ThreadSanitizer build (clang) of the library, the
@@ -37,7 +37,19 @@ SANITIZER_FLAGS=(-G Ninja -DCMAKE_CXX_COMPILER=clang++
 # by the cores a stage keeps busy is what a dedicated CI machine would take.
 timings=""
 cpu_file=$(mktemp)
-trap 'rm -f "$cpu_file"' EXIT
+# The ASan build runs in the background while pytest runs: the Python suite
+# keeps one core busy, the compiler the other. Its stage waits for it and
+# shows its output; a failed or interrupted run stops it.
+asan_pid=""
+asan_log=$(mktemp)
+stop_background() {
+  if [ -n "$asan_pid" ]; then
+    pkill -P "$asan_pid" 2>/dev/null || true
+    kill "$asan_pid" 2>/dev/null || true
+  fi
+  rm -f "$cpu_file" "$asan_log"
+}
+trap stop_background EXIT
 children_cpu() {  # sets cpu: CPU seconds of this shell's finished children
   times >"$cpu_file"  # not in a subshell: a subshell's times would not see ours
   cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); sub("s", "", t[2]); s += t[1] * 60 + t[2] }
@@ -137,13 +149,28 @@ sys.exit(0 if here.startswith(os.path.abspath("build-tsan/python") + os.sep)
     tests/python/test_threads.py -q -s -p no:cacheprovider  # -s: a report must reach the log
 }
 
+wait_for_asan_build() {
+  local rc=0
+  wait "$asan_pid" || rc=$?
+  asan_pid=""
+  cat "$asan_log"
+  return "$rc"
+}
+
 stage "build" build_release
 stage "ctest" ctest --test-dir build --output-on-failure -j2
-stage "pytest" python3 -m pytest tests/python -q
+sanitizers=1
 if [ "${REMAT_SKIP_SANITIZERS:-0}" = 1 ]; then
+  sanitizers=0
+else
+  build_asan >"$asan_log" 2>&1 &
+  asan_pid=$!
+fi
+stage "pytest (asan build beside it)" python3 -m pytest tests/python -q
+if [ "$sanitizers" = 0 ]; then
   echo "== sanitizer stages SKIPPED (REMAT_SKIP_SANITIZERS=1): not a CI run"
 else
-  stage "asan build" build_asan
+  stage "asan build (rest)" wait_for_asan_build
   # One process for the whole suite: ctest's process per test would pay the
   # sanitizer start-up for each of several hundred tests.
   stage "asan C++ tests" timeout 900 build-asan/remat_tests --gtest_brief=1
