@@ -23,8 +23,6 @@ from .errors import (
     UnsupportedError,
 )
 
-__version__ = "0.1.0"
-
 __all__ = [
     "RematError",
     "InvalidGraphError",
@@ -71,6 +69,15 @@ def _to_bytes(doc: JsonLike) -> bytes:
 def version() -> str:
     """The engine's version string."""
     return _ext().version()
+
+
+def __getattr__(name: str) -> Any:
+    # remat.__version__ is the engine's: the version is written once, in
+    # CMakeLists.txt's project() (remat/version.h and the wheel's metadata
+    # are generated from it), so it is read from the extension on access.
+    if name == "__version__":
+        return version()
+    raise AttributeError(f"module 'remat' has no attribute {name!r}")
 
 
 def partition(

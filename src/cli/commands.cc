@@ -26,8 +26,8 @@
 
 #include "analyze/analyze.h"
 #include "budget/pareto.h"
-#include "cli/commands.h"
-#include "cli/progress.h"
+#include "commands.h"
+#include "progress.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/memory.h"

@@ -18,7 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "cli/commands.h"
+#include "commands.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/version.h"

@@ -1,5 +1,5 @@
 // cli/progress.cc — see progress.h.
-#include "cli/progress.h"
+#include "progress.h"
 
 #include <unistd.h>
 

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "io/dtypes.h"
+#include "graph/dtypes.h"
 #include "remat/error.h"
 #include "remat/options.h"
 
@@ -30,7 +30,7 @@ namespace {
 std::string resolve_dtype(std::string_view key, std::string_view name) {
   const size_t dot = name.rfind('.');
   const std::string_view last = dot == std::string_view::npos ? name : name.substr(dot + 1);
-  const std::string_view canonical = io::canonical_dtype(last);
+  const std::string_view canonical = canonical_dtype(last);
   if (canonical.empty()) bad(key, fmt::format("\"{}\" is not a torch dtype", name));
   return std::string(canonical);
 }

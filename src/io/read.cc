@@ -25,7 +25,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "io/dtypes.h"
+#include "graph/dtypes.h"
 #include "io/file.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -835,7 +835,7 @@ void Reader::read_tensor(dom::object o, std::string_view field, int32_t index, b
   if (!dtype) fail(ErrorCode::kParse, f + ".dtype", "missing");
   const std::string_view dt = as_string(*dtype, f + ".dtype");
   t.dtype = b_.intern(dt);
-  t.itemsize = io::dtype_itemsize(dt);
+  t.itemsize = dtype_itemsize(dt);
   if (itemsize) {
     const int64_t s = as_int(*itemsize, f + ".itemsize");
     if (s < 1 || s > std::numeric_limits<uint16_t>::max()) {

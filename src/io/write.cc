@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "io/dtypes.h"
+#include "graph/dtypes.h"
 #include "io/json_writer.h"
 #include "io/write_trace.h"
 #include "io/memory_json.h"
@@ -294,7 +294,7 @@ class GraphWriter {
     w_.string("tensor");
     w_.key("dtype");
     w_.string(str(t.dtype));
-    if (io::dtype_itemsize(str(t.dtype)) != t.itemsize) {
+    if (dtype_itemsize(str(t.dtype)) != t.itemsize) {
       w_.key("itemsize");
       w_.integer(t.itemsize);
     }

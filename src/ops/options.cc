@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "io/dtypes.h"
+#include "graph/dtypes.h"
 #include "remat/error.h"
 #include "remat/options.h"
 
@@ -51,15 +51,15 @@ std::string joined(const std::string_view (&allowed)[N]) {
 // them once a tensor is quantized).
 void validate_quantization(const ActivationQuantizationOptions& q) {
   double lo = 0, hi = 0;
-  const std::string_view quant = io::canonical_dtype(q.quant_type);
-  if (quant.empty() || !io::float_range(quant, lo, hi)) {
+  const std::string_view quant = canonical_dtype(q.quant_type);
+  if (quant.empty() || !float_range(quant, lo, hi)) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("activation_quantization.quant_type: \"{}\" is not a real "
                             "floating-point torch dtype that torch.finfo supports",
                             q.quant_type));
   }
   for (const std::string& d : q.allowed_dtypes) {
-    if (io::canonical_dtype(d).empty()) {
+    if (canonical_dtype(d).empty()) {
       throw Error(ErrorCode::kInvalidOption,
                   fmt::format("activation_quantization.allowed_dtypes: \"{}\" is not a torch "
                               "dtype",

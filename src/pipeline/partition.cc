@@ -752,8 +752,8 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
   std::vector<uint8_t> categories = o.ops.classify(g);
   DecideContext ctx{g, info, dist, categories, o};
   std::vector<MemoryBudgetPoint> out;
-  for (const ParetoPoint& p : memory_budget_pareto(ctx, resolution, budgets))
-    out.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
+  for (const ParetoPoint& pt : memory_budget_pareto(ctx, resolution, budgets))
+    out.push_back({pt.budget, pt.recompute_runtime, pt.memory_ratio});
   return out;
 }
 

@@ -20,7 +20,7 @@
 
 #include "analyze/analyze.h"
 #include "graph/copy.h"
-#include "io/dtypes.h"
+#include "graph/dtypes.h"
 #include "remat/error.h"
 #include "rewrite/value_meta.h"
 
@@ -117,7 +117,7 @@ std::vector<Candidate> choose(const Graph& g, const Extracted& e,
   }
   std::vector<StrId> allowed;
   for (const std::string& d : o.allowed_dtypes) {
-    allowed.push_back(fw.find_str(io::canonical_dtype(d)));
+    allowed.push_back(fw.find_str(canonical_dtype(d)));
   }
 
   std::vector<Candidate> out;
@@ -153,8 +153,8 @@ std::vector<Candidate> choose(const Graph& g, const Extracted& e,
       continue;
     }
     if (chosen[x]) continue;
-    const io::DtypeKind kind = io::dtype_kind(fw.str(t.dtype));
-    if (kind != io::DtypeKind::kFloat && kind != io::DtypeKind::kInt) {
+    const DtypeKind kind = dtype_kind(fw.str(t.dtype));
+    if (kind != DtypeKind::kFloat && kind != DtypeKind::kInt) {
       throw Error(ErrorCode::kUnsupported,
                   fmt::format("node '{}': FP8 activation quantization of a {} tensor",
                               fw.name(x), fw.str(t.dtype)));
@@ -562,7 +562,7 @@ Graph rewrite_backward(const Graph& bw, const Graph& new_fw, BackwardPlan& plan,
     const Dequant& d = plan.dequants[k];
     const NewInput& q = plan.quant[d.input];
     const TensorValue qv = tensor_value(new_fw, q.fw);
-    const uint16_t size = io::dtype_itemsize(pool.view(d.dtype));
+    const uint16_t size = dtype_itemsize(pool.view(d.dtype));
     const TensorValue* in[] = {&qv};
     const TensorValue restored = pointwise(pool, in, d.dtype, size);
     NodeId last;
@@ -622,12 +622,12 @@ std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
   if (chosen.empty()) return {};
 
   const Graph& fw = e.forward;
-  const std::string_view quant_type = io::canonical_dtype(options.quant_type);
+  const std::string_view quant_type = canonical_dtype(options.quant_type);
   double lo = 0, hi = 0;
-  io::float_range(quant_type, lo, hi);  // validate() checked it exists
+  float_range(quant_type, lo, hi);  // validate() checked it exists
   StringPool& pool = *fw.shared_strings();
   const Dtypes dt{pool.intern("float32"), pool.intern("float64"), pool.intern(quant_type),
-                  io::dtype_itemsize(quant_type)};
+                  dtype_itemsize(quant_type)};
   const bool scaling = options.scale_forward();
 
   // Forward: names in position order, as torch creates the nodes.

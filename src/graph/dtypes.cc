@@ -1,12 +1,12 @@
-// io/dtypes.cc — see dtypes.h. The table was listed from torch 2.13:
+// graph/dtypes.cc — see dtypes.h. The table was listed from torch 2.13:
 // every torch.dtype attribute of the torch module with its itemsize.
-#include "io/dtypes.h"
+#include "graph/dtypes.h"
 
 #include <algorithm>
 #include <iterator>
 #include <utility>
 
-namespace remat::io {
+namespace remat {
 
 namespace {
 
@@ -138,4 +138,4 @@ uint16_t dtype_itemsize(std::string_view name) {
   return it != std::end(kDtypes) && it->first == name ? it->second : 0;
 }
 
-}  // namespace remat::io
+}  // namespace remat

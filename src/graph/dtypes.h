@@ -1,4 +1,4 @@
-// io/dtypes.h — torch dtype names and their itemsize.
+// graph/dtypes.h — torch dtype names and their itemsize.
 //
 // Contract: dtype_itemsize returns the bytes per element torch reports
 // (`torch.<name>.itemsize`) for every dtype torch 2.13 defines, under its
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace remat::io {
+namespace remat {
 
 uint16_t dtype_itemsize(std::string_view name);
 
@@ -28,4 +28,4 @@ DtypeKind dtype_kind(std::string_view canonical);
 // (outputs untouched) when finfo does not support it.
 bool float_range(std::string_view canonical, double& min, double& max);
 
-}  // namespace remat::io
+}  // namespace remat
