@@ -14,7 +14,6 @@
 // and then maps every id back to the caller's joint graph. Under remat's own
 // peak memory budget the search (memory/peak_budget.h) decides by building
 // candidate plans through the same emit, so such a plan is built at once.
-#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
