@@ -1,6 +1,6 @@
-// decide/ban_rules.cc — solve_min_cut's ban rules. See ban_rules.h.
+// decide/ban_rules.cc — solve_min_cut's ban rules.
 //
-// Torch's quadratic membership tests are replaced by flags and epoch stamps
+// Contract: ban_rules.h. Torch's quadratic membership tests are replaced by flags and epoch stamps
 // with the same answers (see find_first_unfusible).
 #include "decide/ban_rules.h"
 

@@ -1,4 +1,6 @@
-// ops/memory_budget.cc — see memory_budget.h.
+// ops/memory_budget.cc — the memory budget range check.
+//
+// Contract: memory_budget.h.
 #include "ops/memory_budget.h"
 
 #include <fmt/format.h>

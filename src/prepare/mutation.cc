@@ -1,4 +1,6 @@
-// prepare/mutation.cc — see mutation.h.
+// prepare/mutation.cc — inductor's is_mutation_op.
+//
+// Contract: mutation.h.
 #include "prepare/mutation.h"
 
 #include <string_view>

@@ -1,4 +1,6 @@
-// report/escape.cc — see escape.h.
+// report/escape.cc — markup escaping.
+//
+// Contract: escape.h (one loop; the two functions differ only in ').
 #include "report/escape.h"
 
 namespace remat::report {

@@ -1,6 +1,6 @@
 // report/pareto.cc — the writers of the memory-budget Pareto frontier.
 //
-// See pareto.h for the contract. Numbers are written with fmt's shortest
+// Contract: pareto.h. Numbers are written with fmt's shortest
 // round-trip form, so the text is deterministic and reads back exactly.
 #include "report/pareto.h"
 
