@@ -16,22 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include "remat/cut_side.h"
 #include "remat/ops.h"
 
 namespace remat {
 
 class RankGroup;  // remat/sync.h
-
-// Which minimum cut to return when several have the same cost.
-enum class CutSide : uint8_t {
-  // The cut nearest the sink: the sink side is exactly the nodes that can
-  // still reach the sink in the residual graph. networkx's minimum_cut,
-  // which torch 2.13 calls, returns this one.
-  kSinkMinimal,
-  // The cut nearest the source: the source side is the nodes reachable
-  // from the source in the residual graph.
-  kSourceMinimal,
-};
 
 // torch's CustomKnapsackSolver, as the engine calls it. `memory` holds the
 // knapsack items' normalized sizes, `banned_nodes` the items themselves as

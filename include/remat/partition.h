@@ -149,7 +149,8 @@ struct GraphSnapshot {
 
 struct PartitionResult {
   // The two graphs. Each node's `origin` is its node in the input joint graph
-  // (kNoNode for nodes the partitioner created, such as RNG state plumbing).
+  // (kCreatedNode for nodes the partitioner created, such as RNG state
+  // plumbing: kNoNode always means "not derived", which these graphs are).
   Graph forward;
   Graph backward;
   // Ids in the input joint graph, in the order the forward returns them:

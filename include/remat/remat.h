@@ -1,6 +1,7 @@
 // remat/remat.h — the whole public API in one include.
 #pragma once
 
+#include "remat/cut_side.h"
 #include "remat/error.h"
 #include "remat/graph.h"
 #include "remat/io.h"

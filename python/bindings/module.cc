@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "remat/remat.h"
-#include "budget/pareto.h"
+#include "report/pareto.h"
 
 namespace nb = nanobind;
 
@@ -471,7 +471,7 @@ NB_MODULE(_remat, m) {
   m.def(
       "pareto_svg",
       [](const std::vector<std::tuple<double, double, double>>& points) {
-        std::vector<remat::ParetoPoint> pts;
+        std::vector<remat::MemoryBudgetPoint> pts;
         for (const auto& [b, rt, ratio] : points) pts.push_back({b, rt, ratio});
         return remat::pareto_svg(pts);
       },

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "graph/query.h"  // must_be_in_forward/backward, which select_subgraph reads too
 #include "remat/graph.h"
 #include "remat/options.h"
 
@@ -48,8 +49,6 @@ bool is_backward_state(const Graph& g, NodeId n);
 bool is_sym_node(const Graph& g, NodeId n);          // val is SymInt/SymFloat/SymBool
 bool is_opaque_node(const Graph& g, NodeId n);       // script object, opaque value, generator
 bool is_assert_only_symbool(const Graph& g, NodeId n);
-bool must_be_in_forward(const Graph& g, NodeId n);
-bool must_be_in_backward(const Graph& g, NodeId n);
 
 // The pytree leaves of the joint output node, split at num_fwd_outputs as
 // torch's `_extract_fwd_bwd_outputs` splits them. A leaf is a node, or a value

@@ -1,8 +1,9 @@
 // analyze/predicates.cc — node predicates and `_size_of` (analyze.h).
 //
 // Contract: each predicate mirrors the torch helper of the same name
-// (aot_autograd.utils._is_primal & co, partitioners._must_be_in_forward &
-// co, proxy_tensor.is_sym_node, graph_compile.is_opaque_node). Placeholder
+// (aot_autograd.utils._is_primal & co, proxy_tensor.is_sym_node,
+// graph_compile.is_opaque_node; _must_be_in_forward & co live in
+// graph/query.h, since select_subgraph reads them). Placeholder
 // roles are read from the placeholder's FX target string, as torch does.
 #include <string_view>
 
@@ -20,12 +21,6 @@ bool target_contains(const Graph& g, NodeId n, std::string_view what) {
 
 bool is_placeholder(const Graph& g, NodeId n) {
   return g.node(n).kind == NodeKind::kPlaceholder;
-}
-
-// `isinstance(target, OpOverload) and target._schema.is_mutable`.
-bool is_mutable_overload(const Graph& g, NodeId n) {
-  const OpInfo* op = g.op(n);
-  return op != nullptr && op->kind == OpKind::kOverload && op->is_mutable;
 }
 
 }  // namespace
@@ -73,19 +68,6 @@ bool is_assert_only_symbool(const Graph& g, NodeId n) {
     if (op == nullptr || g.str(op->name) != "aten._assert_scalar.default") return false;
   }
   return true;
-}
-
-bool must_be_in_forward(const Graph& g, NodeId n) {
-  const PartitionerTag tag = g.node(n).tag;
-  if (tag == PartitionerTag::kMustBeInForward) return true;
-  return tag != PartitionerTag::kIsBackward && tag != PartitionerTag::kMustBeInBackward &&
-         is_mutable_overload(g, n);
-}
-
-bool must_be_in_backward(const Graph& g, NodeId n) {
-  const PartitionerTag tag = g.node(n).tag;
-  if (tag == PartitionerTag::kMustBeInBackward) return true;
-  return tag == PartitionerTag::kIsBackward && is_mutable_overload(g, n);
 }
 
 int64_t size_of(const Graph& g, NodeId n, const PartitionOptions& options) {

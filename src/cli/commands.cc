@@ -25,7 +25,6 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.h"
-#include "budget/pareto.h"
 #include "commands.h"
 #include "progress.h"
 #include "remat/error.h"
@@ -36,6 +35,7 @@
 #include "remat/partition.h"
 #include "remat/report.h"
 #include "report/explain.h"
+#include "report/pareto.h"
 
 extern char** environ;
 
@@ -432,11 +432,9 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
 
   const bool timing = common.verbose || joint.graph.size() >= kBigGraph;
   const auto t0 = Clock::now();
-  std::vector<ParetoPoint> points;
   ProgressBar bar(wants_progress(common, /*long_work=*/true));
   options.progress = bar.hook();
-  for (const MemoryBudgetPoint& p : memory_budget_pareto(joint, options, s.resolution))
-    points.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
+  const std::vector<MemoryBudgetPoint> points = memory_budget_pareto(joint, options, s.resolution);
   bar.finish();
   if (timing) std::fprintf(stderr, "remat: swept the frontier in %.1f ms\n", ms_since(t0));
 
@@ -450,7 +448,7 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   std::printf("solver: %s, runtime estimator: %s\n", s.solver.c_str(), s.estimator.c_str());
   std::printf("%zu points; budget -> recompute runtime, memory ratio:\n", points.size());
   double last_budget = -1;
-  for (const ParetoPoint& p : points) {
+  for (const MemoryBudgetPoint& p : points) {
     if (p.budget == last_budget) continue;  // torch's list repeats interval ends
     last_budget = p.budget;
     std::printf("  %-10.6g %-14.6g %.4f\n", p.budget, p.recompute_runtime, p.memory_ratio);

@@ -24,7 +24,7 @@
 
 #include "decide/maxflow.h"
 #include "remat/graph.h"
-#include "remat/options.h"
+#include "remat/cut_side.h"
 
 namespace remat {
 

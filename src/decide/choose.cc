@@ -32,8 +32,11 @@
 
 #include "budget/flops.h"
 #include "budget/knapsack.h"
+#include "budget/pareto.h"
+#include "decide/ban_rules.h"
 #include "decide/decide.h"
-#include "decide/rules.h"
+#include "graph/query.h"
+#include "ops/memory_budget.h"
 #include "remat/error.h"
 
 namespace remat {
@@ -72,14 +75,6 @@ double python_sum(const std::vector<double>& xs) {
   return total;
 }
 
-void check_budget(double memory_budget) {
-  if (!(memory_budget >= 0 && memory_budget <= 1))
-    throw Error(ErrorCode::kInvalidOption,
-                fmt::format("activation_memory_budget: the valid ranges for memory budget are "
-                            "0 <= m <= 1. The provided value is {}",
-                            memory_budget));
-}
-
 // A min-cut's log lines, appended to the trace (when there is one).
 void replay_log(const DecideContext& ctx, const MinCutResult& cut) {
   if (ctx.trace) ctx.trace->log.insert(ctx.trace->log.end(), cut.log.begin(), cut.log.end());
@@ -89,12 +84,6 @@ MinCutResult traced_min_cut(const DecideContext& ctx, const MinCutOptions& mc) {
   MinCutResult cut = solve_min_cut(ctx, mc);
   replay_log(ctx, cut);
   return cut;
-}
-
-// The caller's joint-graph id of a node of the (prepared) graph.
-NodeId joint_id_of(const Graph& g, NodeId n) {
-  const NodeId origin = g.node(n).origin;
-  return origin == kNoNode || origin == kCreatedNode ? n : origin;
 }
 
 // The budget-independent part of choose_saved_values_set.
@@ -171,8 +160,9 @@ class BudgetStage {
       // Measured times are keyed by joint node; this graph's nodes know theirs.
       profiled.assign(g.size(), 0.0);
       for (NodeId n = 0; n < g.size(); ++n) {
-        const NodeId origin = g.node(n).origin < o.profiled_runtimes.size() ? g.node(n).origin : n;
-        if (origin < o.profiled_runtimes.size()) profiled[n] = o.profiled_runtimes[origin];
+        const NodeId j = remat::joint_id(g, n);
+        const NodeId key = j < o.profiled_runtimes.size() ? j : n;
+        if (key < o.profiled_runtimes.size()) profiled[n] = o.profiled_runtimes[key];
       }
     }
     if (o.activation_memory_budget_runtime_estimator == "custom") {
@@ -254,12 +244,12 @@ class BudgetStage {
     r.saved_items = k.saved;
     r.recomputed_items = k.recomputed;
     for (NodeId n : items_) {
-      r.items.push_back(joint_id_of(g, n));
+      r.items.push_back(remat::joint_id(g, n));
       r.item_bytes.push_back(size_of(g, n, ctx_.options));
     }
     r.item_memory = memory_;
     r.item_runtime = runtimes_;
-    for (NodeId n : cut.saved_values) r.saved_values.push_back(joint_id_of(g, n));
+    for (NodeId n : cut.saved_values) r.saved_values.push_back(remat::joint_id(g, n));
     r.min_act_size = min_act_;
     r.max_act_size = max_act_;
     r.saved_act_size = activations_size(ctx_, cut.saved_values);
@@ -277,7 +267,7 @@ class BudgetStage {
  private:
   // The caller's joint-graph id of a node of the (prepared) graph: what the
   // custom hooks are told.
-  NodeId joint_id(NodeId n) const { return joint_id_of(ctx_.graph, n); }
+  NodeId joint_id(NodeId n) const { return remat::joint_id(ctx_.graph, n); }
 
   const DecideContext& ctx_;
   MinCutOptions base_, more_, aggressive_;
@@ -295,7 +285,7 @@ class BudgetStage {
 
 std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double memory_budget,
                                             MinCutResult* last) {
-  check_budget(memory_budget);
+  check_memory_budget(memory_budget, "activation_memory_budget");
   MinCutResult local;
   MinCutResult& out = last ? *last : local;
   out = MinCutResult();
@@ -337,18 +327,19 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
   stage.set_tier_ratios(more_ratio, aggressive_ratio);
   if (ctx.options.visualize_memory_budget_pareto && ctx.trace) {
     // torch sweeps (and plots) here, before its final knapsack call.
-    for (const ParetoPoint& p :
-         pareto_sweep([&](double b) { return stage.evaluate(b); }, 1e-3, ctx.options.progress))
-      ctx.trace->pareto.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
+    const std::vector<MemoryBudgetPoint> swept =
+        pareto_sweep([&](double b) { return stage.evaluate(b); }, 1e-3, ctx.options.progress);
+    ctx.trace->pareto.insert(ctx.trace->pareto.end(), swept.begin(), swept.end());
   }
   out = *stage.solve(memory_budget).cut;
   decided("knapsack");
   return out.saved_values;
 }
 
-std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution,
-                                              std::span<const double> budgets) {
-  for (double b : budgets) check_budget(b);
+std::vector<MemoryBudgetPoint> memory_budget_pareto(const DecideContext& ctx, double resolution,
+                                                    std::span<const double> budgets) {
+  for (size_t i = 0; i < budgets.size(); ++i)
+    check_memory_budget(budgets[i], fmt::format("budgets[{}]", i));
   BudgetStage stage(ctx);
   stage.set_range(solve_min_cut(ctx, stage.base()).saved_values);
   if (!stage.has_range())
@@ -359,7 +350,7 @@ std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double r
   if (budgets.empty())
     return pareto_sweep([&](double b) { return stage.evaluate(b); }, resolution,
                         ctx.options.progress);
-  std::vector<ParetoPoint> points;
+  std::vector<MemoryBudgetPoint> points;
   for (double b : budgets) {
     const auto [runtime, ratio] = stage.evaluate(b);
     points.push_back({b, runtime, ratio});
@@ -385,7 +376,8 @@ struct BudgetPlanList::State {
 
 BudgetPlanList::BudgetPlanList(const DecideContext& ctx, std::span<const double> budgets)
     : s_(std::make_unique<State>(ctx, budgets)) {
-  for (double b : budgets) check_budget(b);
+  for (size_t i = 0; i < budgets.size(); ++i)
+    check_memory_budget(budgets[i], fmt::format("budgets[{}]", i));
 }
 
 BudgetPlanList::~BudgetPlanList() = default;

@@ -1,9 +1,10 @@
 // decide/decide.h — stage 3: which values the forward saves.
 //
 // Contract:
-//  * solve_min_cut is torch 2.13's solve_min_cut: the same ban rules, the
-//    same capacity graph (split nodes X_in -> X_out weighted by what saving X
-//    costs, infinite edges for data dependencies and constraints), an exact
+//  * solve_min_cut is torch 2.13's solve_min_cut: the same ban rules
+//    (ban_rules.h), the same capacity graph (split nodes X_in -> X_out
+//    weighted by what saving X costs, infinite edges for data dependencies
+//    and constraints), an exact
 //    max-flow, and the cut torch's networkx call returns (options.cut_side).
 //    Saved values come back in graph order. When no finite cut exists it
 //    throws NoFiniteCutError explaining the infinite path node by node.
@@ -12,7 +13,11 @@
 //    activation_memory_budget_solver) over the recomputable banned nodes
 //    with runtimes from budget/flops.h, then a min-cut with the chosen nodes
 //    unbanned. memory_budget_pareto sweeps that last step over budgets.
-//  * default_saved_values is the saved-value selection of default_partition.
+//  * resolve_memory_budget picks the budget a joint graph asks for (torch's
+//    per-graph and region annotations over the option).
+//  * default_saved_values is the saved-value selection of default_partition;
+//    split_saved_values splits the min-cut's choice by kind, as torch does
+//    after its cross-rank sync.
 // All ids are ids of the prepared graph.
 #pragma once
 
@@ -20,10 +25,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyze/analyze.h"
-#include "budget/pareto.h"
 #include "remat/graph.h"
 #include "remat/options.h"
 #include "remat/partition.h"
@@ -50,6 +55,41 @@ struct DecideContext {
   // when options.trace or options.visualize_memory_budget_pareto asks.
   PartitionTrace* trace = nullptr;
 };
+
+// What the min-cut reads about a prepared graph beyond the graph and the
+// options, owned: the prologue min_cut_rematerialization_partition and the
+// Pareto frontier share. dist_from_bw and op_categories are computed only
+// when the backward needs something from the forward (has_cut()); torch
+// hands other graphs to the default partitioner.
+struct MinCutInputs {
+  NodeInfo info;
+  std::vector<int64_t> dist_from_bw;
+  std::vector<uint8_t> op_categories;  // by OpId (OpRegistry::classify)
+
+  bool has_cut() const { return info.num_required_bw > 0; }
+  // A context over these inputs (which must outlive it) and `g`.
+  DecideContext context(const Graph& g, const PartitionOptions& options,
+                        PartitionTrace* trace = nullptr) const {
+    return {g, info, dist_from_bw, op_categories, options, trace};
+  }
+};
+// classify_nodes on the prepared graph `g` of `joint`, then the rest when
+// the backward needs anything.
+MinCutInputs min_cut_inputs(const Graph& g, const JointGraph& joint,
+                            const PartitionOptions& options);
+
+// The activation memory budget of one joint graph (prepared as `g`, with
+// its classification `info`), in torch's increasing precedence: the global
+// option; the first node whose meta["memory_budget"] is a float; the
+// region_activation_memory_budget annotation, which every annotated node
+// must agree on and which must cover every forward call_function. The
+// graph modules nested in the joint module (HOP bodies, `nested`) count
+// too: their annotations join the agreement check, and any call_function of
+// theirs without one is uncovered. Throws Error(kInvalidGraph) naming the
+// node for a per-graph budget outside [0, 1] (ops/memory_budget.h), and
+// with torch's messages for conflicting or partial region annotations.
+double resolve_memory_budget(const Graph& g, const std::vector<NestedGraph>& nested,
+                             const NodeInfo& info, const PartitionOptions& options);
 
 struct MinCutResult {
   std::vector<NodeId> saved_values;  // graph order
@@ -81,6 +121,11 @@ MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
 MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
                            const std::vector<uint8_t>& dont_ban = {});
 
+// A cut's ban reasons keyed by joint id (`g` is the graph it cut, derived
+// from a joint graph of `joint_size` nodes): "" for joint nodes without one.
+std::vector<std::string_view> ban_reasons_by_joint_id(const Graph& g, const MinCutResult& cut,
+                                                      size_t joint_size);
+
 // torch's choose_saved_values_set. Returns the saved values; `last` (may be
 // null) receives the details of the last min-cut that ran (empty when none
 // did). Throws Error(kInvalidOption) for a budget outside [0, 1] (or NaN).
@@ -94,8 +139,9 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
 // estimate_for_budget. Throws Error(kUnsupported) when the runtime-optimized
 // cut saves no more than the inputs (torch never reaches its sweep then).
 // A non-empty `budgets` evaluates exactly those budgets, in order, instead.
-std::vector<ParetoPoint> memory_budget_pareto(const DecideContext& ctx, double resolution = 1e-3,
-                                              std::span<const double> budgets = {});
+std::vector<MemoryBudgetPoint> memory_budget_pareto(const DecideContext& ctx,
+                                                    double resolution = 1e-3,
+                                                    std::span<const double> budgets = {});
 
 // One plan of the peak-memory search: a saved set as choose_saved_values_set
 // would return it for some activation budget, and how to cut it again.
@@ -133,6 +179,11 @@ struct SavedSets {
   std::vector<NodeId> saved_sym_nodes;
   std::vector<NodeId> saved_opaque_nodes;
 };
+
+// The min-cut's chosen values (ids of `g`) split by kind, as torch splits
+// them after its cross-rank sync: sym nodes (assert-only SymBools dropped),
+// opaque values, and tensors, each in the order chosen.
+SavedSets split_saved_values(const Graph& g, const std::vector<NodeId>& chosen);
 
 // default_partition's selection (the loop over forward nodes). Throws
 // Error naming the node where torch asserts. `graph_has_recomputable_ops`

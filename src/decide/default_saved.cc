@@ -16,7 +16,7 @@
 #include <string>
 
 #include "decide/decide.h"
-#include "decide/rules.h"
+#include "graph/query.h"
 #include "remat/error.h"
 
 namespace remat {

@@ -39,7 +39,7 @@
 #include <span>
 #include <vector>
 
-#include "remat/options.h"
+#include "remat/cut_side.h"
 
 namespace remat {
 

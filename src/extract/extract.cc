@@ -33,6 +33,7 @@
 #include "analyze/analyze.h"
 #include "extract/extract.h"
 #include "graph/copy.h"
+#include "graph/query.h"
 #include "graph/subgraph.h"
 #include "remat/error.h"
 
@@ -141,7 +142,7 @@ Built build(const Graph& g, const SubgraphSelection& sel, std::span<const ArgId>
   output.target = b.intern("output");
   if (g.output() != kNoNode) {
     const NodeId o = g.output();
-    output.origin = g.node(o).origin != kNoNode ? g.node(o).origin : o;
+    output.origin = joint_id(g, o);
   }
   b.add_node(output);
   out.graph = b.finish();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "graph/query.h"
 #include "remat/error.h"
 
 namespace remat {
@@ -174,7 +175,7 @@ NodeId NodeCopier::copy(NodeId id, std::span<const NodeId> remap, NodeId origin,
   const Node& in = src_.node(id);
   out.args = copy_args(in.args, remap);
   out.kwargs = copy_args(in.kwargs, remap);
-  out.origin = origin != kNoNode ? origin : (in.origin != kNoNode ? in.origin : id);
+  out.origin = origin != kNoNode ? origin : joint_id(src_, id);
   return dst_.add_node(out);
 }
 
@@ -185,8 +186,7 @@ NodeId NodeCopier::copy_as_placeholder(NodeId id, NodeId origin, StrId name) {
   out.target = out.name;
   if (name != 0) out.name = name;
   out.op = kNoOp;
-  const Node& in = src_.node(id);
-  out.origin = origin != kNoNode ? origin : (in.origin != kNoNode ? in.origin : id);
+  out.origin = origin != kNoNode ? origin : joint_id(src_, id);
   return dst_.add_node(out);
 }
 

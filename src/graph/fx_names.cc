@@ -49,9 +49,6 @@ bool is_illegal(std::string_view name) {
 
 // ASCII classes, as Python's regex sees them (no locale lookups per char).
 constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
-constexpr bool is_word(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
-}
 
 // Splits "base_12" into ("base", 12) like FX's r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$".
 void split(std::string_view s, std::string_view& base, long& num, bool& has_num) {
@@ -75,7 +72,7 @@ void split(std::string_view s, std::string_view& base, long& num, bool& has_num)
 // digits and underscores that does not start with a digit.
 bool is_identifier(std::string_view s) {
   if (s.empty() || is_digit(s[0])) return false;
-  return std::all_of(s.begin(), s.end(), is_word);
+  return std::all_of(s.begin(), s.end(), is_word_char);
 }
 
 // FX's re.sub("[^0-9a-zA-Z_]+", "_", ...), then its fixes for an empty
@@ -84,7 +81,7 @@ std::string sanitize(std::string_view s) {
   std::string out;
   bool in_run = false;
   for (char c : s) {
-    if (is_word(c)) {
+    if (is_word_char(c)) {
       out.push_back(c);
       in_run = false;
     } else if (!in_run) {

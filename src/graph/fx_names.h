@@ -23,6 +23,13 @@
 
 namespace remat {
 
+// An ASCII word character ([0-9a-zA-Z_]), as Python's regex `\w` and `\b`
+// see the names FX handles; shared by FX naming and prepare's mutation-name
+// match.
+constexpr bool is_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 class FxNamespace {
  public:
   FxNamespace();  // over a string pool of its own

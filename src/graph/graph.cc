@@ -433,18 +433,4 @@ const char* arg_kind_name(ArgKind k) {
   return "?";
 }
 
-const char* error_code_name(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kInvalidGraph: return "invalid_graph";
-    case ErrorCode::kParse: return "parse";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kInvalidOption: return "invalid_option";
-    case ErrorCode::kNoFiniteCut: return "no_finite_cut";
-    case ErrorCode::kIo: return "io";
-    case ErrorCode::kInternal: return "internal";
-    case ErrorCode::kBudgetUnreachable: return "budget_unreachable";
-  }
-  return "?";
-}
-
 }  // namespace remat

@@ -17,8 +17,7 @@
 #include <fmt/format.h>
 
 #include "graph/impure.h"
-
-#include "analyze/analyze.h"
+#include "graph/query.h"
 #include "remat/error.h"
 
 namespace remat {
@@ -26,56 +25,19 @@ namespace {
 
 enum State : uint8_t { kUnseen, kInvalid, kInput, kCopied };
 
-// The node a `kNode` arg item refers to, or kNoNode for any other item.
-NodeId node_arg(const Graph& g, ArgId a) {
-  const Arg& arg = g.arg(a);
-  return arg.kind == ArgKind::kNode ? arg.id : kNoNode;
-}
-
-// Positional argument `i` of a node (kNoArg when absent).
-ArgId positional(const Graph& g, NodeId id, size_t i) {
-  const ArgId root = g.node(id).args;
-  if (root == kNoArg) return kNoArg;
-  const ArgId stop = root + g.arg(root).span;
-  ArgId c = root + 1;
-  for (size_t k = 0; c < stop; c += g.arg(c).span, ++k) {
-    if (k == i) return c;
-  }
-  return kNoArg;
-}
-
-// The value stored under string key `key` in the kDict item `dict`.
-ArgId dict_value(const Graph& g, ArgId dict, std::string_view key) {
-  if (dict == kNoArg || g.arg(dict).kind != ArgKind::kDict) return kNoArg;
-  const ArgId stop = dict + g.arg(dict).span;
-  for (ArgId k = dict + 1; k < stop;) {
-    const ArgId v = k + g.arg(k).span;
-    if (v >= stop) break;
-    if (g.arg(k).kind == ArgKind::kStr && g.str(g.arg(k).id) == key) return v;
-    k = v + g.arg(v).span;
-  }
-  return kNoArg;
-}
-
-bool target_is(const Graph& g, NodeId id, std::string_view name) {
-  const OpInfo* op = g.op(id);
-  return op != nullptr && g.str(op->name) == name;
-}
-
 // `_get_ho_op_original_input`: for getitem(hop, key) where the higher-order
 // op's kwargs["kwargs"][key] is a node, that node. Keys are strings here
 // (the kwargs dict of a HOP is keyed by argument name).
 NodeId ho_op_original_input(const Graph& g, NodeId getitem) {
   if (g.node(getitem).kind != NodeKind::kCallFunction) return kNoNode;
   if (!target_is(g, getitem, "operator.getitem")) return kNoNode;
-  const NodeId ho = node_arg(g, positional(g, getitem, 0));
+  const NodeId ho = node_arg(g, getitem, 0);
   const ArgId key = positional(g, getitem, 1);
   if (ho == kNoNode || key == kNoArg) return kNoNode;
   if (g.node(ho).kind != NodeKind::kCallFunction) return kNoNode;
-  const ArgId inner = dict_value(g, g.node(ho).kwargs, "kwargs");
+  const ArgId inner = dict_lookup(g, g.node(ho).kwargs, "kwargs");
   if (inner == kNoArg || g.arg(key).kind != ArgKind::kStr) return kNoNode;
-  const ArgId value = dict_value(g, inner, g.str(g.arg(key).id));
-  return value == kNoArg ? kNoNode : node_arg(g, value);
+  return arg_node(g, dict_lookup(g, inner, g.str(g.arg(key).id)));
 }
 
 }  // namespace
@@ -150,14 +112,14 @@ SubgraphSelection select_subgraph(const Graph& g, const std::vector<NodeId>& inp
     NodeId replacement = kNoNode;
     // A backward-only copy_ returns its destination, the original input.
     if (target_is(g, x, "aten.copy_.default") && must_be_in_backward(g, x)) {
-      const NodeId dst = node_arg(g, positional(g, x, 0));
+      const NodeId dst = node_arg(g, x, 0);
       if (usable(dst)) replacement = dst;
     }
     // view/reshape(getitem(hop, key)), then getitem(hop, key) itself: the
     // input the higher-order op mutates under `key`.
     if (replacement == kNoNode &&
         (target_is(g, x, "aten.view.default") || target_is(g, x, "aten.reshape.default"))) {
-      const NodeId source = node_arg(g, positional(g, x, 0));
+      const NodeId source = node_arg(g, x, 0);
       if (source != kNoNode) {
         const NodeId original = ho_op_original_input(g, source);
         if (usable(original)) replacement = original;

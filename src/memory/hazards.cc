@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/query.h"
 #include "memory/link.h"
 #include "remat/error.h"
 #include "remat/memory.h"
@@ -18,16 +19,6 @@ namespace remat {
 namespace {
 
 constexpr NodeId kAfterForward = std::numeric_limits<NodeId>::max() - 2;
-
-// The first argument of a call, when it is a node.
-NodeId first_arg_node(const Graph& g, NodeId n) {
-  const Node& node = g.node(n);
-  if (node.args == kNoArg) return kNoNode;
-  const Arg& root = g.arg(node.args);
-  if (root.span < 2) return kNoNode;
-  const Arg& a = g.arg(node.args + 1);
-  return a.kind == ArgKind::kNode ? a.id : kNoNode;
-}
 
 }  // namespace
 
@@ -46,7 +37,7 @@ std::vector<MutationHazard> find_mutation_hazards(const Graph& fw, const Graph& 
   for (NodeId n = 0; n < fw.size() && !input_of.empty(); ++n) {
     const OpInfo* op = fw.op(n);
     if (op == nullptr || op->kind != OpKind::kOverload || !op->is_mutable) continue;
-    const NodeId dst = first_arg_node(fw, n);
+    const NodeId dst = node_arg(fw, n, 0);
     if (dst == kNoNode) continue;
     for (const TensorMeta& t : fw.tensors(dst)) {
       auto it = t.storage >= 0 ? input_of.find(t.storage) : input_of.end();

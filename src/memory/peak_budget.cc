@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/query.h"
 #include "memory/bytes.h"
 #include "remat/error.h"
 
@@ -280,6 +281,26 @@ class Search {
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
                                   PeakSearchStats* stats) {
   return Search(ctx, limit, build, stats).run();
+}
+
+PeakBudgetPlan plan_peak_budget(const DecideContext& ctx, int64_t limit, size_t joint_size,
+                                const SavedSetsBuilder& build) {
+  const Graph& g = ctx.graph;
+  auto build_candidate = [&](const std::vector<NodeId>& chosen, const MinCutResult* cut) {
+    const std::vector<std::string_view> ban_reason =
+        cut != nullptr ? ban_reasons_by_joint_id(g, *cut, joint_size)
+                       : std::vector<std::string_view>(joint_size);
+    return build(split_saved_values(g, chosen), ban_reason);
+  };
+  PeakBudgetPlan plan;
+  plan.result = solve_peak_budget(ctx, limit, build_candidate);
+  const PartitionResult& r = plan.result;
+  plan.saved_joint = r.saved_values;
+  for (const auto* list : {&r.saved_sym_nodes, &r.saved_opaque_nodes})
+    plan.saved_joint.insert(plan.saved_joint.end(), list->begin(), list->end());
+  const std::vector<NodeId> node_of = nodes_by_joint_id(g, joint_size);
+  for (NodeId j : plan.saved_joint) plan.chosen.push_back(node_of[j]);
+  return plan;
 }
 
 }  // namespace remat

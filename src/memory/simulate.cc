@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "analyze/analyze.h"
+#include "graph/query.h"
 #include "memory/bytes.h"
 #include "memory/link.h"
 #include "remat/error.h"
@@ -26,10 +27,7 @@ using memory::allocation_bytes;
 constexpr uint32_t kNever = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
 
-bool is_getitem(const Graph& g, NodeId n) {
-  const OpInfo* op = g.op(n);
-  return op != nullptr && g.str(op->name) == "operator.getitem";
-}
+bool is_getitem(const Graph& g, NodeId n) { return target_is(g, n, "operator.getitem"); }
 
 // The getitem's index argument, or -1.
 int64_t getitem_index(const Graph& g, NodeId n) {
@@ -38,14 +36,6 @@ int64_t getitem_index(const Graph& g, NodeId n) {
   const std::vector<ArgId> args = g.children(node.args);
   if (args.size() < 2 || g.arg(args[1]).kind != ArgKind::kInt) return -1;
   return g.arg(args[1]).i;
-}
-
-// The first positional argument, when it is a node.
-NodeId first_arg_node(const Graph& g, NodeId n) {
-  const Node& node = g.node(n);
-  if (node.args == kNoArg || g.arg(node.args).span < 2) return kNoNode;
-  const Arg& a = g.arg(node.args + 1);
-  return a.kind == ArgKind::kNode ? a.id : kNoNode;
 }
 
 class Simulator {
@@ -205,7 +195,7 @@ class Simulator {
     const OpInfo* op = g.op(n);
     if (op == nullptr || op->kind != OpKind::kOverload) return -1;
     if (op->is_view || (op->is_mutable && op->num_returns == 1)) {
-      const NodeId first = first_arg_node(g, n);
+      const NodeId first = node_arg(g, n, 0);
       if (first != kNoNode && s.first[first] < s.first[first + 1]) return s.storage[s.first[first]];
     }
     return -1;

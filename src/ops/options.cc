@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "graph/dtypes.h"
+#include "ops/memory_budget.h"
 #include "remat/error.h"
 #include "remat/options.h"
 
@@ -72,11 +73,7 @@ void validate_quantization(const ActivationQuantizationOptions& q) {
 
 void PartitionOptions::validate() const {
   if (activation_quantization.enabled) validate_quantization(activation_quantization);
-  if (!(activation_memory_budget >= 0.0 && activation_memory_budget <= 1.0)) {
-    throw Error(ErrorCode::kInvalidOption,
-                fmt::format("activation_memory_budget must be in [0, 1], got {}",
-                            activation_memory_budget));
-  }
+  check_memory_budget(activation_memory_budget, "activation_memory_budget");
   if (peak_memory_budget < 0) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("peak_memory_budget must be a number of bytes >= 0 (0: none), got {}",

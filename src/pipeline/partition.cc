@@ -14,13 +14,11 @@
 // and then maps every id back to the caller's joint graph. Under remat's own
 // peak memory budget the search (memory/peak_budget.h) decides by building
 // candidate plans through the same emit, so such a plan is built at once.
-#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <limits>
 #include <string>
-#include <span>
 #include <string_view>
 #include <utility>
 
@@ -29,6 +27,7 @@
 #include "analyze/analyze.h"
 #include "decide/decide.h"
 #include "extract/extract.h"
+#include "graph/query.h"
 #include "memory/peak_budget.h"
 #include "memory/plan.h"
 #include "prepare/prepare.h"
@@ -100,33 +99,6 @@ class StageClock {
   double fraction_ = 0;
 };
 
-// aot_autograd's _is_functional_graph: the only mutations allowed are copy_
-// and set_ into graph inputs.
-bool is_functional_graph(const Graph& g) {
-  std::vector<uint8_t> is_placeholder(g.size(), 0);
-  for (NodeId id = 0; id < g.size(); ++id) {
-    const Node& n = g.node(id);
-    if (n.kind == NodeKind::kPlaceholder) is_placeholder[id] = 1;
-    const OpInfo* op = g.op(id);
-    if (op == nullptr || op->kind != OpKind::kOverload) continue;
-    std::string_view name = g.str(op->name);
-    if (name == "aten.copy_.default" || name == "aten.set_.source_Tensor" ||
-        name == "fsdp.copy_.default") {
-      // The first argument must be an input (a name containing
-      // "set_buffer_donor_" is exempt, as in torch).
-      std::vector<ArgId> args = n.args == kNoArg ? std::vector<ArgId>{} : g.children(n.args);
-      if (args.empty()) continue;
-      const Arg& dst = g.arg(args[0]);
-      if (dst.kind != ArgKind::kNode) return false;
-      if (g.name(dst.id).find("set_buffer_donor_") != std::string_view::npos) continue;
-      if (!is_placeholder[dst.id]) return false;
-    } else if (op->is_mutable) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // A copy of the joint graph whose nodes are their own origin, so every graph
 // derived from it maps back to the caller's ids whatever the passes copy. Its
 // pools are layered over the joint graph's, which stay as they are.
@@ -135,13 +107,6 @@ Graph rooted(const JointGraph& joint) {
   for (NodeId id = 0; id < g.size(); ++id) g.set_origin(id, id);
   g.layer_pools();
   return g;
-}
-
-std::vector<NodeId> to_joint(const Graph& g, std::span<const NodeId> ids) {
-  std::vector<NodeId> out;
-  out.reserve(ids.size());
-  for (NodeId id : ids) out.push_back(g.node(id).origin);
-  return out;
 }
 
 // Fills the report part of the result: where each joint node ended up.
@@ -176,14 +141,6 @@ void record_decisions(size_t n, const Prepared& p,
     else if (in_bw[id]) d.where = W::kBackwardOnly;
     else d.where = W::kUnused;
     if (!ban_reason.empty()) d.ban_reason = ban_reason[id];
-  }
-}
-
-// Rewrites origins of nodes a rewrite created to kNoNode, as the public
-// result promises.
-void finalize_origins(Graph& g) {
-  for (NodeId id = 0; id < g.size(); ++id) {
-    if (g.node(id).origin == kCreatedNode) g.set_origin(id, kNoNode);
   }
 }
 
@@ -269,100 +226,6 @@ std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
 // The peak-budget search: decides and builds `s` (defined with the builder).
 void peak_budget_on(PlanState& s, const DecideContext& ctx);
 
-// Python's repr of a float, for messages that quote torch's.
-std::string py_float(double x) {
-  std::string s = fmt::format("{}", x);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
-
-// The memory budget of one joint graph, in torch's increasing precedence:
-// the global option; the first node whose meta["memory_budget"] is a float;
-// the region_activation_memory_budget annotation, which every annotated node
-// must agree on and which must cover every forward call_function. The graph
-// modules nested in the joint module (HOP bodies) count too: their
-// annotations join the agreement check, and any call_function of theirs
-// without one is uncovered. A per-graph budget outside [0, 1] is an Error
-// naming the node it came from.
-double resolve_memory_budget(const Graph& g, const std::vector<NestedGraph>& nested,
-                             const NodeInfo& info, const PartitionOptions& options) {
-  double budget = options.activation_memory_budget;
-  std::string from;  // the node a per-graph budget came from, for the range error
-  for (NodeId id = 0; id < g.size(); ++id) {
-    if (g.node(id).has(kFlagMemoryBudget)) {
-      budget = g.extra(id).memory_budget;
-      from = fmt::format("node '{}': meta memory_budget", g.name(id));
-      break;
-    }
-  }
-  std::vector<double> region;  // distinct, in first-seen order (an OrderedSet)
-  std::string region_from;
-  std::vector<std::string_view> unannotated;  // names
-  auto add_region = [&](double b) {
-    if (std::find(region.begin(), region.end(), b) == region.end())
-      region.push_back(b);  // at most a few distinct values
-  };
-  for (NodeId id = 0; id < g.size(); ++id) {
-    const Node& node = g.node(id);
-    if (node.has(kFlagRegionBudget)) {
-      if (region_from.empty())
-        region_from = fmt::format("node '{}': meta region_memory_budget", g.name(id));
-      add_region(g.extra(id).region_memory_budget);
-    } else if (node.kind == NodeKind::kCallFunction && info.is_required_fw(id)) {
-      unannotated.push_back(g.name(id));
-    }
-  }
-  // A body is not split into forward and backward: every op counts.
-  for (const NestedGraph& body : nested) {
-    const Graph& b = body.graph;
-    for (NodeId id = 0; id < b.size(); ++id) {
-      if (b.node(id).has(kFlagRegionBudget)) {
-        if (region_from.empty()) {
-          region_from = fmt::format("subgraph '{}': node '{}': meta region_memory_budget",
-                                    body.name, b.name(id));
-        }
-        add_region(b.extra(id).region_memory_budget);
-      } else if (b.node(id).kind == NodeKind::kCallFunction) unannotated.push_back(b.name(id));
-    }
-  }
-  if (region.size() > 1) {
-    std::vector<double> sorted = region;
-    std::sort(sorted.begin(), sorted.end());
-    std::string list;
-    for (double b : sorted) list += (list.empty() ? "" : ", ") + py_float(b);
-    throw Error(ErrorCode::kInvalidGraph,
-                fmt::format("torch.autograd.graph.region_activation_memory_budget: conflicting "
-                            "budgets within a single joint graph (including nested subgraphs): "
-                            "[{}]. Use a graph break to separate regions that need different "
-                            "budgets.",
-                            list));
-  }
-  if (!region.empty()) {
-    if (!unannotated.empty()) {
-      std::string names;
-      for (std::string_view name : unannotated)
-        names += fmt::format("{}'{}'", names.empty() ? "" : ", ", name);
-      throw Error(ErrorCode::kInvalidGraph,
-                  fmt::format("torch.autograd.graph.region_activation_memory_budget: must cover "
-                              "the entire forward of a graph (including HOP bodies), but {} "
-                              "forward op(s) are unannotated. Wrap the whole forward in a single "
-                              "region; use a graph break to scope different budgets to different "
-                              "graphs. Note that a graph break inside the annotated region can "
-                              "also cause unannotated ops here. Unannotated ops: [{}].",
-                              unannotated.size(), names));
-    }
-    budget = region[0];
-    from = region_from;
-  }
-  if (!from.empty() && !(budget >= 0 && budget <= 1)) {
-    throw Error(ErrorCode::kInvalidGraph,
-                fmt::format("{}: the valid ranges for memory budget are 0 <= m <= 1. The "
-                            "provided value is {}",
-                            from, py_float(budget)));
-  }
-  return budget;
-}
-
 std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOptions& options,
                                       std::unique_ptr<PlanState> s) {
   // prepare: its graph's nodes point at the joint graph's ids.
@@ -370,47 +233,39 @@ std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOp
   const Graph& g = p.graph;
   s->clock.lap("prepare");
 
-  // analyze
-  NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
-                                 joint.num_fwd_outputs, options);
+  // analyze: what the min-cut reads about each node.
+  MinCutInputs in = min_cut_inputs(g, joint, options);
+  s->clock.lap("classify");
   // With nothing required by the backward there is nothing to cut; torch
   // hands such graphs to the default partitioner.
-  if (info.num_required_bw == 0) {
-    s->clock.lap("classify");
+  if (!in.has_cut()) {
     return default_on(joint, std::move(p), options, std::move(s), /*from_min_cut=*/true);
   }
-  std::vector<int64_t> dist = dist_from_bw(g, info);
-  s->clock.lap("classify");
   s->partitioner = "min_cut";
   s->reorder = true;
   s->dce_collectives = false;
   s->thread_bw = true;
-  std::vector<uint8_t> categories = options.ops.classify(g);
   if (options.peak_memory_budget > 0) {
     // torch's story (the trace) is that of one plain decision: the search
     // over many candidates records none.
-    s->info = std::move(info);
+    s->info = std::move(in.info);
     s->prepared = std::move(p);
-    const DecideContext untraced{s->prepared.graph, s->info, dist, categories, options, nullptr};
+    const DecideContext untraced{s->prepared.graph, s->info, in.dist_from_bw,
+                                 in.op_categories, options, nullptr};
     peak_budget_on(*s, untraced);
     return s;
   }
 
-  // The budget: the global option, unless the graph carries its own.
-  const double budget = resolve_memory_budget(g, joint.nested, info, options);
-
-  // decide
+  // decide: under the budget the graph carries, or the global option.
+  const double budget = resolve_memory_budget(g, joint.nested, in.info, options);
   PartitionTrace& trace = s->trace;
   const bool tracing = options.trace || options.visualize_memory_budget_pareto;
-  DecideContext ctx{g, info, dist, categories, options, tracing ? &trace : nullptr};
+  const DecideContext ctx = in.context(g, options, tracing ? &trace : nullptr);
   s->chosen = choose_saved_values_set(ctx, budget, &s->cut);
   s->clock.lap("decide");
-  s->ban_reason.assign(joint.graph.size(), std::string_view());
-  for (NodeId id = 0; id < s->cut.ban_reason.size(); ++id) {
-    s->ban_reason[g.node(id).origin] = s->cut.ban_reason[id];
-  }
-  s->saved_joint = to_joint(g, s->chosen);
-  s->info = std::move(info);
+  s->ban_reason = ban_reasons_by_joint_id(g, s->cut, joint.graph.size());
+  s->saved_joint = joint_ids(g, s->chosen);
+  s->info = std::move(in.info);
   s->prepared = std::move(p);
   return s;
 }
@@ -438,7 +293,7 @@ std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
   s->clock.lap("classify");
   s->sets = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
   s->clock.lap("decide");
-  s->saved_joint = to_joint(p.graph, s->sets.saved_values);
+  s->saved_joint = joint_ids(p.graph, s->sets.saved_values);
   s->partitioner = "default";
   s->reorder = p.had_recomputable_ops;
   s->dce_collectives = true;
@@ -448,21 +303,6 @@ std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
   s->info = std::move(info);
   s->prepared = std::move(p);
   return s;
-}
-
-// min-cut: torch splits the (possibly synced) choice by kind after the sync.
-SavedSets split_chosen(const Graph& g, const std::vector<NodeId>& chosen) {
-  SavedSets saved;
-  for (NodeId id : chosen) {
-    if (is_sym_node(g, id)) {
-      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
-    } else if (is_opaque_node(g, id)) {
-      saved.saved_opaque_nodes.push_back(id);
-    } else {
-      saved.saved_values.push_back(id);
-    }
-  }
-  return saved;
 }
 
 // Extraction, rewrites and the memory simulation of one decision, shared by
@@ -515,17 +355,14 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved,
     r.backward = thread_graphsafe_rng_from_hops(std::move(r.backward), s.nested,
                                                 /*is_backward=*/true, e.backward_names);
   }
-  finalize_origins(r.forward);
-  finalize_origins(r.backward);
   clock.lap("getitems");
-  r.saved_values = to_joint(g, e.saved_values);
-  r.saved_opaque_nodes = to_joint(g, e.saved_script_objects);
-  for (NodeId id : to_joint(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
-  r.saved_sym_nodes = to_joint(g, e.saved_sym_nodes);
+  r.saved_values = joint_ids(g, e.saved_values);
+  r.saved_opaque_nodes = joint_ids(g, e.saved_script_objects);
+  for (NodeId id : joint_ids(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
+  r.saved_sym_nodes = joint_ids(g, e.saved_sym_nodes);
   r.num_fwd_outputs = s.num_fwd_outputs;
   r.num_rng_states = rng_states;
   r.quantized_values = std::move(quantized);
-  for (GraphSnapshot& snap : snapshots) finalize_origins(snap.graph);
   r.snapshots = std::move(snapshots);
   r.forced_must_save = p.forced_must_save;
   r.partitioner = s.partitioner;
@@ -546,7 +383,7 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved,
 // The plan's own (or replaced) decision, built.
 PartitionResult emit(PlanState& s) {
   SavedSets saved = s.partitioner == std::string_view("min_cut")
-                        ? split_chosen(s.prepared.graph, s.chosen)
+                        ? split_saved_values(s.prepared.graph, s.chosen)
                         : std::move(s.sets);
   return build_plan(s, std::move(saved), s.ban_reason, s.clock, std::move(s.trace));
 }
@@ -557,27 +394,18 @@ PartitionResult emit(PlanState& s) {
 // "peak_search". The plan keeps the result and, as its decision, the saved
 // values of the plan it chose.
 void peak_budget_on(PlanState& s, const DecideContext& ctx) {
-  const Graph& g = s.prepared.graph;
-  auto build = [&](const std::vector<NodeId>& chosen, const MinCutResult* cut) {
-    std::vector<std::string_view> ban_reason(s.joint_size);
-    if (cut != nullptr)
-      for (NodeId id = 0; id < cut->ban_reason.size(); ++id)
-        ban_reason[g.node(id).origin] = cut->ban_reason[id];
-    StageClock scratch;
-    return build_plan(s, split_chosen(g, chosen), ban_reason, scratch, PartitionTrace{});
-  };
-  PartitionResult r = solve_peak_budget(ctx, s.options.peak_memory_budget, build);
+  PeakBudgetPlan plan = plan_peak_budget(
+      ctx, s.options.peak_memory_budget, s.joint_size,
+      [&](SavedSets saved, const std::vector<std::string_view>& ban_reason) {
+        StageClock scratch;
+        return build_plan(s, std::move(saved), ban_reason, scratch, PartitionTrace{});
+      });
   s.clock.lap("peak_search");
-  r.seconds = s.clock.total();
-  r.stages = s.clock.take();
-  s.saved_joint = r.saved_values;
-  for (const auto* list : {&r.saved_sym_nodes, &r.saved_opaque_nodes})
-    s.saved_joint.insert(s.saved_joint.end(), list->begin(), list->end());
-  std::vector<NodeId> prepared_of(s.joint_size, kNoNode);
-  for (NodeId id = 0; id < g.size(); ++id) prepared_of[g.node(id).origin] = id;
-  s.chosen.clear();
-  for (NodeId j : s.saved_joint) s.chosen.push_back(prepared_of[j]);
-  s.built = std::move(r);
+  plan.result.seconds = s.clock.total();
+  plan.result.stages = s.clock.take();
+  s.saved_joint = std::move(plan.saved_joint);
+  s.chosen = std::move(plan.chosen);
+  s.built = std::move(plan.result);
 }
 
 // Per prepared node: whether the forward cannot compute it (it depends on a
@@ -596,8 +424,7 @@ std::vector<uint8_t> backward_only(const Graph& g, const NodeInfo& info) {
 // ids (see emit_partition in remat/partition.h).
 std::vector<NodeId> replacement(const PlanState& s, const std::vector<NodeId>& saved) {
   const Graph& g = s.prepared.graph;
-  std::vector<NodeId> prepared_of(s.joint_size, kNoNode);
-  for (NodeId id = 0; id < g.size(); ++id) prepared_of[g.node(id).origin] = id;
+  const std::vector<NodeId> prepared_of = nodes_by_joint_id(g, s.joint_size);
   const std::vector<uint8_t> bw_only = backward_only(g, s.info);
   const bool is_default = s.partitioner == std::string_view("default");
   std::vector<uint8_t> seen(g.size(), 0);
@@ -741,20 +568,13 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
   check_joint(joint);
   const PartitionOptions o = with_overrides(joint, options);
   const Prepared p = prepare_for_min_cut(joint.graph, o);
-  const Graph& g = p.graph;
-  NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices, joint.num_fwd_outputs, o);
-  if (info.num_required_bw == 0) {
+  const MinCutInputs in = min_cut_inputs(p.graph, joint, o);
+  if (!in.has_cut()) {
     throw Error(ErrorCode::kUnsupported,
                 "memory budget Pareto frontier: the backward needs nothing from the forward "
                 "(torch hands this graph to the default partitioner, which has no budget)");
   }
-  std::vector<int64_t> dist = dist_from_bw(g, info);
-  std::vector<uint8_t> categories = o.ops.classify(g);
-  DecideContext ctx{g, info, dist, categories, o};
-  std::vector<MemoryBudgetPoint> out;
-  for (const ParetoPoint& pt : memory_budget_pareto(ctx, resolution, budgets))
-    out.push_back({pt.budget, pt.recompute_runtime, pt.memory_ratio});
-  return out;
+  return memory_budget_pareto(in.context(p.graph, o), resolution, budgets);
 }
 
 const char* where_name(NodeDecision::Where w) {

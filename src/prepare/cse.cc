@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "graph/copy.h"
-#include "prepare/impure.h"
+#include "prepare/mutation.h"
 #include "prepare/prepare.h"
 
 namespace remat {

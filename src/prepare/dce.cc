@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "graph/copy.h"
-#include "prepare/impure.h"
+#include "graph/impure.h"
 #include "prepare/prepare.h"
 
 namespace remat {

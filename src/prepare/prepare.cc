@@ -10,6 +10,11 @@
 // graph that went through prepare_for_min_cut or was built directly.
 // Neither appends to the pools of the graph it was given: prepare_for_min_cut
 // layers its result's pools over them (Graph::layer_pools).
+// is_functional_graph is the check default_partition runs before its
+// prologue.
+#include <string_view>
+#include <vector>
+
 #include "prepare/prepare.h"
 
 namespace remat {
@@ -19,11 +24,6 @@ void force_saves(Graph& g, const PartitionOptions& options, std::vector<NodeId>&
   if (!options.unsafe_allow_optimization_of_collectives) force_save_collectives(g, forced);
   force_save_effectful_ops(g, forced);
   force_save_bw_mutation_src(g, forced);
-}
-
-NodeId input_id(const Graph& g, NodeId id) {
-  const NodeId o = g.node(id).origin;
-  return o == kNoNode ? id : o;
 }
 
 }  // namespace
@@ -38,14 +38,14 @@ Prepared prepare_for_min_cut(const Graph& joint, const PartitionOptions& options
   // survivor: each input node -> itself when DCE kept it.
   p.survivor.assign(n, kNoNode);
   for (NodeId id = 0; id < p.graph.size(); ++id) {
-    const NodeId in = input_id(p.graph, id);
+    const NodeId in = joint_id(p.graph, id);
     if (in < n) p.survivor[in] = in;
   }
   if (options.cse) {
     // The DCE'd nodes as input ids, kept so the graph itself can be moved
     // into CSE (which then returns it uncopied when it merges nothing).
     std::vector<NodeId> before(p.graph.size());
-    for (NodeId id = 0; id < p.graph.size(); ++id) before[id] = input_id(p.graph, id);
+    for (NodeId id = 0; id < p.graph.size(); ++id) before[id] = joint_id(p.graph, id);
     std::vector<NodeId> replaced;
     p.graph = common_subexpression_elimination(std::move(p.graph), replaced);
     for (NodeId id = 0; id < before.size(); ++id) {
@@ -68,6 +68,31 @@ void prepare_for_default(Prepared& p, const PartitionOptions& options) {
     cleanup_recompute_tags(p.graph, /*is_default_partition=*/true, p.forced_must_save);
   }
   force_saves(p.graph, options, p.forced_must_save);
+}
+
+bool is_functional_graph(const Graph& g) {
+  std::vector<uint8_t> is_placeholder(g.size(), 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.kind == NodeKind::kPlaceholder) is_placeholder[id] = 1;
+    const OpInfo* op = g.op(id);
+    if (op == nullptr || op->kind != OpKind::kOverload) continue;
+    std::string_view name = g.str(op->name);
+    if (name == "aten.copy_.default" || name == "aten.set_.source_Tensor" ||
+        name == "fsdp.copy_.default") {
+      // The first argument must be an input (a name containing
+      // "set_buffer_donor_" is exempt, as in torch).
+      const ArgId first = positional(g, id, 0);
+      if (first == kNoArg) continue;
+      const Arg& dst = g.arg(first);
+      if (dst.kind != ArgKind::kNode) return false;
+      if (g.name(dst.id).find("set_buffer_donor_") != std::string_view::npos) continue;
+      if (!is_placeholder[dst.id]) return false;
+    } else if (op->is_mutable) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace remat

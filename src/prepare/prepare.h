@@ -18,6 +18,7 @@
 
 #include <vector>
 
+#include "graph/query.h"
 #include "remat/graph.h"
 #include "remat/options.h"
 #include "remat/partition.h"
@@ -46,8 +47,7 @@ Graph eliminate_dead_code(const Graph& g, bool impure_random);
 // (in g's ids), or i itself.
 Graph common_subexpression_elimination(Graph g, std::vector<NodeId>& replaced);
 
-bool must_recompute(const Node& n);  // MUST_RECOMPUTE or PREFER_RECOMPUTE
-bool has_recomputable_ops(const Graph& g);
+bool has_recomputable_ops(const Graph& g);  // any must_recompute node (graph/query.h)
 bool has_recomputable_rng_ops(const Graph& g);
 
 // The tag passes mutate policies in place and append what they forced.
@@ -61,5 +61,11 @@ void force_save_bw_mutation_src(Graph& g, std::vector<NodeId>& forced);
 Prepared prepare_for_min_cut(const Graph& joint, const PartitionOptions& options);
 // The prologue of default_partition on an already-prepared graph.
 void prepare_for_default(Prepared& p, const PartitionOptions& options);
+
+// aot_autograd's _is_functional_graph: the only mutations are copy_ and set_
+// into graph inputs (a destination named "set_buffer_donor_..." is exempt, as
+// in torch). default_partition hands a graph with recompute tags that is not
+// functional to the min-cut.
+bool is_functional_graph(const Graph& g);
 
 }  // namespace remat

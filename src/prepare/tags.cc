@@ -1,6 +1,6 @@
 // prepare/tags.cc — the recompute-policy passes of partitioners.py:
 // cleanup_recompute_tags, force_save_collectives, force_save_effectful_ops,
-// force_save_bw_mutation_src, and the must_recompute predicates.
+// force_save_bw_mutation_src, and has_recomputable_ops / _rng_ops.
 //
 // Contract: each pass only changes recompute policies, in place, in the
 // order torch visits nodes. A node whose policy becomes MUST_SAVE (and was
@@ -14,30 +14,10 @@
 namespace remat {
 namespace {
 
-NodeId input_id(const Graph& g, NodeId id) {
-  const NodeId o = g.node(id).origin;
-  return o == kNoNode ? id : o;
-}
-
 void force_must_save(Graph& g, NodeId id, std::vector<NodeId>& forced) {
   if (g.node(id).recompute == RecomputePolicy::kMustSave) return;
   g.set_recompute(id, RecomputePolicy::kMustSave);
-  forced.push_back(input_id(g, id));
-}
-
-bool target_is(const Graph& g, NodeId id, std::string_view name) {
-  const OpInfo* op = g.op(id);
-  return op != nullptr && g.str(op->name) == name;
-}
-
-// The node argument at position `index` of args, or kNoNode.
-NodeId node_arg(const Graph& g, NodeId id, size_t index) {
-  const Node& n = g.node(id);
-  if (n.args == kNoArg) return kNoNode;
-  std::vector<ArgId> items = g.children(n.args);
-  if (index >= items.size()) return kNoNode;
-  const Arg& a = g.arg(items[index]);
-  return a.kind == ArgKind::kNode ? a.id : kNoNode;
+  forced.push_back(joint_id(g, id));
 }
 
 // partitioners.is_getitem_of_multi_output: a getitem whose parent has no
@@ -56,11 +36,6 @@ bool any_user_must_recompute(const Graph& g, NodeId id) {
 }
 
 }  // namespace
-
-bool must_recompute(const Node& n) {
-  return n.recompute == RecomputePolicy::kMustRecompute ||
-         n.recompute == RecomputePolicy::kPreferRecompute;
-}
 
 bool has_recomputable_ops(const Graph& g) {
   for (const Node& n : g.nodes()) {

@@ -4,7 +4,7 @@
 // The page is built from the joint graph and the result *document* rather
 // than a PartitionResult, so fields later stages add to the document (the
 // simulator's "memory") reach the report without this file knowing their
-// producer. Pictures are inline SVG (Pareto: budget/pareto.h's writer;
+// producer. Pictures are inline SVG (Pareto: report/pareto.h's writer;
 // timeline: timeline_svg.h; the cut: Graphviz through graphviz.h). The node
 // table's rows travel as JSON in a <script type="application/json"> block
 // and a small script renders, sorts and filters them, so a big graph does
@@ -18,11 +18,12 @@
 
 #include <fmt/format.h>
 
-#include "budget/pareto.h"
 #include "io/json_writer.h"
 #include "remat/error.h"
 #include "remat/report.h"
+#include "report/escape.h"
 #include "report/explain.h"
+#include "report/pareto.h"
 #include "report/graphviz.h"
 #include "report/timeline_svg.h"
 
@@ -167,21 +168,7 @@ ResultView read_result(const Graph& g, std::string_view json) {
 
 // --- HTML pieces --------------------------------------------------------------
 
-std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+using report::html_escape;
 
 // Graphviz's SVG starts with an XML declaration and a DOCTYPE; inline SVG
 // in HTML wants the <svg> element alone.
@@ -433,9 +420,7 @@ std::string html_report(const JointGraph& joint, std::string_view result_json,
 
   h += "<section id=\"pareto\">\n<h2>Memory budget Pareto frontier</h2>\n";
   if (!r.pareto.empty()) {
-    std::vector<ParetoPoint> points;
-    for (const MemoryBudgetPoint& p : r.pareto) points.push_back({p.budget, p.recompute_runtime, p.memory_ratio});
-    h += "<div class=\"picture\">" + pareto_svg(points) + "</div>\n";
+    h += "<div class=\"picture\">" + pareto_svg(r.pareto) + "</div>\n";
   } else {
     h += fmt::format("<p class=\"note\">{}</p>\n",
                      html_escape(r.pareto_note.empty() ? "No frontier was computed." : r.pareto_note));

@@ -6,26 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "report/escape.h"
 #include "report/explain.h"
 
 namespace remat::report {
-namespace {
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string timeline_svg(const std::vector<MemoryStep>& steps, int64_t peak_bytes) {
   constexpr double kW = 800, kH = 360, kLeft = 90, kRight = 30, kTop = 40, kBottom = 50;

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "graph/copy.h"
+#include "graph/query.h"
 #include "remat/error.h"
 #include "rewrite/rewrite.h"
 
@@ -170,7 +171,7 @@ Graph thread_graphsafe_rng_from_hops(Graph g, const std::vector<NestedGraph>& ne
     Node n;
     copier.copy_value(id, n);  // the old call's meta
     n.name = b.intern(call_names[c]);
-    n.origin = old.origin != kNoNode ? old.origin : id;
+    n.origin = joint_id(g, id);
     n.args = b.begin(ArgKind::kTuple);
     for (ArgId a : g.children(old.args)) copier.copy_args(a, remap);
     for (size_t s = call_states[c].first; s < call_states[c].second; ++s) {

@@ -21,6 +21,7 @@
 
 #include "analyze/analyze.h"
 #include "graph/copy.h"
+#include "graph/query.h"
 #include "remat/error.h"
 
 namespace remat {
@@ -34,8 +35,7 @@ constexpr std::string_view kAoReload = "ao.reload.default";
 constexpr std::string_view kAoWait = "ao.wait_tensor.default";
 
 bool calls(const Graph& g, NodeId id, std::string_view op_name) {
-  const OpInfo* op = g.op(id);
-  return g.node(id).kind == NodeKind::kCallFunction && op != nullptr && g.str(op->name) == op_name;
+  return target_is(g, id, op_name);
 }
 
 bool is_view(const Graph& g, NodeId id, const PartitionOptions& options) {
@@ -259,7 +259,7 @@ Graph rewrite_forward(const Graph& fw, std::vector<Offloaded>& offs, bool async)
       x.flags |= kFlagSavedForOffloading;
       x.args = copier.copy_args(src.args, remap);
       x.kwargs = copier.copy_args(src.kwargs, remap);
-      x.origin = src.origin != kNoNode ? src.origin : id;
+      x.origin = joint_id(fw, id);
       remap[id] = b.add_node(x);
     } else {
       remap[id] = copier.copy(id, remap);

@@ -21,6 +21,7 @@
 #include "analyze/analyze.h"
 #include "graph/copy.h"
 #include "graph/dtypes.h"
+#include "graph/query.h"
 #include "remat/error.h"
 #include "rewrite/value_meta.h"
 
@@ -49,9 +50,6 @@ struct Chain {
   NodeId scale = kNoNode, quant = kNoNode;  // in the new forward
 };
 
-NodeId src_origin(const Graph& g, NodeId id) {
-  return g.node(id).origin != kNoNode ? g.node(id).origin : id;
-}
 
 std::vector<ArgId> output_items(const Graph& g) {
   const Node& out = g.node(g.output());
@@ -329,7 +327,7 @@ Graph rewrite_forward(const Graph& fw, std::vector<Chain>& chains, bool scaling,
   }
   Node out;
   copier.copy_value(out_id, out);
-  out.origin = src_origin(fw, out_id);
+  out.origin = joint_id(fw, out_id);
   out.args = b.begin(ArgKind::kTuple);
   const ArgId values = b.begin(ArgKind::kTuple);
   auto item = [&](size_t i) {

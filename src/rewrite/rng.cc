@@ -45,6 +45,7 @@
 #include <fmt/format.h>
 
 #include "graph/copy.h"
+#include "graph/query.h"
 #include "remat/error.h"
 #include "rewrite/rewrite.h"
 
@@ -347,7 +348,7 @@ Graph rewrite_forward(const Graph& fw, const std::vector<Pair>& pairs, size_t nu
     Node out;
     copier.copy_value(id, out);
     out.name = b.intern(output_name);
-    out.origin = src.origin != kNoNode ? src.origin : id;
+    out.origin = joint_id(fw, id);
     std::vector<ArgId> items;
     if (src.args != kNoArg) {
       std::vector<ArgId> top = fw.children(src.args);

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.h"
+#include "graph/query.h"
 #include "remat/error.h"
 #include "remat/sync.h"
 #include "sync/canonical.h"
@@ -82,8 +83,7 @@ SyncOutcome sync_decision_cross_ranks(const PartitionPlan& plan, RankGroup& grou
   for (NodeId id = 0; id < g.size(); ++id) by_name.emplace(names[id], id);
   NodeId joint_size = 0;
   for (const Node& n : g.nodes()) joint_size = std::max(joint_size, n.origin + 1);
-  std::vector<NodeId> prepared_of(joint_size, kNoNode);
-  for (NodeId id = 0; id < g.size(); ++id) prepared_of[g.node(id).origin] = id;
+  const std::vector<NodeId> prepared_of = nodes_by_joint_id(g, joint_size);
   std::vector<std::string> mine;
   mine.reserve(plan.saved().size());
   for (NodeId j : plan.saved()) mine.push_back(names[prepared_of[j]]);
@@ -126,7 +126,7 @@ SyncOutcome sync_decision_cross_ranks(const PartitionPlan& plan, RankGroup& grou
   out.status = SyncOutcome::Status::kAgreed;
   out.picked_rank = static_cast<int>(picked);
   out.saved.clear();
-  for (NodeId id : nodes[picked]) out.saved.push_back(g.node(id).origin);
+  for (NodeId id : nodes[picked]) out.saved.push_back(joint_id(g, id));
   out.trace_payload = fmt::format("picked_rank_idx={}, saved_nodes of current rank={}", picked,
                                   payload.repr());
   group.agreed(out.picked_rank, out.trace_payload);

@@ -133,7 +133,7 @@ TEST(BudgetKnapsack, NormalizedSizesAgainstTheBudget) {
   // The Pareto evaluation at fixed budgets: (recomputed runtime, ratio).
   Solved sv(two_random_values(), 1);
   const std::vector<double> budgets{0.5, 0.6, 1.0};
-  std::vector<ParetoPoint> pts = memory_budget_pareto(sv.ctx(), 1e-3, budgets);
+  std::vector<MemoryBudgetPoint> pts = memory_budget_pareto(sv.ctx(), 1e-3, budgets);
   ASSERT_EQ(pts.size(), 3u);
   EXPECT_EQ(pts[0].recompute_runtime, 2);  // rand_like counts 0 flops -> 1 each
   EXPECT_EQ(pts[0].memory_ratio, 0.0);
@@ -185,6 +185,39 @@ TEST(BudgetKnapsack, OutOfRange) {
       EXPECT_NE(std::string(e.what()).find("0 <= m <= 1"), std::string::npos) << e.what();
     }
   }
+}
+
+// The options, the driver, a graph's own budget and the frontier's explicit
+// budgets all refuse an out-of-range budget with one message: the field or
+// node it came from, then torch's words with the value as Python prints it.
+TEST(BudgetRange, EverySourceSharesOneMessageNamingTheField) {
+  auto message_of = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string torch_words =
+      ": the valid ranges for memory budget are 0 <= m <= 1. The provided value is ";
+  PartitionOptions o;
+  o.activation_memory_budget = 1.5;
+  EXPECT_EQ(message_of([&] { o.validate(); }), "activation_memory_budget" + torch_words + "1.5");
+  Solved sv(two_random_values(), 1);
+  EXPECT_EQ(message_of([&] { choose_saved_values_set(sv.ctx(), 2, nullptr); }),
+            "activation_memory_budget" + torch_words + "2.0");
+  const std::vector<double> budgets{0.5, -1};
+  EXPECT_EQ(message_of([&] { memory_budget_pareto(sv.ctx(), 1e-3, budgets); }),
+            "budgets[1]" + torch_words + "-1.0");
+  TestGraph t = two_random_values();
+  t[Ref{2}].flags |= kFlagMemoryBudget;
+  t[Ref{2}].memory_budget = 1.5;
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  EXPECT_EQ(message_of([&] { min_cut_rematerialization_partition(j, {}); }),
+            "node 'rand_like': meta memory_budget" + torch_words + "1.5");
 }
 
 TEST(BudgetKnapsack, ProfiledRuntimesAreReadByJointId) {
@@ -352,10 +385,10 @@ TEST(BudgetPareto, SweepEndsAtAdjacentDoublesWhateverTheResolution) {
       if (++calls > 10000) throw std::runtime_error("the sweep does not terminate");
       return b < 0.3 ? std::pair{2.0, 0.0} : std::pair{1.0, 1.0};
     };
-    const std::vector<ParetoPoint> pts = pareto_sweep(step, resolution);
+    const std::vector<MemoryBudgetPoint> pts = pareto_sweep(step, resolution);
     // The change is pinned down to two adjacent doubles around 0.3.
     double below = 0, above = 1;
-    for (const ParetoPoint& p : pts) {
+    for (const MemoryBudgetPoint& p : pts) {
       if (p.budget < 0.3) below = std::max(below, p.budget);
       else above = std::min(above, p.budget);
     }

@@ -116,7 +116,7 @@ TEST(HopRng, StatesBecomeInputsAfterTheLastPlaceholderAndCallsAreReplacedInPlace
                                       "primals_1", "fwd_rng_state_0", "fwd_rng_state_1"}));
   const Node& call = r.forward.node(r.forward.find("invoke_subgraph"));
   EXPECT_EQ(j.graph.name(call.origin), "invoke_subgraph_2");  // its meta: the old call's
-  EXPECT_EQ(r.forward.node(r.forward.find("fwd_rng_state_1")).origin, kNoNode);
+  EXPECT_EQ(r.forward.node(r.forward.find("fwd_rng_state_1")).origin, kCreatedNode);
   EXPECT_EQ(r.forward.str(r.forward.node(r.forward.find("fwd_rng_state_1")).target), "fwd_rng_state_1");
   // The backward's states follow its last placeholder, the tangent.
   const std::vector<std::string> bw = names(r.backward);

@@ -17,6 +17,7 @@
 #include "budget/knapsack.h"
 #include "budget/pareto.h"
 #include "remat/error.h"
+#include "report/pareto.h"
 
 namespace remat {
 namespace {
@@ -403,18 +404,18 @@ std::pair<double, double> steps(double b) {
 
 TEST(KnapsackPareto, BisectsEveryStepToResolution) {
   int calls = 0;
-  const std::vector<ParetoPoint> pts = pareto_sweep([&](double b) {
+  const std::vector<MemoryBudgetPoint> pts = pareto_sweep([&](double b) {
     ++calls;
     return steps(b);
   });
   ASSERT_GE(pts.size(), 4u);
   EXPECT_EQ(pts.front().budget, 0.0);
   EXPECT_EQ(pts.back().budget, 1.0);
-  EXPECT_TRUE(std::is_sorted(pts.begin(), pts.end(), [](const ParetoPoint& a,
-                                                         const ParetoPoint& b) {
+  EXPECT_TRUE(std::is_sorted(pts.begin(), pts.end(), [](const MemoryBudgetPoint& a,
+                                                         const MemoryBudgetPoint& b) {
     return a.budget < b.budget;
   }));
-  for (const ParetoPoint& p : pts) {
+  for (const MemoryBudgetPoint& p : pts) {
     EXPECT_EQ(steps(p.budget), std::make_pair(p.recompute_runtime, p.memory_ratio));
   }
   // Each step is bracketed by two points less than the resolution apart.

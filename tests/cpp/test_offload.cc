@@ -132,7 +132,7 @@ TEST(OffloadTest, SavedActivationsGoToTheCpuAfterTheirLastEffectiveUse) {
   EXPECT_EQ(kw.i, 1);  // non_blocking=True
   EXPECT_EQ(device_of(fw, "cpu_offload_relu"), "cpu");
   EXPECT_TRUE(fw.node(fw.find("relu")).has(kFlagSavedForOffloading));
-  EXPECT_EQ(fw.node(put).origin, kNoNode);  // created
+  EXPECT_EQ(fw.node(put).origin, kCreatedNode);
   // The saved values are still named by their joint nodes.
   EXPECT_EQ(testing::saved_names(joint_of(c), r), (Names{"relu", "sin", "view"}));
 }

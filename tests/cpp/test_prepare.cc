@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "graph_fixture.h"
-#include "prepare/impure.h"
+#include "prepare/mutation.h"
 #include "prepare/prepare.h"
 
 namespace remat {

@@ -1,8 +1,13 @@
-// prepare/impure.h — purity and mutation predicates shared by the prepare
-// passes (internal to the stage).
+// prepare/mutation.h — which nodes mutate, as inductor's CSE sees it
+// (internal to the prepare stage; FX's impurity is graph/impure.h).
+//
+// Contract: is_mutation_op answers inductor's pattern_matcher.is_mutation_op
+// for one node: an OpOverload by its schema, anything else by the name
+// regex below or an `out=` keyword argument that is not None.
 #pragma once
 
-#include "graph/impure.h"
+#include <string_view>
+
 #include "remat/graph.h"
 
 namespace remat {

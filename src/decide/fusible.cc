@@ -1,5 +1,7 @@
-// decide/rules.cc — shared predicates of the decision stage. See rules.h.
-#include "decide/rules.h"
+// decide/fusible.cc — Fusion's one pass over the graph. See fusible.h.
+#include "decide/fusible.h"
+
+#include "graph/query.h"
 
 namespace remat {
 namespace {
@@ -15,44 +17,6 @@ void for_each_child(const Graph& g, ArgId id, F&& f) {
 }
 
 }  // namespace
-
-std::string_view target_name(const Graph& g, NodeId n) {
-  const OpInfo* op = g.op(n);
-  return op ? g.str(op->name) : std::string_view();
-}
-
-bool is_non_builtin_to_include(const Graph& g, NodeId n, const PartitionOptions& options) {
-  if (!options.is_non_builtin_to_include) return false;
-  const OpInfo* op = g.op(n);
-  if (!op) return false;
-  if (op->kind == OpKind::kOverload) {
-    std::string_view ns = g.str(op->ns);
-    if (ns != "aten" && ns != "prim" && ns != "prims") return true;
-  }
-  return g.str(op->name) == kTritonWrapper;
-}
-
-bool is_collective(const Graph& g, NodeId n) {
-  const OpInfo* op = g.op(n);
-  return op && op->kind == OpKind::kOverload && g.str(op->ns) == "_c10d_functional";
-}
-
-ArgId dict_lookup(const Graph& g, ArgId dict, std::string_view key) {
-  if (dict == kNoArg || g.arg(dict).kind != ArgKind::kDict) return kNoArg;
-  ArgId found = kNoArg;
-  bool is_key = true;
-  ArgId pending = kNoArg;
-  for_each_child(g, dict, [&](ArgId c) {
-    if (is_key) {
-      pending = c;
-    } else if (found == kNoArg && g.arg(pending).kind == ArgKind::kStr &&
-               g.str(g.arg(pending).id) == key) {
-      found = c;
-    }
-    is_key = !is_key;
-  });
-  return found;
-}
 
 Fusion::Fusion(const Graph& g, const std::vector<uint8_t>& op_categories)
     : cat_(g.size(), 0), flags_(g.size(), 0), into_off_(g.size() + 1, 0) {

@@ -1,14 +1,15 @@
-// prepare/impure.cc — see impure.h.
-#include "prepare/impure.h"
+// prepare/mutation.cc — inductor's is_mutation_op.
+//
+// Contract: mutation.h.
+#include "prepare/mutation.h"
 
 #include <string_view>
 
+#include "graph/fx_names.h"
+#include "graph/query.h"
+
 namespace remat {
 namespace {
-
-bool is_word(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
 
 // The name Python reports as `target.__name__`: an OpOverload's is
 // "op.overload", a HigherOrderOperator's its name, a function's the last
@@ -31,15 +32,8 @@ std::string_view python_name(const Graph& g, const OpInfo& op) {
 
 // Whether kwargs has an "out" entry that is not None.
 bool has_out_kwarg(const Graph& g, const Node& n) {
-  if (n.kwargs == kNoArg) return false;
-  std::vector<ArgId> items = g.children(n.kwargs);
-  for (size_t i = 0; i + 1 < items.size(); i += 2) {
-    const Arg& key = g.arg(items[i]);
-    if (key.kind == ArgKind::kStr && g.str(key.id) == "out") {
-      return g.arg(items[i + 1]).kind != ArgKind::kNone;
-    }
-  }
-  return false;
+  const ArgId out = dict_lookup(g, n.kwargs, "out");
+  return out != kNoArg && g.arg(out).kind != ArgKind::kNone;
 }
 
 }  // namespace
@@ -56,13 +50,13 @@ bool mutation_name_match(std::string_view s) {
     // (\b|_) then a word: either a boundary before s[i] (a letter) or a '_'.
     for (size_t start : {i, i + 1}) {
       if (start == i + 1 && s[i] != '_') continue;
-      if (start == i && !(i == 0 || !is_word(s[i - 1]))) continue;  // \b before a letter
+      if (start == i && !(i == 0 || !is_word_char(s[i - 1]))) continue;  // \b before a letter
       for (std::string_view w : kWords) {
         if (s.substr(start, w.size()) != w) continue;
         const size_t j = start + w.size();
         // (\b|_)(?!_): end of word at a non-word char or the end; or one '_'
         // not followed by another.
-        if (j == n || !is_word(s[j])) return true;
+        if (j == n || !is_word_char(s[j])) return true;
         if (s[j] == '_' && (j + 1 == n || s[j + 1] != '_')) return true;
       }
     }

@@ -1,7 +1,7 @@
-// decide/rules.h — small node predicates the decision stage shares, each the
-// remat twin of a torch helper of the same name (internal to decide/).
+// decide/fusible.h — solve_min_cut's fusibility: which producer can fuse
+// into which consumer (internal to decide/).
 //
-// Fusion answers solve_min_cut's is_fusible(a, b) in O(1) after one linear
+// Contract: Fusion answers solve_min_cut's is_fusible(a, b) in O(1) after one linear
 // pass: the only rules that look at argument trees (auto_functionalized's
 // mutable arguments, triton_kernel_wrapper_functional's cloned tensors) are
 // resolved up front into, per consumer node, the list of producers that can
@@ -14,28 +14,8 @@
 
 #include "remat/graph.h"
 #include "remat/ops.h"
-#include "remat/options.h"
 
 namespace remat {
-
-// CheckpointPolicy MUST_RECOMPUTE or PREFER_RECOMPUTE.
-inline bool must_recompute(const Node& n) {
-  return n.recompute == RecomputePolicy::kMustRecompute ||
-         n.recompute == RecomputePolicy::kPreferRecompute;
-}
-
-// The call_function target's qualified name; "" for other node kinds.
-std::string_view target_name(const Graph& g, NodeId n);
-
-// torch's is_non_builtin_to_include: the option is on and the target is an
-// OpOverload outside {aten, prim, prims}, or triton_kernel_wrapper_functional.
-bool is_non_builtin_to_include(const Graph& g, NodeId n, const PartitionOptions& options);
-
-// An OpOverload of the _c10d_functional namespace.
-bool is_collective(const Graph& g, NodeId n);
-
-// Finds the value of `key` in a kDict argument; kNoArg when absent.
-ArgId dict_lookup(const Graph& g, ArgId dict, std::string_view key);
 
 class Fusion {
  public:

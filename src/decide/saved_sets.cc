@@ -1,0 +1,26 @@
+// decide/saved_sets.cc — split_saved_values: the min-cut's choice by kind.
+//
+// Contract (decide.h): torch's min_cut_rematerialization_partition splits
+// its saved values after the cross-rank sync, so the split runs on the
+// (possibly replaced) choice just before extraction: sym nodes (an
+// assert-only SymBool is dropped: nothing reads it), opaque values, and
+// tensors, each list in the order chosen.
+#include "decide/decide.h"
+
+namespace remat {
+
+SavedSets split_saved_values(const Graph& g, const std::vector<NodeId>& chosen) {
+  SavedSets saved;
+  for (NodeId id : chosen) {
+    if (is_sym_node(g, id)) {
+      if (!is_assert_only_symbool(g, id)) saved.saved_sym_nodes.push_back(id);
+    } else if (is_opaque_node(g, id)) {
+      saved.saved_opaque_nodes.push_back(id);
+    } else {
+      saved.saved_values.push_back(id);
+    }
+  }
+  return saved;
+}
+
+}  // namespace remat
