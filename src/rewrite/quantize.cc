@@ -623,8 +623,7 @@ std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
 
   const Graph& fw = e.forward;
   const std::string_view quant_type = io::canonical_dtype(options.quant_type);
-  double lo = 0, hi = 0;
-  io::float_range(quant_type, lo, hi);  // validate() checked it exists
+  const auto [lo, hi] = io::float_range(quant_type).value();  // validate() checked it exists
   StringPool& pool = *fw.shared_strings();
   const Dtypes dt{pool.intern("float32"), pool.intern("float64"), pool.intern(quant_type),
                   io::dtype_itemsize(quant_type)};
