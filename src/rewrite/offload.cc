@@ -553,12 +553,17 @@ std::vector<Offloaded> plan_offloads(const Graph& fw, const std::vector<NodeId>&
   return offs;
 }
 
-// The backward placeholder of each offloaded forward output, in output
-// order: torch matches them by name. Returns, per backward node, its
-// entry in `rels` (-1: none).
-std::vector<int32_t> match_placeholders(const Graph& new_fw, const Graph& bw, FxNamespace& names,
-                                        std::vector<Reloaded>& rels) {
-  std::vector<int32_t> placeholder_rel(bw.size(), -1);
+// The backward placeholders of the offloaded forward outputs: one reload
+// each, in output order (torch matches them by name), and per backward node
+// its reload's index (-1: none).
+struct Matched {
+  std::vector<Reloaded> rels;
+  std::vector<int32_t> placeholder_rel;
+};
+
+Matched match_placeholders(const Graph& new_fw, const Graph& bw, FxNamespace& names) {
+  Matched m;
+  m.placeholder_rel.assign(bw.size(), -1);
   for (ArgId item : output_items(new_fw)) {
     const NodeId f = item_node(new_fw, item);
     if (f == kNoNode) continue;
@@ -583,10 +588,10 @@ std::vector<int32_t> match_placeholders(const Graph& new_fw, const Graph& bw, Fx
     r.placeholder_name = names.create_name(fname);
     r.cpu_tensor = new_fw.node(f).tensors_begin;
     r.original = bw.node(p).tensors_begin;
-    placeholder_rel[p] = static_cast<int32_t>(rels.size());
-    rels.push_back(std::move(r));
+    m.placeholder_rel[p] = static_cast<int32_t>(m.rels.size());
+    m.rels.push_back(std::move(r));
   }
-  return placeholder_rel;
+  return m;
 }
 
 // An async reload passes sizes and strides as ints; symbolic ones cannot be.
@@ -607,13 +612,11 @@ void check_static_shape(const Graph& bw, const Reloaded& r) {
 
 // Reloads, in placeholder order, each placed before its placeholder's first
 // user and named in the backward's namespace.
-std::vector<Reloaded> order_reloads(const Graph& bw, std::vector<Reloaded> rels,
-                                    const std::vector<int32_t>& placeholder_rel, bool async,
-                                    FxNamespace& names) {
+std::vector<Reloaded> order_reloads(const Graph& bw, Matched matched, bool async, FxNamespace& names) {
   std::vector<Reloaded> ordered;
   for (NodeId id = 0; id < bw.size(); ++id) {
-    if (placeholder_rel[id] < 0) continue;
-    Reloaded r = std::move(rels[placeholder_rel[id]]);
+    if (matched.placeholder_rel[id] < 0) continue;
+    Reloaded r = std::move(matched.rels[matched.placeholder_rel[id]]);
     const auto users = bw.users(id);
     if (users.empty() && async) {
       throw Error(ErrorCode::kInvalidGraph,
@@ -656,10 +659,8 @@ int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reorder
 
   // Backward: torch matches forward outputs to backward placeholders by name.
   if (backward_reordered && some_tangent_used(bw)) e.backward_names = names_of(bw);
-  std::vector<Reloaded> rels;
-  const std::vector<int32_t> placeholder_rel = match_placeholders(new_fw, bw, e.backward_names, rels);
-  const std::vector<Reloaded> ordered =
-      order_reloads(bw, std::move(rels), placeholder_rel, async, e.backward_names);
+  Matched matched = match_placeholders(new_fw, bw, e.backward_names);
+  const std::vector<Reloaded> ordered = order_reloads(bw, std::move(matched), async, e.backward_names);
   Graph new_bw = rewrite_backward(bw, ordered, async);
 
   if (async && options.activation_offload_sink_wait) new_fw = sink_waits(std::move(new_fw));
