@@ -9,7 +9,7 @@
 // one in which the rule decides the outcome.
 #include <gtest/gtest.h>
 
-#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
