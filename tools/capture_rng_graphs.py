@@ -358,7 +358,7 @@ def capture(case: RngCase) -> dict:
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    from remat.torch._export import export_joint_graph
+    from remat.torch._fx_to_json import export_joint_graph
 
     in_hop = [0]
     docs: list[dict] = []

@@ -35,6 +35,7 @@
 #include "remat/partition.h"
 #include "remat/report.h"
 #include "report/explain.h"
+#include "report/graphviz.h"
 #include "report/pareto.h"
 
 extern char** environ;
@@ -76,8 +77,14 @@ std::string exe_dir(const std::string& argv0) {
   return slash == std::string::npos ? "." : exe.substr(0, slash);
 }
 
-JointGraph load(const CommonSettings& common, std::string& path) {
-  path = resolve_graph_path(common);
+// A joint graph read from the file the command names, and that file's path.
+struct Loaded {
+  std::string path;
+  JointGraph joint;
+};
+
+Loaded load(const CommonSettings& common) {
+  const std::string path = resolve_graph_path(common);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && st.st_size >= (64 << 20)) {
     std::fprintf(stderr, "remat: loading %s (%s)...\n", path.c_str(), human_bytes(st.st_size).c_str());
@@ -88,7 +95,7 @@ JointGraph load(const CommonSettings& common, std::string& path) {
     std::fprintf(stderr, "remat: loaded %s (%zu nodes) in %.1f ms\n", path.c_str(),
                  joint.graph.size(), ms_since(t0));
   }
-  return joint;
+  return {path, std::move(joint)};
 }
 
 // The default registry with the graph's own "categories" overrides applied.
@@ -98,25 +105,9 @@ OpRegistry registry_for(const JointGraph& joint) {
   return reg;
 }
 
-bool on_path(const char* program) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return false;
-  const std::string_view p(path);
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find(':', start);
-    if (end == std::string_view::npos) end = p.size();
-    // An empty entry means the current directory.
-    const std::string_view dir = end == start ? std::string_view(".") : p.substr(start, end - start);
-    if (::access(fmt::format("{}/{}", dir, program).c_str(), X_OK) == 0) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 // Renders DOT to SVG with graphviz; returns the SVG path or "" if it failed.
 std::string render_svg(const std::string& dot_path) {
-  if (!on_path("dot")) return "";
+  if (report::find_on_path("dot").empty()) return "";
   std::string svg = dot_path;
   if (svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".dot") == 0) svg.resize(svg.size() - 4);
   svg += ".svg";
@@ -216,8 +207,7 @@ int64_t parse_size(const std::string& text, const char* option) {
 }
 
 int run_info(const CommonSettings& common) {
-  std::string path;
-  const JointGraph joint = load(common, path);
+  const auto [path, joint] = load(common);
   const Graph& g = joint.graph;
   PartitionOptions options;
   options.ops = registry_for(joint);
@@ -283,11 +273,10 @@ int run_info(const CommonSettings& common) {
   return 0;
 }
 
-int run_partition(const CommonSettings& common, const PartitionSettings& s) {
-  std::string path;
-  const JointGraph joint = load(common, path);
-  const Graph& g = joint.graph;
+namespace {
 
+// The options `remat partition` runs with, checked, and --explain's node.
+PartitionOptions partition_options(const JointGraph& joint, const PartitionSettings& s) {
   PartitionOptions options;
   options.ops = registry_for(joint);
   options.cse = !s.no_cse;
@@ -299,46 +288,32 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
         ActivationQuantizationOptions::from_json(s.activation_quantization);
   }
   options.validate();
-  if (!s.explain.empty() && g.find(s.explain) == kNoNode) {
+  if (!s.explain.empty() && joint.graph.find(s.explain) == kNoNode) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("--explain: node '{}' is not in the joint graph", s.explain));
   }
+  return options;
+}
 
-  const bool timing = common.verbose || g.size() >= kBigGraph;
-  if (timing) std::fprintf(stderr, "remat: partitioning with %s...\n", s.partitioner.c_str());
-  const auto t0 = Clock::now();
-  PartitionResult r;
-  ProgressBar bar(wants_progress(common, g.size() >= kBigGraph));
-  options.progress = bar.hook();
-  try {
-    r = s.partitioner == "default" ? default_partition(joint, options)
-                                   : min_cut_rematerialization_partition(joint, options);
-    bar.finish();
-  } catch (const NoFiniteCutError& e) {
-    bar.finish();
-    // The message already walks the conflicting path node by node.
-    std::fprintf(stderr, "remat: error: %s\n", e.what());
-    if (!s.dot.empty()) {
-      write_file_atomic(s.dot, e.dot());
-      std::fprintf(stderr, "remat: wrote the capacity graph to %s\n", s.dot.c_str());
-      if (const std::string svg = render_svg(s.dot); !svg.empty()) {
-        std::fprintf(stderr, "remat: rendered %s\n", svg.c_str());
-      }
-    } else {
-      std::fprintf(stderr, "remat: rerun with --dot PATH to draw the capacity graph\n");
-    }
-    return 1;
+// A graph with no finite cut: the message, and the capacity graph drawn
+// when --dot asks for it.
+void report_no_finite_cut(const NoFiniteCutError& e, const PartitionSettings& s) {
+  // The message already walks the conflicting path node by node.
+  std::fprintf(stderr, "remat: error: %s\n", e.what());
+  if (s.dot.empty()) {
+    std::fprintf(stderr, "remat: rerun with --dot PATH to draw the capacity graph\n");
+    return;
   }
-  const double elapsed = ms_since(t0);
-  if (timing) {
-    std::string stages;
-    for (const StageTime& t : r.stages) stages += fmt::format(", {} {:.1f}", t.stage, t.seconds * 1e3);
-    std::fprintf(stderr, "remat: partitioned in %.1f ms (ms per stage%s)\n", elapsed, stages.c_str());
+  write_file_atomic(s.dot, e.dot());
+  std::fprintf(stderr, "remat: wrote the capacity graph to %s\n", s.dot.c_str());
+  if (const std::string svg = render_svg(s.dot); !svg.empty()) {
+    std::fprintf(stderr, "remat: rendered %s\n", svg.c_str());
   }
+}
 
-  std::printf("graph: %s (%zu nodes)\n", path.c_str(), g.size());
-  std::printf("partitioner: %s\n", r.partitioner.c_str());
-
+// The saved values: a count line, then one line per value (40 unless verbose).
+void print_saved(const Graph& g, const PartitionResult& r, const PartitionOptions& options,
+                 bool verbose) {
   int64_t saved_bytes = 0;
   std::vector<int64_t> sizes;
   for (NodeId id : r.saved_values) {
@@ -352,7 +327,7 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   if (r.num_rng_states != 0) std::printf(", %d RNG states", r.num_rng_states);
   if (!r.quantized_values.empty()) std::printf(", %zu quantized to FP8", r.quantized_values.size());
   std::printf("\n");
-  const size_t limit = common.verbose ? r.saved_values.size() : std::min<size_t>(r.saved_values.size(), 40);
+  const size_t limit = verbose ? r.saved_values.size() : std::min<size_t>(r.saved_values.size(), 40);
   for (size_t i = 0; i < limit; ++i) {
     const NodeId id = r.saved_values[i];
     if (id >= g.size()) continue;
@@ -362,27 +337,35 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   if (limit < r.saved_values.size()) {
     std::printf("  ... and %zu more (--verbose lists all)\n", r.saved_values.size() - limit);
   }
+}
 
+// The recomputed nodes, on one line (40 unless verbose).
+void print_recomputed(const Graph& g, const PartitionResult& r, bool verbose) {
   std::vector<NodeId> recomputed;
-  std::vector<NodeId> banned;
   for (NodeId id = 0; id < r.decisions.size() && id < g.size(); ++id) {
     if (r.decisions[id].where == NodeDecision::Where::kRecomputed) recomputed.push_back(id);
-    if (!r.decisions[id].ban_reason.empty()) banned.push_back(id);
   }
   std::printf("recomputed in the backward: %zu ops\n", recomputed.size());
-  if (!recomputed.empty()) {
-    std::string line = " ";
-    size_t shown = 0;
-    for (NodeId id : recomputed) {
-      if (!common.verbose && shown == 40) break;
-      line += " ";
-      line += g.name(id);
-      ++shown;
-    }
-    if (shown < recomputed.size()) line += fmt::format(" ... and {} more", recomputed.size() - shown);
-    std::printf("%s\n", line.c_str());
+  if (recomputed.empty()) return;
+  std::string line = " ";
+  size_t shown = 0;
+  for (NodeId id : recomputed) {
+    if (!verbose && shown == 40) break;
+    line += " ";
+    line += g.name(id);
+    ++shown;
   }
-  // Reasons in order of first appearance, with counts.
+  if (shown < recomputed.size()) line += fmt::format(" ... and {} more", recomputed.size() - shown);
+  std::printf("%s\n", line.c_str());
+}
+
+// The nodes banned from recomputation: reasons in order of first
+// appearance with counts, then one line per node (40 unless verbose).
+void print_banned(const Graph& g, const PartitionResult& r, bool verbose) {
+  std::vector<NodeId> banned;
+  for (NodeId id = 0; id < r.decisions.size() && id < g.size(); ++id) {
+    if (!r.decisions[id].ban_reason.empty()) banned.push_back(id);
+  }
   std::vector<std::pair<std::string, size_t>> reasons;
   std::unordered_map<std::string, size_t> reason_index;
   for (NodeId id : banned) {
@@ -396,7 +379,7 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
     std::printf("%s%zu %s", i == 0 ? " (" : ", ", reasons[i].second, reasons[i].first.c_str());
   }
   std::printf("%s\n", reasons.empty() ? "" : ")");
-  const size_t ban_limit = common.verbose ? banned.size() : std::min<size_t>(banned.size(), 40);
+  const size_t ban_limit = verbose ? banned.size() : std::min<size_t>(banned.size(), 40);
   for (size_t i = 0; i < ban_limit; ++i) {
     std::printf("  %-24s %s\n", std::string(g.name(banned[i])).c_str(),
                 r.decisions[banned[i]].ban_reason.c_str());
@@ -404,6 +387,42 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   if (ban_limit < banned.size()) {
     std::printf("  ... and %zu more (--verbose lists all)\n", banned.size() - ban_limit);
   }
+}
+
+}  // namespace
+
+int run_partition(const CommonSettings& common, const PartitionSettings& s) {
+  const auto [path, joint] = load(common);
+  const Graph& g = joint.graph;
+  PartitionOptions options = partition_options(joint, s);
+
+  const bool timing = common.verbose || g.size() >= kBigGraph;
+  if (timing) std::fprintf(stderr, "remat: partitioning with %s...\n", s.partitioner.c_str());
+  const auto t0 = Clock::now();
+  PartitionResult r;
+  ProgressBar bar(wants_progress(common, g.size() >= kBigGraph));
+  options.progress = bar.hook();
+  try {
+    r = s.partitioner == "default" ? default_partition(joint, options)
+                                   : min_cut_rematerialization_partition(joint, options);
+    bar.finish();
+  } catch (const NoFiniteCutError& e) {
+    bar.finish();
+    report_no_finite_cut(e, s);
+    return 1;
+  }
+  const double elapsed = ms_since(t0);
+  if (timing) {
+    std::string stages;
+    for (const StageTime& t : r.stages) stages += fmt::format(", {} {:.1f}", t.stage, t.seconds * 1e3);
+    std::fprintf(stderr, "remat: partitioned in %.1f ms (ms per stage%s)\n", elapsed, stages.c_str());
+  }
+
+  std::printf("graph: %s (%zu nodes)\n", path.c_str(), g.size());
+  std::printf("partitioner: %s\n", r.partitioner.c_str());
+  print_saved(g, r, options, common.verbose);
+  print_recomputed(g, r, common.verbose);
+  print_banned(g, r, common.verbose);
   std::printf("forward: %zu nodes, backward: %zu nodes\n", r.forward.size(), r.backward.size());
   print_memory(r);
   std::printf("time: %.3f ms (engine %.3f ms)\n", elapsed, r.seconds * 1e3);
@@ -420,8 +439,7 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
 }
 
 int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
-  std::string path;
-  const JointGraph joint = load(common, path);
+  const auto [path, joint] = load(common);
 
   PartitionOptions options;
   options.ops = registry_for(joint);
@@ -460,8 +478,7 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
 }
 
 int run_report(const CommonSettings& common, const ReportSettings& s) {
-  std::string path;
-  const JointGraph joint = load(common, path);
+  const auto [path, joint] = load(common);
   PartitionOptions options;
   options.ops = registry_for(joint);
   options.cse = !s.no_cse;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <initializer_list>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -65,31 +66,17 @@ void add_progress_option(CLI::App* cmd, remat::cli::CommonSettings& common) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace remat;
-  keep_freed_memory();
-  remove_partial_writes_on_signals();
-  CLI::App app{
-      "remat: decides which activations a joint forward+backward graph saves for the\n"
-      "backward and which it recomputes, as PyTorch's AOTAutograd partitioner does.\n"
-      "Graphs are JSON files (format: docs/format.md); without a GRAPH argument the\n"
-      "shipped example mlp.json is used.",
-      "remat"};
-  app.set_version_flag("--version", fmt::format("remat {}", kVersion));
-  app.require_subcommand(1);
-  app.failure_message(usage_error);
-
-  cli::CommonSettings common;
-  common.argv0 = argc > 0 ? argv[0] : "remat";
-
+// The subcommands and their options; each returns its subcommand.
+CLI::App* add_info(CLI::App& app, remat::cli::CommonSettings& common) {
   CLI::App* info = app.add_subcommand("info", "Summarize a joint graph: node counts, op "
                                               "categories, forward/backward split, activation bytes");
   info->add_option("graph", common.graph, "joint graph JSON file");
   info->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  return info;
+}
 
-  cli::PartitionSettings ps;
+CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
+                        remat::cli::PartitionSettings& ps) {
   CLI::App* part = app.add_subcommand(
       "partition", "Partition a joint graph and summarize what is saved, recomputed and banned");
   part->add_option("graph", common.graph, "joint graph JSON file");
@@ -121,8 +108,11 @@ int main(int argc, char** argv) {
       ->check(kNonEmptyPath);
   part->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
   add_progress_option(part, common);
+  return part;
+}
 
-  cli::ParetoSettings pa;
+CLI::App* add_pareto(CLI::App& app, remat::cli::CommonSettings& common,
+                     remat::cli::ParetoSettings& pa) {
   CLI::App* pareto = app.add_subcommand(
       "pareto", "Sweep activation memory budgets and draw the recompute-runtime / memory "
                 "trade-off (torch's visualize_memory_budget_pareto)");
@@ -143,8 +133,11 @@ int main(int argc, char** argv) {
   pareto->add_flag("--no-cse", pa.no_cse, "do not deduplicate equal nodes first");
   pareto->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
   add_progress_option(pareto, common);
+  return pareto;
+}
 
-  cli::ReportSettings rs;
+CLI::App* add_report(CLI::App& app, remat::cli::CommonSettings& common,
+                     remat::cli::ReportSettings& rs) {
   CLI::App* report = app.add_subcommand(
       "report", "Partition a joint graph and write one self-contained HTML report: summary, "
                 "memory timeline, Pareto frontier, the cut as a picture, every node's fate");
@@ -163,14 +156,47 @@ int main(int argc, char** argv) {
                    "leave the memory-budget frontier out (it partitions once per budget tried)");
   report->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
   add_progress_option(report, common);
+  return report;
+}
 
-  for (CLI::App* sub : {info, part, pareto, report}) {
+// Options every subcommand takes.
+void add_common_options(std::initializer_list<CLI::App*> subs, remat::cli::CommonSettings& common) {
+  for (CLI::App* sub : subs) {
     sub->add_option("--max-input-size", common.max_input_bytes,
                     "refuse a graph larger than this many bytes (default 1GiB, at most 4GiB - 1; "
                     "units kb, mb, gb are powers of 1024)")
         ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::Range(uint64_t{1}, kMaxInputBytes));
+        ->check(CLI::Range(uint64_t{1}, remat::kMaxInputBytes));
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace remat;
+  keep_freed_memory();
+  remove_partial_writes_on_signals();
+  CLI::App app{
+      "remat: decides which activations a joint forward+backward graph saves for the\n"
+      "backward and which it recomputes, as PyTorch's AOTAutograd partitioner does.\n"
+      "Graphs are JSON files (format: docs/format.md); without a GRAPH argument the\n"
+      "shipped example mlp.json is used.",
+      "remat"};
+  app.set_version_flag("--version", fmt::format("remat {}", kVersion));
+  app.require_subcommand(1);
+  app.failure_message(usage_error);
+
+  cli::CommonSettings common;
+  common.argv0 = argc > 0 ? argv[0] : "remat";
+
+  cli::PartitionSettings ps;
+  cli::ParetoSettings pa;
+  cli::ReportSettings rs;
+  CLI::App* info = add_info(app, common);
+  CLI::App* part = add_partition(app, common, ps);
+  CLI::App* pareto = add_pareto(app, common, pa);
+  CLI::App* report = add_report(app, common, rs);
+  add_common_options({info, part, pareto, report}, common);
 
   try {
     app.parse(argc, argv);

@@ -85,22 +85,22 @@ constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
 };
 static_assert(std::is_sorted(std::begin(kAliases), std::end(kAliases)));
 
-struct FloatRange {
+struct NamedRange {
   std::string_view name;
-  double min, max;
+  FloatRange range;
 };
 // torch.finfo(dtype).min / .max, as torch 2.13 prints them (float4_e2m1fn_x2
 // has no finfo: torch raises).
-constexpr FloatRange kFloatRanges[] = {
-    {"bfloat16", -3.3895313892515355e+38, 3.3895313892515355e+38},
-    {"float16", -65504.0, 65504.0},
-    {"float32", -3.4028234663852886e+38, 3.4028234663852886e+38},
-    {"float64", -1.7976931348623157e+308, 1.7976931348623157e+308},
-    {"float8_e4m3fn", -448.0, 448.0},
-    {"float8_e4m3fnuz", -240.0, 240.0},
-    {"float8_e5m2", -57344.0, 57344.0},
-    {"float8_e5m2fnuz", -57344.0, 57344.0},
-    {"float8_e8m0fnu", 5.877471754111438e-39, 1.7014118346046923e+38},
+constexpr NamedRange kFloatRanges[] = {
+    {"bfloat16", {-3.3895313892515355e+38, 3.3895313892515355e+38}},
+    {"float16", {-65504.0, 65504.0}},
+    {"float32", {-3.4028234663852886e+38, 3.4028234663852886e+38}},
+    {"float64", {-1.7976931348623157e+308, 1.7976931348623157e+308}},
+    {"float8_e4m3fn", {-448.0, 448.0}},
+    {"float8_e4m3fnuz", {-240.0, 240.0}},
+    {"float8_e5m2", {-57344.0, 57344.0}},
+    {"float8_e5m2fnuz", {-57344.0, 57344.0}},
+    {"float8_e8m0fnu", {5.877471754111438e-39, 1.7014118346046923e+38}},
 };
 
 }  // namespace
@@ -121,15 +121,11 @@ DtypeKind dtype_kind(std::string_view n) {
   return DtypeKind::kOther;
 }
 
-bool float_range(std::string_view canonical, double& min, double& max) {
-  for (const FloatRange& r : kFloatRanges) {
-    if (r.name == canonical) {
-      min = r.min;
-      max = r.max;
-      return true;
-    }
+std::optional<FloatRange> float_range(std::string_view canonical) {
+  for (const NamedRange& r : kFloatRanges) {
+    if (r.name == canonical) return r.range;
   }
-  return false;
+  return std::nullopt;
 }
 
 uint16_t dtype_itemsize(std::string_view name) {

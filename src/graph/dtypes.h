@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace remat {
@@ -24,8 +25,11 @@ enum class DtypeKind : uint8_t { kFloat, kInt, kBool, kComplex, kOther };
 // For a canonical name; kOther for quantized, bits and unknown dtypes.
 DtypeKind dtype_kind(std::string_view canonical);
 
-// torch.finfo(dtype).min / .max of a canonical real floating dtype; false
-// (outputs untouched) when finfo does not support it.
-bool float_range(std::string_view canonical, double& min, double& max);
+struct FloatRange {
+  double min = 0, max = 0;
+};
+// torch.finfo(dtype).min / .max of a canonical real floating dtype; nullopt
+// when finfo does not support it.
+std::optional<FloatRange> float_range(std::string_view canonical);
 
 }  // namespace remat

@@ -50,22 +50,26 @@ bool is_illegal(std::string_view name) {
 // ASCII classes, as Python's regex sees them (no locale lookups per char).
 constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// Splits "base_12" into ("base", 12) like FX's r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$".
-void split(std::string_view s, std::string_view& base, long& num, bool& has_num) {
-  has_num = false;
-  base = s;
-  num = 0;
+// A name split like FX's r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$": "base_12"
+// is ("base", 12); a name without a numeric suffix is itself, with num 0.
+struct NameParts {
+  std::string_view base;
+  long num = 0;
+  bool has_num = false;
+};
+
+NameParts split(std::string_view s) {
+  const NameParts whole{s, 0, false};
   size_t us = s.rfind('_');
-  if (us == std::string_view::npos || us == 0 || us + 1 == s.size()) return;
+  if (us == std::string_view::npos || us == 0 || us + 1 == s.size()) return whole;
   for (size_t i = us + 1; i < s.size(); ++i) {
-    if (!is_digit(s[i])) return;
+    if (!is_digit(s[i])) return whole;
   }
   // Digits after the underscore; very long runs cannot be a count FX uses.
-  if (s.size() - us - 1 > 18) return;
-  base = s.substr(0, us);
-  num = 0;
+  if (s.size() - us - 1 > 18) return whole;
+  long num = 0;
   for (char c : s.substr(us + 1)) num = num * 10 + (c - '0');
-  has_num = true;
+  return {s.substr(0, us), num, true};
 }
 
 // Whether FX's _name_regex matches as is: an identifier of ASCII letters,
@@ -108,11 +112,8 @@ StrId FxNamespace::take(StrId s) {
 
 void FxNamespace::apply_pending_counts() {
   for (StrId s : pending_counts_) {
-    std::string_view base;
-    long num;
-    bool has_num;
-    split(pool_->view(s), base, num, has_num);
-    base_count_[std::string(base)] = num;
+    const NameParts parts = split(pool_->view(s));
+    base_count_[std::string(parts.base)] = parts.num;
   }
   pending_counts_.clear();
 }
@@ -123,11 +124,7 @@ StrId FxNamespace::create(StrId candidate) {
   // "base_N" (the base's count becomes N), or a free legal "base" (FX
   // stores back the count it read, which changes nothing).
   if (is_identifier(s) && !used(candidate)) {
-    std::string_view base;
-    long num;
-    bool has_num;
-    split(s, base, num, has_num);
-    if (has_num) {
+    if (split(s).has_num) {
       pending_counts_.push_back(candidate);
       return take(candidate);
     }
@@ -142,19 +139,16 @@ std::string_view FxNamespace::create_name(std::string_view candidate) {
 
 StrId FxNamespace::create_slow(std::string candidate) {
   if (!is_identifier(candidate)) candidate = sanitize(candidate);
-  std::string_view base;
-  long num;
-  bool has_num;
-  split(candidate, base, num, has_num);
-  const std::string base_name(base);
+  const NameParts parts = split(candidate);
+  const std::string base_name(parts.base);
   apply_pending_counts();
-  if (!used(candidate) && (has_num || !is_illegal(candidate))) {
-    if (has_num) base_count_[base_name] = num;
+  if (!used(candidate) && (parts.has_num || !is_illegal(candidate))) {
+    if (parts.has_num) base_count_[base_name] = parts.num;
     return take(pool_->intern(candidate));
   }
   // Otherwise: continue counting from the base's last number.
   const auto it = base_count_.find(base_name);
-  num = it == base_count_.end() ? 0 : it->second;
+  long num = it == base_count_.end() ? 0 : it->second;
   std::string name = candidate;
   if (is_illegal(name)) {
     ++num;

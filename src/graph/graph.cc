@@ -163,13 +163,133 @@ std::string describe_order_violation(const Graph& g, const std::vector<uint32_t>
         "node '{}' uses '{}', which comes later: nodes must be in topological order",
         g.str(g.node(user).name), g.str(g.node(used).name));
   }
-  // Path: user -> used (the offending edge), then used ... -> user.
-  std::vector<NodeId> path{user};
-  for (NodeId cur = user; cur != used; cur = parent[cur]) path.push_back(parent[cur]);
-  std::string text;
-  for (NodeId id : path) text += fmt::format("'{}' -> ", g.str(g.node(id).name));
-  text += fmt::format("'{}'", g.str(g.node(user).name));
+  // parent[] leads from user back up to used (each entry is a user of the
+  // one before); reversed, it is the path used -> ... -> user in the order
+  // "uses". Printed: user -> used (the offending edge), then on to user.
+  std::vector<NodeId> chain;
+  for (NodeId cur = user; cur != used; cur = parent[cur]) chain.push_back(parent[cur]);
+  std::string text = fmt::format("'{}' -> ", g.name(user));
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) text += fmt::format("'{}' -> ", g.name(*it));
+  text += fmt::format("'{}'", g.name(user));
   return fmt::format("cycle in graph: {} (each node uses the next)", text);
+}
+
+// Names: present and unique. Returns the node of each StrId (kNoNode: none).
+std::vector<NodeId> index_names(const Graph& g) {
+  std::vector<NodeId> by_name(g.strings().size(), kNoNode);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const StrId name = g.node(id).name;
+    if (name == 0 || name >= by_name.size()) {
+      throw Error(ErrorCode::kInvalidGraph, fmt::format("node #{}: field 'name' is empty", id));
+    }
+    if (by_name[name] != kNoNode) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("node '{}' (#{}): duplicate name (also node #{})", g.name(id), id,
+                              by_name[name]));
+    }
+    by_name[name] = id;
+  }
+  return by_name;
+}
+
+// Output: exactly one, and last. Returns it.
+NodeId find_output(const Graph& g) {
+  NodeId output = kNoNode;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).kind != NodeKind::kOutput) continue;
+    if (output != kNoNode) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("node '{}': a second output node (the first is '{}')", g.name(id),
+                              g.name(output)));
+    }
+    output = id;
+  }
+  if (output == kNoNode) {
+    throw Error(ErrorCode::kInvalidGraph, "graph has no output node");
+  }
+  if (output != g.size() - 1) {
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("output node '{}' is not the last node", g.name(output)));
+  }
+  return output;
+}
+
+// Appends the node references of the argument tree at `root` (a node of
+// `user`'s) to `pool`, first occurrence per user only; `last_seen` remembers
+// which user last listed each node.
+void add_tree_inputs(const Graph& g, const GraphStructure& s, NodeId user, ArgId root,
+                     std::vector<NodeId>& last_seen, std::vector<NodeId>& pool) {
+  if (root >= s.args.size()) {
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("node '{}': argument tree out of range", g.name(user)));
+  }
+  const ArgId stop = root + s.args[root].span;
+  for (ArgId a = root; a < stop; ++a) {
+    const Arg& arg = s.args[a];
+    if (arg.kind != ArgKind::kNode) continue;
+    if (arg.id >= g.size()) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("node '{}': field 'args' refers to node #{}, which does not exist",
+                              g.name(user), arg.id));
+    }
+    if (arg.id == user) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("cycle in graph: node '{}' uses itself", g.name(user)));
+    }
+    if (last_seen[arg.id] != user) {
+      last_seen[arg.id] = user;
+      pool.push_back(arg.id);
+    }
+  }
+}
+
+// Inputs from argument trees: node references in pre-order, args before
+// kwargs, first occurrence only (FX all_input_nodes), straight into the CSR
+// pool s.input_pool. Returns each node's offset into it (n + 1 entries).
+std::vector<uint32_t> collect_inputs(const Graph& g, GraphStructure& s) {
+  const size_t n = g.size();
+  s.input_pool.clear();
+  std::vector<uint32_t> offsets(n + 1, 0);
+  std::vector<NodeId> last_seen(n, kNoNode);
+  for (NodeId id = 0; id < n; ++id) {
+    const Node& node = g.node(id);
+    for (ArgId root : {node.args, node.kwargs}) {
+      if (root != kNoArg) add_tree_inputs(g, s, id, root, last_seen, s.input_pool);
+    }
+    offsets[id + 1] = static_cast<uint32_t>(s.input_pool.size());
+  }
+  return offsets;
+}
+
+// Every input comes before its user.
+void check_order(const Graph& g, const std::vector<uint32_t>& offsets,
+                 const std::vector<NodeId>& pool) {
+  for (NodeId id = 0; id < g.size(); ++id) {
+    for (uint32_t k = offsets[id]; k < offsets[id + 1]; ++k) {
+      if (pool[k] > id) {
+        throw Error(ErrorCode::kInvalidGraph, describe_order_violation(g, offsets, pool, id, pool[k]));
+      }
+    }
+  }
+}
+
+// Users in CSR form (graph order): count, prefix-sum, fill; and each node's
+// range of the input pool.
+void link_users(std::vector<Node>& nodes, const std::vector<uint32_t>& offsets, GraphStructure& s) {
+  const size_t n = nodes.size();
+  s.user_offsets.assign(n + 1, 0);
+  for (NodeId in : s.input_pool) ++s.user_offsets[in + 1];
+  for (size_t i = 0; i < n; ++i) s.user_offsets[i + 1] += s.user_offsets[i];
+  s.user_pool.assign(s.input_pool.size(), kNoNode);
+  std::vector<uint32_t> fill(s.user_offsets.begin(), s.user_offsets.end() - 1);
+  for (NodeId id = 0; id < n; ++id) {
+    Node& node = nodes[id];
+    node.inputs_begin = offsets[id];
+    node.inputs_count = offsets[id + 1] - offsets[id];
+    for (uint32_t k = offsets[id]; k < offsets[id + 1]; ++k) {
+      s.user_pool[fill[s.input_pool[k]]++] = id;
+    }
+  }
 }
 
 }  // namespace
@@ -179,103 +299,13 @@ Graph GraphBuilder::finish() {
     throw Error(ErrorCode::kInternal, "GraphBuilder::finish: an argument container is open");
   }
   Graph& g = g_;
-  const size_t n = g.nodes_.size();
-  auto node_name = [&](NodeId id) -> std::string_view { return g.str(g.nodes_[id].name); };
-
-
-  // Names: present and unique.
-  auto index = std::make_shared<Graph::Index>();
-  index->node_by_name.assign(g.strings_->size(), kNoNode);
-  for (NodeId id = 0; id < n; ++id) {
-    const StrId name = g.nodes_[id].name;
-    if (name == 0 || name >= g.strings_->size()) {
-      throw Error(ErrorCode::kInvalidGraph, fmt::format("node #{}: field 'name' is empty", id));
-    }
-    if (index->node_by_name[name] != kNoNode) {
-      throw Error(ErrorCode::kInvalidGraph,
-                  fmt::format("node '{}' (#{}): duplicate name (also node #{})", node_name(id),
-                              id, index->node_by_name[name]));
-    }
-    index->node_by_name[name] = id;
-  }
-
-  // Output: exactly one, and last.
-  g.output_ = kNoNode;
-  for (NodeId id = 0; id < n; ++id) {
-    if (g.nodes_[id].kind != NodeKind::kOutput) continue;
-    if (g.output_ != kNoNode) {
-      throw Error(ErrorCode::kInvalidGraph,
-                  fmt::format("node '{}': a second output node (the first is '{}')",
-                              node_name(id), node_name(g.output_)));
-    }
-    g.output_ = id;
-  }
-  if (g.output_ == kNoNode) {
-    throw Error(ErrorCode::kInvalidGraph, "graph has no output node");
-  }
-  if (g.output_ != n - 1) {
-    throw Error(ErrorCode::kInvalidGraph,
-                fmt::format("output node '{}' is not the last node", node_name(g.output_)));
-  }
-
-  // Inputs from argument trees: node references in pre-order, first
-  // occurrence only (FX all_input_nodes), straight into the CSR pool.
   GraphStructure& s = *structure_;
-  s.input_pool.clear();
-  std::vector<uint32_t> offsets(n + 1, 0);
-  std::vector<NodeId> last_seen(n, kNoNode);
-  for (NodeId id = 0; id < n; ++id) {
-    const Node& node = g.nodes_[id];
-    for (ArgId root : {node.args, node.kwargs}) {
-      if (root == kNoArg) continue;
-      if (root >= s.args.size()) {
-        throw Error(ErrorCode::kInvalidGraph,
-                    fmt::format("node '{}': argument tree out of range", node_name(id)));
-      }
-      const ArgId stop = root + s.args[root].span;
-      for (ArgId a = root; a < stop; ++a) {
-        const Arg& arg = s.args[a];
-        if (arg.kind != ArgKind::kNode) continue;
-        if (arg.id >= n) {
-          throw Error(ErrorCode::kInvalidGraph,
-                      fmt::format("node '{}': field 'args' refers to node #{}, which does not exist",
-                                  node_name(id), arg.id));
-        }
-        if (arg.id == id) {
-          throw Error(ErrorCode::kInvalidGraph,
-                      fmt::format("cycle in graph: node '{}' uses itself", node_name(id)));
-        }
-        if (last_seen[arg.id] != id) {
-          last_seen[arg.id] = id;
-          s.input_pool.push_back(arg.id);
-        }
-      }
-    }
-    offsets[id + 1] = static_cast<uint32_t>(s.input_pool.size());
-  }
-  for (NodeId id = 0; id < n; ++id) {
-    for (uint32_t k = offsets[id]; k < offsets[id + 1]; ++k) {
-      if (s.input_pool[k] > id) {
-        throw Error(ErrorCode::kInvalidGraph,
-                    describe_order_violation(g, offsets, s.input_pool, id, s.input_pool[k]));
-      }
-    }
-  }
-
-  // Users in CSR form (graph order): count, prefix-sum, fill.
-  s.user_offsets.assign(n + 1, 0);
-  for (NodeId in : s.input_pool) ++s.user_offsets[in + 1];
-  for (size_t i = 0; i < n; ++i) s.user_offsets[i + 1] += s.user_offsets[i];
-  s.user_pool.assign(s.input_pool.size(), kNoNode);
-  std::vector<uint32_t> fill(s.user_offsets.begin(), s.user_offsets.end() - 1);
-  for (NodeId id = 0; id < n; ++id) {
-    Node& node = g.nodes_[id];
-    node.inputs_begin = offsets[id];
-    node.inputs_count = offsets[id + 1] - offsets[id];
-    for (uint32_t k = offsets[id]; k < offsets[id + 1]; ++k) {
-      s.user_pool[fill[s.input_pool[k]]++] = id;
-    }
-  }
+  auto index = std::make_shared<Graph::Index>();
+  index->node_by_name = index_names(g);
+  g.output_ = find_output(g);
+  const std::vector<uint32_t> offsets = collect_inputs(g, s);
+  check_order(g, offsets, s.input_pool);
+  link_users(g.nodes_, offsets, s);
 
   index->op_by_name = std::move(interner_->op_by_name);
   g.index_ = std::move(index);

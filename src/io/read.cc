@@ -54,6 +54,8 @@ const char* json_type_name(element_type t) {
   return "a value";
 }
 
+struct OpFields;  // one "ops" entry, by key
+
 class Reader {
  public:
   JointGraph read(dom::element root);
@@ -128,6 +130,10 @@ class Reader {
 
   // --- parts ------------------------------------------------------------------
   void read_ops(dom::array ops);
+  void read_op(const OpFields& f);
+  OpKind read_op_kind(dom::element e) const;
+  uint8_t read_op_tags(dom::element e, std::string_view field) const;
+  void read_op_categories(dom::element e, std::string key);
   Graph read_nodes(dom::array nodes);
   std::vector<NodeId> read_mutated_inputs(dom::element list, const Graph& g);
   void collect_names(dom::array nodes);
@@ -135,9 +141,17 @@ class Reader {
   void read_args(dom::element e, bool kwargs);
   void read_arg(dom::element e, std::string_view field);
   void read_tagged_arg(dom::object o, std::string_view field);
+  void read_container_arg(std::string_view tag, dom::element v, std::string_view field);
+  double read_float_arg(dom::element v, std::string_view field) const;
   void read_value(dom::element e, Node& n);
+  void read_container_value(dom::object o, ValueKind kind);
+  void read_sym_value(dom::object o, ValueKind kind);
+  void read_generator_value(dom::object o);
   void check_nested_value(dom::element e, std::string_view field);
   void read_tensor(dom::object o, std::string_view field, int32_t index, bool record);
+  uint16_t read_itemsize(std::string_view dtype, std::optional<dom::element> itemsize,
+                         const std::string& f) const;
+  int64_t numel_of_shape(const std::string& f) const;
   Dim read_dim(dom::element e, std::string_view field, bool size);
   StrId read_nested_int(dom::element e, std::string_view field);
   void read_meta(dom::element e, Node& n);
@@ -271,106 +285,124 @@ std::vector<NodeId> Reader::read_mutated_inputs(dom::element list, const Graph& 
   return out;
 }
 
+// The fields of one "ops" entry, by key; unknown keys are ignored.
+struct OpFields {
+  std::optional<dom::element> name, kind, ns, packet, is_mut, view, returns, tags, packet_tags,
+      mutable_args, categories;
+};
+
+OpFields op_fields(dom::object o) {
+  OpFields f;
+  for (dom::key_value_pair kv : o) {
+    const std::string_view k = kv.key;
+    if (k == "name") f.name = kv.value;
+    else if (k == "kind") f.kind = kv.value;
+    else if (k == "namespace") f.ns = kv.value;
+    else if (k == "packet") f.packet = kv.value;
+    else if (k == "mutable") f.is_mut = kv.value;
+    else if (k == "view") f.view = kv.value;
+    else if (k == "returns") f.returns = kv.value;
+    else if (k == "tags") f.tags = kv.value;
+    else if (k == "packet_tags") f.packet_tags = kv.value;
+    else if (k == "mutable_args") f.mutable_args = kv.value;
+    else if (k == "categories") f.categories = kv.value;
+  }
+  return f;
+}
+
 void Reader::read_ops(dom::array ops) {
   OpId index = 0;
   for (dom::element e : ops) {
     op_ = index++;
     op_name_ = {};
-    dom::object o = as_object(e, "ops");
-    std::optional<dom::element> name, kind, ns, packet, is_mut, view, returns, tags, packet_tags,
-        mutable_args, categories;
-    for (dom::key_value_pair kv : o) {
-      const std::string_view k = kv.key;
-      if (k == "name") name = kv.value;
-      else if (k == "kind") kind = kv.value;
-      else if (k == "namespace") ns = kv.value;
-      else if (k == "packet") packet = kv.value;
-      else if (k == "mutable") is_mut = kv.value;
-      else if (k == "view") view = kv.value;
-      else if (k == "returns") returns = kv.value;
-      else if (k == "tags") tags = kv.value;
-      else if (k == "packet_tags") packet_tags = kv.value;
-      else if (k == "mutable_args") mutable_args = kv.value;
-      else if (k == "categories") categories = kv.value;
-    }
-    if (!name) fail(ErrorCode::kParse, "name", "missing");
-    op_name_ = as_string(*name, "name");
-    if (op_name_.empty()) fail(ErrorCode::kParse, "name", "empty");
-    if (ops_.count(op_name_)) {
-      fail(ErrorCode::kInvalidGraph, "name", "the op is listed twice in 'ops'");
-    }
-    // Fields left out take the facts remat derives from the name.
-    const OpFacts facts = default_op_facts(op_name_);
-    OpInfo info;
-    info.name = b_.intern(op_name_);
-    info.kind = facts.kind;
-    if (kind) {
-      const std::string_view k = as_string(*kind, "kind");
-      if (k == "overload") info.kind = OpKind::kOverload;
-      else if (k == "higher_order") info.kind = OpKind::kHigherOrder;
-      else if (k == "function") info.kind = OpKind::kFunction;
-      else {
-        fail(ErrorCode::kParse, "kind",
-             fmt::format("unknown op kind '{}' (expected overload, higher_order or function)", k));
-      }
-    }
-    info.ns = b_.intern(ns ? as_string(*ns, "namespace") : std::string_view(facts.ns));
-    info.packet = b_.intern(packet ? as_string(*packet, "packet") : std::string_view(facts.packet));
-    info.is_mutable = is_mut ? as_bool(*is_mut, "mutable") : facts.is_mutable;
-    info.is_view = view ? as_bool(*view, "view") : facts.is_view;
-    if (returns && returns->type() != element_type::NULL_VALUE) {
-      const int64_t r = as_int(*returns, "returns");
-      if (r < -1 || r > std::numeric_limits<int16_t>::max()) {
-        fail(ErrorCode::kInvalidGraph, "returns", fmt::format("{} is out of range", r));
-      }
-      info.num_returns = static_cast<int16_t>(r);
-    }
-    auto read_tags = [&](dom::element t, std::string_view field) {
-      uint8_t bits = 0;
-      for (dom::element x : as_array(t, field)) {
-        const std::string_view s = as_string(x, field);
-        // Other torch tags ("core", "pt2_compliant_tag", ...) are not read by
-        // the partitioner and are ignored.
-        if (s == "pointwise") bits |= kTagPointwise;
-        else if (s == "nondeterministic_seeded") bits |= kTagNondeterministicSeeded;
-      }
-      return bits;
-    };
-    info.tags = tags ? read_tags(*tags, "tags") : facts.tags;
-    info.packet_tags = packet_tags ? read_tags(*packet_tags, "packet_tags") : facts.packet_tags;
-    std::vector<std::string> margs;
-    if (mutable_args) {
-      for (dom::element x : as_array(*mutable_args, "mutable_args")) {
-        margs.emplace_back(as_string(x, "mutable_args"));
-      }
-    }
-    if (categories) {
-      uint8_t bits = 0;
-      for (dom::element x : as_array(*categories, "categories")) {
-        const std::string_view s = as_string(x, "categories");
-        const uint8_t c = op_category_from_name(s);
-        if (c == 0) {
-          fail(ErrorCode::kParse, "categories",
-               fmt::format("unknown op category '{}' (expected recomputable, view, random, "
-                           "compute_intensive or fusible)",
-                           s));
-        }
-        bits |= c;
-      }
-      // The registry is keyed by packet (torch's get_aten_target).
-      std::string key = packet ? std::string(as_string(*packet, "packet")) : facts.packet;
-      if (key.empty()) key = std::string(op_name_);
-      auto [it, inserted] = override_by_key_.try_emplace(key, bits);
-      if (!inserted && it->second != bits) {
-        fail(ErrorCode::kInvalidGraph, "categories",
-             fmt::format("conflicts with the categories another op gives its packet '{}'", key));
-      }
-      if (inserted) overrides_.emplace_back(key, bits);
-    }
-    ops_.emplace(op_name_, b_.add_op(info, margs));
+    read_op(op_fields(as_object(e, "ops")));
   }
   op_ = kNoOp;
   op_name_ = {};
+}
+
+void Reader::read_op(const OpFields& f) {
+  if (!f.name) fail(ErrorCode::kParse, "name", "missing");
+  op_name_ = as_string(*f.name, "name");
+  if (op_name_.empty()) fail(ErrorCode::kParse, "name", "empty");
+  if (ops_.count(op_name_)) {
+    fail(ErrorCode::kInvalidGraph, "name", "the op is listed twice in 'ops'");
+  }
+  // Fields left out take the facts remat derives from the name.
+  const OpFacts facts = default_op_facts(op_name_);
+  OpInfo info;
+  info.name = b_.intern(op_name_);
+  info.kind = f.kind ? read_op_kind(*f.kind) : facts.kind;
+  info.ns = b_.intern(f.ns ? as_string(*f.ns, "namespace") : std::string_view(facts.ns));
+  info.packet = b_.intern(f.packet ? as_string(*f.packet, "packet") : std::string_view(facts.packet));
+  info.is_mutable = f.is_mut ? as_bool(*f.is_mut, "mutable") : facts.is_mutable;
+  info.is_view = f.view ? as_bool(*f.view, "view") : facts.is_view;
+  if (f.returns && f.returns->type() != element_type::NULL_VALUE) {
+    const int64_t r = as_int(*f.returns, "returns");
+    if (r < -1 || r > std::numeric_limits<int16_t>::max()) {
+      fail(ErrorCode::kInvalidGraph, "returns", fmt::format("{} is out of range", r));
+    }
+    info.num_returns = static_cast<int16_t>(r);
+  }
+  info.tags = f.tags ? read_op_tags(*f.tags, "tags") : facts.tags;
+  info.packet_tags = f.packet_tags ? read_op_tags(*f.packet_tags, "packet_tags") : facts.packet_tags;
+  std::vector<std::string> margs;
+  if (f.mutable_args) {
+    for (dom::element x : as_array(*f.mutable_args, "mutable_args")) {
+      margs.emplace_back(as_string(x, "mutable_args"));
+    }
+  }
+  if (f.categories) {
+    // The registry is keyed by packet (torch's get_aten_target).
+    std::string key = f.packet ? std::string(as_string(*f.packet, "packet")) : facts.packet;
+    if (key.empty()) key = std::string(op_name_);
+    read_op_categories(*f.categories, std::move(key));
+  }
+  ops_.emplace(op_name_, b_.add_op(info, margs));
+}
+
+OpKind Reader::read_op_kind(dom::element e) const {
+  const std::string_view k = as_string(e, "kind");
+  if (k == "overload") return OpKind::kOverload;
+  if (k == "higher_order") return OpKind::kHigherOrder;
+  if (k == "function") return OpKind::kFunction;
+  fail(ErrorCode::kParse, "kind",
+       fmt::format("unknown op kind '{}' (expected overload, higher_order or function)", k));
+}
+
+uint8_t Reader::read_op_tags(dom::element e, std::string_view field) const {
+  uint8_t bits = 0;
+  for (dom::element x : as_array(e, field)) {
+    const std::string_view s = as_string(x, field);
+    // Other torch tags ("core", "pt2_compliant_tag", ...) are not read by
+    // the partitioner and are ignored.
+    if (s == "pointwise") bits |= kTagPointwise;
+    else if (s == "nondeterministic_seeded") bits |= kTagNondeterministicSeeded;
+  }
+  return bits;
+}
+
+// An op's "categories": recorded as an override of the registry entry `key`,
+// which every op of that key must give the same way.
+void Reader::read_op_categories(dom::element e, std::string key) {
+  uint8_t bits = 0;
+  for (dom::element x : as_array(e, "categories")) {
+    const std::string_view s = as_string(x, "categories");
+    const uint8_t c = op_category_from_name(s);
+    if (c == 0) {
+      fail(ErrorCode::kParse, "categories",
+           fmt::format("unknown op category '{}' (expected recomputable, view, random, "
+                       "compute_intensive or fusible)",
+                       s));
+    }
+    bits |= c;
+  }
+  auto [it, inserted] = override_by_key_.try_emplace(key, bits);
+  if (!inserted && it->second != bits) {
+    fail(ErrorCode::kInvalidGraph, "categories",
+         fmt::format("conflicts with the categories another op gives its packet '{}'", key));
+  }
+  if (inserted) overrides_.emplace_back(std::move(key), bits);
 }
 
 void Reader::collect_names(dom::array nodes) {
@@ -558,47 +590,17 @@ void Reader::read_tagged_arg(dom::object o, std::string_view field) {
          fmt::format("argument object with tag '{}' has {} keys; tagged arguments have one", tag,
                      size));
   }
+  if (tag == "tuple" || tag == "dict" || tag == "slice") {
+    read_container_arg(tag, v, field);
+    return;
+  }
   Arg a;
   if (tag == "node") {
     a.kind = ArgKind::kNode;
     a.id = resolve(as_string(v, field), field);
-  } else if (tag == "tuple") {
-    const ArgId c = b_.begin(ArgKind::kTuple);
-    for (dom::element x : as_array(v, field)) read_arg(x, field);
-    b_.end(c);
-    return;
-  } else if (tag == "dict") {
-    const ArgId c = b_.begin(ArgKind::kDict);
-    for (dom::key_value_pair kv : as_object(v, field)) {
-      Arg key;
-      key.kind = ArgKind::kStr;
-      key.id = b_.intern(kv.key);
-      b_.leaf(key);
-      read_arg(kv.value, field);
-    }
-    b_.end(c);
-    return;
-  } else if (tag == "slice") {
-    dom::array parts = as_array(v, field);
-    if (parts.size() != 3) {
-      fail(ErrorCode::kParse, field,
-           fmt::format("a slice has 3 parts [start, stop, step], got {}", parts.size()));
-    }
-    const ArgId c = b_.begin(ArgKind::kSlice);
-    for (dom::element x : parts) read_arg(x, field);
-    b_.end(c);
-    return;
   } else if (tag == "float") {
     a.kind = ArgKind::kFloat;
-    if (v.type() == element_type::STRING) {
-      const std::string_view s = v.get_string().value_unsafe();
-      if (s == "inf") a.f = std::numeric_limits<double>::infinity();
-      else if (s == "-inf") a.f = -std::numeric_limits<double>::infinity();
-      else if (s == "nan") a.f = std::numeric_limits<double>::quiet_NaN();
-      else fail(ErrorCode::kParse, field, fmt::format("unknown float '{}' (expected inf, -inf or nan)", s));
-    } else {
-      a.f = as_number(v, field);
-    }
+    a.f = read_float_arg(v, field);
   } else if (tag == "dtype" || tag == "device" || tag == "layout" || tag == "memory_format" ||
              tag == "target") {
     a.kind = tag == "dtype"    ? ArgKind::kDtype
@@ -624,10 +626,49 @@ void Reader::read_tagged_arg(dom::object o, std::string_view field) {
   b_.leaf(a);
 }
 
+// A "tuple", "dict" or "slice" argument: a container of arguments.
+void Reader::read_container_arg(std::string_view tag, dom::element v, std::string_view field) {
+  if (tag == "tuple") {
+    const ArgId c = b_.begin(ArgKind::kTuple);
+    for (dom::element x : as_array(v, field)) read_arg(x, field);
+    b_.end(c);
+  } else if (tag == "dict") {
+    const ArgId c = b_.begin(ArgKind::kDict);
+    for (dom::key_value_pair kv : as_object(v, field)) {
+      Arg key;
+      key.kind = ArgKind::kStr;
+      key.id = b_.intern(kv.key);
+      b_.leaf(key);
+      read_arg(kv.value, field);
+    }
+    b_.end(c);
+  } else {
+    dom::array parts = as_array(v, field);
+    if (parts.size() != 3) {
+      fail(ErrorCode::kParse, field,
+           fmt::format("a slice has 3 parts [start, stop, step], got {}", parts.size()));
+    }
+    const ArgId c = b_.begin(ArgKind::kSlice);
+    for (dom::element x : parts) read_arg(x, field);
+    b_.end(c);
+  }
+}
+
+// A "float" argument: a number, or "inf", "-inf", "nan" (JSON has no
+// spelling for them).
+double Reader::read_float_arg(dom::element v, std::string_view field) const {
+  if (v.type() != element_type::STRING) return as_number(v, field);
+  const std::string_view s = v.get_string().value_unsafe();
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  fail(ErrorCode::kParse, field, fmt::format("unknown float '{}' (expected inf, -inf or nan)", s));
+}
+
 // --- values ---------------------------------------------------------------------
 
-ValueKind value_kind_from_name(std::string_view k, bool& ok) {
-  ok = true;
+// The kind a "val" object's "kind" names; nullopt for an unknown name.
+std::optional<ValueKind> value_kind_from_name(std::string_view k) {
   if (k == "tensor") return ValueKind::kTensor;
   if (k == "symint") return ValueKind::kSymInt;
   if (k == "symfloat") return ValueKind::kSymFloat;
@@ -640,8 +681,7 @@ ValueKind value_kind_from_name(std::string_view k, bool& ok) {
   if (k == "none") return ValueKind::kNone;
   if (k == "constant") return ValueKind::kConstant;
   if (k == "generator") return ValueKind::kGenerator;
-  ok = false;
-  return ValueKind::kMissing;
+  return std::nullopt;
 }
 
 constexpr const char* kValueKinds =
@@ -653,97 +693,101 @@ void Reader::read_value(dom::element e, Node& n) {
   dom::element kind_el;
   if (o.at_key("kind").get(kind_el) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.kind", "missing");
   const std::string_view kind = as_string(kind_el, "val.kind");
-  bool ok;
-  n.value = value_kind_from_name(kind, ok);
-  if (!ok) fail(ErrorCode::kParse, "val.kind", fmt::format("unknown value kind '{}' (expected {})", kind, kValueKinds));
+  const std::optional<ValueKind> vk = value_kind_from_name(kind);
+  if (!vk) fail(ErrorCode::kParse, "val.kind", fmt::format("unknown value kind '{}' (expected {})", kind, kValueKinds));
+  n.value = *vk;
   n.tensors_begin = static_cast<uint32_t>(b_.tensor_count());
   switch (n.value) {
     case ValueKind::kTensor:
       read_tensor(o, "val", 0, true);
       break;
-    case ValueKind::kSequence: {
-      dom::element items;
-      if (o.at_key("items").get(items) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.items", "missing");
-      int32_t i = 0;
-      for (dom::element x : as_array(items, "val.items")) {
-        dom::object xo = as_object(x, "val.items");
-        dom::element k;
-        if (xo.at_key("kind").get(k) == simdjson::SUCCESS && k.type() == element_type::STRING &&
-            k.get_string().value_unsafe() == "tensor") {
-          read_tensor(xo, "val.items", i, true);
-        } else {
-          check_nested_value(x, "val.items");
-        }
-        ++i;
-      }
+    case ValueKind::kSequence:
+    case ValueKind::kDict:
+      read_container_value(o, n.value);
       break;
-    }
-    case ValueKind::kDict: {
-      dom::element items;
-      if (o.at_key("items").get(items) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.items", "missing");
-      int32_t i = 0;
-      for (dom::key_value_pair kv : as_object(items, "val.items")) {
-        dom::object xo = as_object(kv.value, "val.items");
-        dom::element k;
-        if (xo.at_key("kind").get(k) == simdjson::SUCCESS && k.type() == element_type::STRING &&
-            k.get_string().value_unsafe() == "tensor") {
-          read_tensor(xo, "val.items", i, true);
-        } else {
-          check_nested_value(kv.value, "val.items");
-        }
-        ++i;
-      }
-      break;
-    }
     case ValueKind::kSymInt:
     case ValueKind::kSymFloat:
-    case ValueKind::kSymBool: {
-      dom::element expr;
-      if (o.at_key("expr").get(expr) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.expr", "missing");
-      extra_.sym_expr = b_.intern(as_string(expr, "val.expr"));
-      dom::element hint;
-      if (o.at_key("hint").get(hint) == simdjson::SUCCESS && hint.type() == element_type::OBJECT) {
-        extra_.nested_hint = read_nested_int(hint, "val.hint");
-      } else if (o.at_key("hint").get(hint) == simdjson::SUCCESS &&
-                 hint.type() != element_type::NULL_VALUE) {
-        extra_.has_sym_hint = true;
-        if (n.value == ValueKind::kSymBool && hint.type() == element_type::BOOL) {
-          extra_.sym_hint = hint.get_bool().value_unsafe() ? 1 : 0;
-        } else if (n.value == ValueKind::kSymFloat) {
-          // Only whether a hint exists matters to the partitioner; it is kept
-          // to integer precision.
-          const double h = as_number(hint, "val.hint");
-          if (!(std::fabs(h) < 9.2e18)) fail(ErrorCode::kInvalidGraph, "val.hint", "out of range");
-          extra_.sym_hint = static_cast<int64_t>(h);
-        } else {
-          extra_.sym_hint = as_int(hint, "val.hint");
-        }
-      }
+    case ValueKind::kSymBool:
+      read_sym_value(o, n.value);
       break;
-    }
     case ValueKind::kOpaque:
     case ValueKind::kConstant: {
       dom::element repr;
       if (o.at_key("repr").get(repr) == simdjson::SUCCESS) extra_.repr = b_.intern(as_string(repr, "val.repr"));
       break;
     }
-    case ValueKind::kGenerator: {
-      dom::element device;
-      if (o.at_key("device").get(device) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.device", "missing");
-      const std::string_view d = as_string(device, "val.device");
-      if (d.empty()) fail(ErrorCode::kInvalidGraph, "val.device", "empty device");
-      extra_.device = b_.intern(d);
-      dom::element handle;
-      if (o.at_key("handle").get(handle) == simdjson::SUCCESS && handle.type() != element_type::NULL_VALUE) {
-        extra_.handle = as_int(handle, "val.handle");
-        if (extra_.handle < -1) fail(ErrorCode::kInvalidGraph, "val.handle", "negative handle");
-      }
+    case ValueKind::kGenerator:
+      read_generator_value(o);
       break;
-    }
     default:
       break;
   }
   n.tensors_count = static_cast<uint32_t>(b_.tensor_count() - n.tensors_begin);
+}
+
+// A sequence's or dict's items: the top-level tensors are the node's
+// tensors (numbered by position), other items only validated.
+void Reader::read_container_value(dom::object o, ValueKind kind) {
+  dom::element items;
+  if (o.at_key("items").get(items) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.items", "missing");
+  int32_t i = 0;
+  auto item = [&](dom::element x) {
+    dom::object xo = as_object(x, "val.items");
+    dom::element k;
+    if (xo.at_key("kind").get(k) == simdjson::SUCCESS && k.type() == element_type::STRING &&
+        k.get_string().value_unsafe() == "tensor") {
+      read_tensor(xo, "val.items", i, true);
+    } else {
+      check_nested_value(x, "val.items");
+    }
+    ++i;
+  };
+  if (kind == ValueKind::kSequence) {
+    for (dom::element x : as_array(items, "val.items")) item(x);
+  } else {
+    for (dom::key_value_pair kv : as_object(items, "val.items")) item(kv.value);
+  }
+}
+
+// A SymInt, SymFloat or SymBool: its expression and, when known, its hint
+// (a nested int's hint is an object of its own).
+void Reader::read_sym_value(dom::object o, ValueKind kind) {
+  dom::element expr;
+  if (o.at_key("expr").get(expr) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.expr", "missing");
+  extra_.sym_expr = b_.intern(as_string(expr, "val.expr"));
+  dom::element hint;
+  if (o.at_key("hint").get(hint) != simdjson::SUCCESS) return;
+  if (hint.type() == element_type::OBJECT) {
+    extra_.nested_hint = read_nested_int(hint, "val.hint");
+    return;
+  }
+  if (hint.type() == element_type::NULL_VALUE) return;
+  extra_.has_sym_hint = true;
+  if (kind == ValueKind::kSymBool && hint.type() == element_type::BOOL) {
+    extra_.sym_hint = hint.get_bool().value_unsafe() ? 1 : 0;
+  } else if (kind == ValueKind::kSymFloat) {
+    // Only whether a hint exists matters to the partitioner; it is kept
+    // to integer precision.
+    const double h = as_number(hint, "val.hint");
+    if (!(std::fabs(h) < 9.2e18)) fail(ErrorCode::kInvalidGraph, "val.hint", "out of range");
+    extra_.sym_hint = static_cast<int64_t>(h);
+  } else {
+    extra_.sym_hint = as_int(hint, "val.hint");
+  }
+}
+
+// A torch.Generator: its device and, in the exporting process, its handle.
+void Reader::read_generator_value(dom::object o) {
+  dom::element device;
+  if (o.at_key("device").get(device) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.device", "missing");
+  const std::string_view d = as_string(device, "val.device");
+  if (d.empty()) fail(ErrorCode::kInvalidGraph, "val.device", "empty device");
+  extra_.device = b_.intern(d);
+  dom::element handle;
+  if (o.at_key("handle").get(handle) == simdjson::SUCCESS && handle.type() != element_type::NULL_VALUE) {
+    extra_.handle = as_int(handle, "val.handle");
+    if (extra_.handle < -1) fail(ErrorCode::kInvalidGraph, "val.handle", "negative handle");
+  }
 }
 
 // Nested values (inside a sequence or dict) are validated but not stored:
@@ -753,9 +797,9 @@ void Reader::check_nested_value(dom::element e, std::string_view field) {
   dom::element kind_el;
   if (o.at_key("kind").get(kind_el) != simdjson::SUCCESS) fail(ErrorCode::kParse, field, "value without 'kind'");
   const std::string_view kind = as_string(kind_el, field);
-  bool ok;
-  const ValueKind vk = value_kind_from_name(kind, ok);
-  if (!ok) fail(ErrorCode::kParse, field, fmt::format("unknown value kind '{}' (expected {})", kind, kValueKinds));
+  const std::optional<ValueKind> known = value_kind_from_name(kind);
+  if (!known) fail(ErrorCode::kParse, field, fmt::format("unknown value kind '{}' (expected {})", kind, kValueKinds));
+  const ValueKind vk = *known;
   if (vk == ValueKind::kTensor) {
     read_tensor(o, field, 0, false);
   } else if (vk == ValueKind::kSequence || vk == ValueKind::kDict) {
@@ -817,6 +861,43 @@ Dim Reader::read_dim(dom::element e, std::string_view field, bool size) {
   return d;
 }
 
+// A tensor's itemsize: "itemsize" when given, else the dtype's own; a dtype
+// remat does not know needs one.
+uint16_t Reader::read_itemsize(std::string_view dtype, std::optional<dom::element> itemsize,
+                               const std::string& f) const {
+  uint16_t out = dtype_itemsize(dtype);
+  if (itemsize) {
+    const int64_t s = as_int(*itemsize, f + ".itemsize");
+    if (s < 1 || s > std::numeric_limits<uint16_t>::max()) {
+      fail(ErrorCode::kInvalidGraph, f + ".itemsize", fmt::format("{} is out of range", s));
+    }
+    out = static_cast<uint16_t>(s);
+  }
+  if (out == 0) {
+    fail(ErrorCode::kInvalidGraph, f + ".dtype",
+         fmt::format("unknown dtype '{}' without 'itemsize'", dtype));
+  }
+  return out;
+}
+
+// numel of shape_: the product of the hints (0 if any size is 0), torch's
+// 4096 when a size has no hint; the product must fit in int64.
+int64_t Reader::numel_of_shape(const std::string& f) const {
+  bool all_hinted = true, any_zero = false;
+  for (const Dim& d : shape_) {
+    all_hinted &= d.has_hint;
+    any_zero |= d.has_hint && d.value == 0;
+  }
+  if (any_zero) return 0;
+  int64_t product = 1;
+  for (const Dim& d : shape_) {
+    if (d.has_hint && __builtin_mul_overflow(product, d.value, &product)) {
+      fail(ErrorCode::kInvalidGraph, f + ".shape", "the number of elements overflows int64");
+    }
+  }
+  return all_hinted ? product : kUnhintedNumel;
+}
+
 void Reader::read_tensor(dom::object o, std::string_view field, int32_t index, bool record) {
   std::optional<dom::element> dtype, shape, stride, device, storage, numel, itemsize;
   for (dom::key_value_pair kv : o) {
@@ -835,18 +916,7 @@ void Reader::read_tensor(dom::object o, std::string_view field, int32_t index, b
   if (!dtype) fail(ErrorCode::kParse, f + ".dtype", "missing");
   const std::string_view dt = as_string(*dtype, f + ".dtype");
   t.dtype = b_.intern(dt);
-  t.itemsize = dtype_itemsize(dt);
-  if (itemsize) {
-    const int64_t s = as_int(*itemsize, f + ".itemsize");
-    if (s < 1 || s > std::numeric_limits<uint16_t>::max()) {
-      fail(ErrorCode::kInvalidGraph, f + ".itemsize", fmt::format("{} is out of range", s));
-    }
-    t.itemsize = static_cast<uint16_t>(s);
-  }
-  if (t.itemsize == 0) {
-    fail(ErrorCode::kInvalidGraph, f + ".dtype",
-         fmt::format("unknown dtype '{}' without 'itemsize'", dt));
-  }
+  t.itemsize = read_itemsize(dt, itemsize, f);
   if (device) t.device = b_.intern(as_string(*device, f + ".device"));
 
   if (!shape) fail(ErrorCode::kParse, f + ".shape", "missing");
@@ -861,29 +931,15 @@ void Reader::read_tensor(dom::object o, std::string_view field, int32_t index, b
     }
   }
 
-  // numel: the product of the hints (0 if any size is 0), torch's 4096 when
-  // a size has no hint; it must fit in int64 in bytes too, so that byte
-  // counts downstream cannot overflow.
-  bool all_hinted = true, any_zero = false;
-  for (const Dim& d : shape_) {
-    all_hinted &= d.has_hint;
-    any_zero |= d.has_hint && d.value == 0;
-  }
-  int64_t product = 1;
-  if (!any_zero) {
-    for (const Dim& d : shape_) {
-      if (d.has_hint && __builtin_mul_overflow(product, d.value, &product)) {
-        fail(ErrorCode::kInvalidGraph, f + ".shape", "the number of elements overflows int64");
-      }
-    }
-  }
-  t.numel_hint = any_zero ? 0 : (all_hinted ? product : kUnhintedNumel);
+  t.numel_hint = numel_of_shape(f);
   if (numel) {
     t.numel_hint = as_int(*numel, f + ".numel_hint");
     if (t.numel_hint < 0) {
       fail(ErrorCode::kInvalidGraph, f + ".numel_hint", fmt::format("negative size {}", t.numel_hint));
     }
   }
+  // The size in bytes must fit in int64 too, so that byte counts downstream
+  // cannot overflow.
   int64_t bytes;
   if (__builtin_mul_overflow(t.numel_hint, static_cast<int64_t>(t.itemsize), &bytes)) {
     fail(ErrorCode::kInvalidGraph, f + ".shape", "the size in bytes overflows int64");

@@ -344,59 +344,15 @@ class GraphWriter {
       case ValueKind::kSymInt:
       case ValueKind::kSymFloat:
       case ValueKind::kSymBool:
-        w_.begin_object();
-        w_.key("kind");
-        w_.string(value_kind_name(n.value));
-        w_.key("expr");
-        w_.string(str(x.sym_expr));
-        if (x.nested_hint != 0) {
-          w_.key("hint");
-          w_.begin_object();
-          w_.key("nested_int");
-          w_.string(str(x.nested_hint));
-          w_.end_object();
-        } else if (x.has_sym_hint) {
-          w_.key("hint");
-          if (n.value == ValueKind::kSymBool) w_.boolean(x.sym_hint != 0);
-          else if (n.value == ValueKind::kSymFloat) w_.number(static_cast<double>(x.sym_hint));
-          else w_.integer(x.sym_hint);
-        }
-        w_.end_object();
+        sym_value(n.value, x);
         break;
-      case ValueKind::kSequence: {
-        w_.begin_object();
-        w_.key("kind");
-        w_.string("sequence");
-        w_.key("items");
-        w_.begin_array();
-        int32_t pos = 0;
-        for (const TensorMeta& t : tensors) {
-          for (; pos < t.index; ++pos) simple_kind("none");
-          tensor(t);
-          ++pos;
-        }
-        w_.end_array();
-        w_.end_object();
-        break;
-      }
+      case ValueKind::kSequence:
       case ValueKind::kDict:
-        w_.begin_object();
-        w_.key("kind");
-        w_.string("dict");
-        w_.key("items");
-        w_.begin_object();
-        for (const TensorMeta& t : tensors) {
-          w_.key(std::to_string(t.index));
-          tensor(t);
-        }
-        w_.end_object();
-        w_.end_object();
+        container_value(n.value, tensors);
         break;
       case ValueKind::kOpaque:
       case ValueKind::kConstant:
-        w_.begin_object();
-        w_.key("kind");
-        w_.string(value_kind_name(n.value));
+        begin_value(value_kind_name(n.value));
         if (x.repr != 0) {
           w_.key("repr");
           w_.string(str(x.repr));
@@ -404,9 +360,7 @@ class GraphWriter {
         w_.end_object();
         break;
       case ValueKind::kGenerator:
-        w_.begin_object();
-        w_.key("kind");
-        w_.string("generator");
+        begin_value("generator");
         w_.key("device");
         w_.string(str(x.device));
         if (x.handle >= 0) {
@@ -419,6 +373,55 @@ class GraphWriter {
         simple_kind(value_kind_name(n.value));
         break;
     }
+  }
+
+  // Opens a value object with its "kind"; the caller closes it.
+  void begin_value(const char* kind) {
+    w_.begin_object();
+    w_.key("kind");
+    w_.string(kind);
+  }
+
+  void sym_value(ValueKind kind, const NodeExtra& x) {
+    begin_value(value_kind_name(kind));
+    w_.key("expr");
+    w_.string(str(x.sym_expr));
+    if (x.nested_hint != 0) {
+      w_.key("hint");
+      w_.begin_object();
+      w_.key("nested_int");
+      w_.string(str(x.nested_hint));
+      w_.end_object();
+    } else if (x.has_sym_hint) {
+      w_.key("hint");
+      if (kind == ValueKind::kSymBool) w_.boolean(x.sym_hint != 0);
+      else if (kind == ValueKind::kSymFloat) w_.number(static_cast<double>(x.sym_hint));
+      else w_.integer(x.sym_hint);
+    }
+    w_.end_object();
+  }
+
+  void container_value(ValueKind kind, std::span<const TensorMeta> tensors) {
+    begin_value(kind == ValueKind::kSequence ? "sequence" : "dict");
+    w_.key("items");
+    if (kind == ValueKind::kSequence) {
+      w_.begin_array();
+      int32_t pos = 0;
+      for (const TensorMeta& t : tensors) {
+        for (; pos < t.index; ++pos) simple_kind("none");
+        tensor(t);
+        ++pos;
+      }
+      w_.end_array();
+    } else {
+      w_.begin_object();
+      for (const TensorMeta& t : tensors) {
+        w_.key(std::to_string(t.index));
+        tensor(t);
+      }
+      w_.end_object();
+    }
+    w_.end_object();
   }
 
   const Graph& g_;
@@ -510,6 +513,58 @@ void write_id_list(JsonWriter& w, const Graph& g, const std::vector<NodeId>& ids
   w.end_array();
 }
 
+// A number JSON can spell: non-finite timings and runtimes are written as 0.
+double finite_or_zero(double x) { return std::isfinite(x) ? x : 0.0; }
+
+// One graph of a result, {"nodes": [...]}, origins named by the joint graph.
+void write_result_graph(JsonWriter& w, const Graph& joint, const Graph& graph) {
+  w.begin_object();
+  w.key("nodes");
+  GraphWriter(graph, w, &joint).nodes(2);
+  w.end_object();
+}
+
+void write_snapshots(JsonWriter& w, const Graph& joint, const std::vector<GraphSnapshot>& snapshots) {
+  w.begin_array();
+  for (const GraphSnapshot& snap : snapshots) {
+    w.newline(4);
+    w.begin_object();
+    w.key("name");
+    w.string(snap.name);
+    w.key("nodes");
+    GraphWriter(snap.graph, w, &joint).nodes(4);
+    w.end_object();
+  }
+  w.break_line(2);
+  w.end_array();
+}
+
+// "decisions": joint node name -> where it went, why it was banned, what
+// replaced it; one line each.
+void write_decisions(JsonWriter& w, const Graph& g, const std::vector<NodeDecision>& decisions) {
+  w.begin_object();
+  const size_t n = std::min(decisions.size(), g.size());
+  for (NodeId id = 0; id < n; ++id) {
+    const NodeDecision& d = decisions[id];
+    w.newline(4);
+    w.key(g.name(id));
+    w.begin_object();
+    w.key("where");
+    w.string(where_name(d.where));
+    if (!d.ban_reason.empty()) {
+      w.key("ban");
+      w.string(d.ban_reason);
+    }
+    if (d.merged_into != kNoNode && d.merged_into < g.size()) {
+      w.key("merged_into");
+      w.string(g.name(d.merged_into));
+    }
+    w.end_object();
+  }
+  if (n != 0) w.break_line(2);
+  w.end_object();
+}
+
 }  // namespace
 
 std::string write_joint_graph(const JointGraph& joint) {
@@ -597,70 +652,33 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result,
   field("quantized_values");
   write_id_list(w, g, result.quantized_values, "quantized_values");
   field("forward");
-  w.begin_object();
-  w.key("nodes");
-  GraphWriter(result.forward, w, &g).nodes(2);
-  w.end_object();
+  write_result_graph(w, g, result.forward);
   field("backward");
-  w.begin_object();
-  w.key("nodes");
-  GraphWriter(result.backward, w, &g).nodes(2);
-  w.end_object();
+  write_result_graph(w, g, result.backward);
   if (!result.snapshots.empty()) {
     field("snapshots");
-    w.begin_array();
-    for (const GraphSnapshot& snap : result.snapshots) {
-      w.newline(4);
-      w.begin_object();
-      w.key("name");
-      w.string(snap.name);
-      w.key("nodes");
-      GraphWriter(snap.graph, w, &g).nodes(4);
-      w.end_object();
-    }
-    w.break_line(2);
-    w.end_array();
+    write_snapshots(w, g, result.snapshots);
   }
   field("decisions");
-  w.begin_object();
-  const size_t n = std::min(result.decisions.size(), g.size());
-  for (NodeId id = 0; id < n; ++id) {
-    const NodeDecision& d = result.decisions[id];
-    w.newline(4);
-    w.key(g.name(id));
-    w.begin_object();
-    w.key("where");
-    w.string(where_name(d.where));
-    if (!d.ban_reason.empty()) {
-      w.key("ban");
-      w.string(d.ban_reason);
-    }
-    if (d.merged_into != kNoNode && d.merged_into < g.size()) {
-      w.key("merged_into");
-      w.string(g.name(d.merged_into));
-    }
-    w.end_object();
-  }
-  if (n != 0) w.break_line(2);
-  w.end_object();
+  write_decisions(w, g, result.decisions);
   if (!result.trace.empty()) {
     field("trace");
     io::write_trace(w, g, result.trace);
   }
   field("recompute_runtime");
-  w.number(std::isfinite(result.recompute_runtime) ? result.recompute_runtime : 0.0);
+  w.number(finite_or_zero(result.recompute_runtime));
   field("memory");
   io::write_memory_json(w, result.forward, result.backward, result.memory, 2);
   field("hazards");
   io::write_hazards_json(w, result.forward, result.backward, result.hazards, 2);
   if (timings) {
     field("seconds");
-    w.number(std::isfinite(result.seconds) ? result.seconds : 0.0);
+    w.number(finite_or_zero(result.seconds));
     field("stages");
     w.begin_object();
     for (const StageTime& t : result.stages) {
       w.key(t.stage);
-      w.number(std::isfinite(t.seconds) ? t.seconds : 0.0);
+      w.number(finite_or_zero(t.seconds));
     }
     w.end_object();
   }

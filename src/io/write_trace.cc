@@ -17,28 +17,30 @@ void number_or_null(JsonWriter& w, double v) {
   else w.null();
 }
 
-void names(JsonWriter& w, const Graph& g, const std::vector<NodeId>& ids) {
+// Every JSON array of the trace: `xs` in order, each through `one`.
+template <typename T, typename One>
+void array_of(JsonWriter& w, const std::vector<T>& xs, One one) {
   w.begin_array();
-  for (NodeId id : ids) {
+  for (const T& x : xs) one(x);
+  w.end_array();
+}
+
+void names(JsonWriter& w, const Graph& g, const std::vector<NodeId>& ids) {
+  array_of(w, ids, [&](NodeId id) {
     if (id >= g.size())
       throw Error(ErrorCode::kInternal,
                   fmt::format("partition trace: node #{} is not in the joint graph", id));
     w.string(g.name(id));
-  }
-  w.end_array();
+  });
 }
 
 template <typename T>
 void integers(JsonWriter& w, const std::vector<T>& xs) {
-  w.begin_array();
-  for (T x : xs) w.integer(static_cast<int64_t>(x));
-  w.end_array();
+  array_of(w, xs, [&](T x) { w.integer(static_cast<int64_t>(x)); });
 }
 
 void numbers(JsonWriter& w, const std::vector<double>& xs) {
-  w.begin_array();
-  for (double x : xs) number_or_null(w, x);
-  w.end_array();
+  array_of(w, xs, [&](double x) { number_or_null(w, x); });
 }
 
 const char* level_name(LogRecord::Level l) {
@@ -51,35 +53,33 @@ const char* level_name(LogRecord::Level l) {
 }
 
 void knapsack_record(JsonWriter& w, const Graph& g, const KnapsackRecord& k) {
+  auto number = [&](const char* key, double v) {
+    w.key(key);
+    number_or_null(w, v);
+  };
+  auto items = [&](const char* key, const auto& xs) {
+    w.key(key);
+    integers(w, xs);
+  };
   w.begin_object();
-  w.key("memory_budget");
-  number_or_null(w, k.memory_budget);
-  w.key("expected_runtime");
-  number_or_null(w, k.expected_runtime);
-  w.key("saved_items");
-  integers(w, k.saved_items);
-  w.key("recomputed_items");
-  integers(w, k.recomputed_items);
+  number("memory_budget", k.memory_budget);
+  number("expected_runtime", k.expected_runtime);
+  items("saved_items", k.saved_items);
+  items("recomputed_items", k.recomputed_items);
   w.key("items");
   names(w, g, k.items);
-  w.key("item_bytes");
-  integers(w, k.item_bytes);
+  items("item_bytes", k.item_bytes);
   w.key("item_memory");
   numbers(w, k.item_memory);
   w.key("item_runtime");
   numbers(w, k.item_runtime);
   w.key("saved_values");
   names(w, g, k.saved_values);
-  w.key("min_act_size");
-  number_or_null(w, k.min_act_size);
-  w.key("max_act_size");
-  number_or_null(w, k.max_act_size);
-  w.key("saved_act_size");
-  number_or_null(w, k.saved_act_size);
-  w.key("more_aggressive_ratio");
-  number_or_null(w, k.more_aggressive_ratio);
-  w.key("aggressive_ratio");
-  number_or_null(w, k.aggressive_ratio);
+  number("min_act_size", k.min_act_size);
+  number("max_act_size", k.max_act_size);
+  number("saved_act_size", k.saved_act_size);
+  number("more_aggressive_ratio", k.more_aggressive_ratio);
+  number("aggressive_ratio", k.aggressive_ratio);
   w.end_object();
 }
 
@@ -109,9 +109,7 @@ void write_trace(JsonWriter& w, const Graph& g, const PartitionTrace& trace) {
     w.key("format");
     w.string(r.format);
     w.key("args");
-    w.begin_array();
-    for (const std::string& a : r.args) w.string(a);
-    w.end_array();
+    array_of(w, r.args, [&](const std::string& a) { w.string(a); });
     w.end_object();
   }
   if (!trace.log.empty()) w.break_line(4);
@@ -125,15 +123,9 @@ void write_trace(JsonWriter& w, const Graph& g, const PartitionTrace& trace) {
   if (!trace.knapsack.empty()) w.break_line(4);
   w.end_array();
   field("pareto");
-  w.begin_array();
-  for (const MemoryBudgetPoint& p : trace.pareto) {
-    w.begin_array();
-    number_or_null(w, p.budget);
-    number_or_null(w, p.recompute_runtime);
-    number_or_null(w, p.memory_ratio);
-    w.end_array();
-  }
-  w.end_array();
+  array_of(w, trace.pareto, [&](const MemoryBudgetPoint& p) {
+    numbers(w, {p.budget, p.recompute_runtime, p.memory_ratio});
+  });
   field("saved_bytes");
   integers(w, trace.saved_bytes);
   w.break_line(2);

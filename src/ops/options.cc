@@ -51,9 +51,8 @@ std::string joined(const std::string_view (&allowed)[N]) {
 // make it raise; complex quant types are refused too (torch's clamps reject
 // them once a tensor is quantized).
 void validate_quantization(const ActivationQuantizationOptions& q) {
-  double lo = 0, hi = 0;
   const std::string_view quant = canonical_dtype(q.quant_type);
-  if (quant.empty() || !float_range(quant, lo, hi)) {
+  if (quant.empty() || !float_range(quant)) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("activation_quantization.quant_type: \"{}\" is not a real "
                             "floating-point torch dtype that torch.finfo supports",

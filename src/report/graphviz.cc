@@ -23,26 +23,6 @@ extern char** environ;
 namespace remat::report {
 namespace {
 
-// Views and one format call, not std::string substr and '=': GCC 12 at -O3
-// warns (-Wrestrict, a false positive) on the string assignments, and CI
-// builds with warnings as errors.
-std::string find_on_path(const char* program) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  const std::string_view p(path);
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find(':', start);
-    if (end == std::string_view::npos) end = p.size();
-    // An empty entry means the current directory.
-    const std::string_view dir = end == start ? std::string_view(".") : p.substr(start, end - start);
-    std::string exe = fmt::format("{}/{}", dir, program);
-    if (::access(exe.c_str(), X_OK) == 0) return exe;
-    start = end + 1;
-  }
-  return "";
-}
-
 // A temporary file that removes itself.
 struct TempFile {
   std::string path;
@@ -63,6 +43,26 @@ struct TempFile {
 };
 
 }  // namespace
+
+// Views and one format call, not std::string substr and '=': GCC 12 at -O3
+// warns (-Wrestrict, a false positive) on the string assignments, and CI
+// builds with warnings as errors.
+std::string find_on_path(const char* program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  const std::string_view p(path);
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string_view::npos) end = p.size();
+    // An empty entry means the current directory.
+    const std::string_view dir = end == start ? std::string_view(".") : p.substr(start, end - start);
+    std::string exe = fmt::format("{}/{}", dir, program);
+    if (::access(exe.c_str(), X_OK) == 0) return exe;
+    start = end + 1;
+  }
+  return "";
+}
 
 bool dot_available() { return !find_on_path("dot").empty(); }
 

@@ -323,7 +323,75 @@ struct Reloaded {
   uint32_t original = 0;         // the tensor it stood for
 };
 
-Graph rewrite_backward(const Graph& bw, std::vector<Reloaded>& rels, bool async) {
+// The ops a backward's reloads call: device_put when synchronous, the
+// reload and its wait on the offload stream otherwise.
+struct ReloadOps {
+  OpId device_put = kNoOp, reload = kNoOp, wait = kNoOp;
+};
+
+// A synchronous reload of CPU placeholder `p`: device_put(p, device) onto
+// the original tensor's device. Returns it.
+NodeId add_sync_reload(GraphBuilder& b, const Reloaded& r, NodeId p, const TensorMeta& orig,
+                       const ReloadOps& ops, uint32_t gpu) {
+  Node put = created(b, r.reload_name, ops.device_put, kDevicePut, gpu);
+  put.args = b.begin(ArgKind::kTuple);
+  leaf_node(b, p);
+  leaf_device(b, orig.device);
+  b.end(put.args);
+  put.kwargs = non_blocking_kwargs(b);
+  return b.add_node(put);
+}
+
+// An asynchronous reload of CPU placeholder `p`: reload(p, device, sizes,
+// strides), then the wait that yields the GPU tensor. Returns the wait.
+NodeId add_async_reload(GraphBuilder& b, const Graph& bw, const Reloaded& r, NodeId p,
+                        const TensorMeta& orig, const ReloadOps& ops, uint32_t gpu) {
+  Node rl = created(b, r.reload_name, ops.reload, kAoReload, gpu);
+  rl.args = b.begin(ArgKind::kTuple);
+  leaf_node(b, p);
+  leaf_device(b, orig.device);
+  for (bool sizes : {true, false}) {
+    const ArgId list = b.begin(ArgKind::kList);
+    for (const Dim& d : sizes ? bw.shape(orig) : bw.stride(orig)) {
+      Arg i;
+      i.kind = ArgKind::kInt;
+      i.i = d.value;
+      b.leaf(i);
+    }
+    b.end(list);
+  }
+  b.end(rl.args);
+  rl.kwargs = empty(b, ArgKind::kDict);
+  const NodeId rl_id = b.add_node(rl);
+  Node w = created(b, r.wait_name, ops.wait, kAoWait, gpu);
+  w.args = b.begin(ArgKind::kTuple);
+  leaf_node(b, rl_id);
+  leaf_node(b, p);
+  b.end(w.args);
+  w.kwargs = empty(b, ArgKind::kDict);
+  return b.add_node(w);
+}
+
+// The saved value's placeholder, now receiving its CPU copy.
+NodeId add_cpu_placeholder(GraphBuilder& b, const Reloaded& r) {
+  Node p;
+  p.name = b.intern(r.placeholder_name);
+  p.kind = NodeKind::kPlaceholder;
+  p.value = ValueKind::kTensor;
+  p.flags = kFlagTensorMeta | kFlagSavedForOffloading;
+  p.target = b.intern(r.placeholder_name);
+  p.tensors_begin = r.cpu_tensor;
+  p.tensors_count = 1;
+  p.symbols_begin = static_cast<uint32_t>(b.symbol_count());
+  p.args = empty(b, ArgKind::kTuple);
+  p.kwargs = empty(b, ArgKind::kDict);
+  p.origin = kCreatedNode;
+  NodeExtra x;
+  x.original_tensor = r.original;
+  return b.add_node(p, x);
+}
+
+Graph rewrite_backward(const Graph& bw, const std::vector<Reloaded>& rels, bool async) {
   const size_t n = bw.size();
   std::vector<int32_t> rel_of(n, -1);
   std::vector<std::vector<size_t>> before(n);
@@ -334,75 +402,30 @@ Graph rewrite_backward(const Graph& bw, std::vector<Reloaded>& rels, bool async)
 
   GraphBuilder b(bw);
   NodeCopier copier(bw, b);
-  const OpId device_put = async ? kNoOp : op_in(bw, copier, b, kDevicePut);
-  const OpId reload = async ? op_in(bw, copier, b, kAoReload) : kNoOp;
-  const OpId wait = async ? op_in(bw, copier, b, kAoWait) : kNoOp;
+  ReloadOps ops;
+  if (async) {
+    ops.reload = op_in(bw, copier, b, kAoReload);
+    ops.wait = op_in(bw, copier, b, kAoWait);
+  } else {
+    ops.device_put = op_in(bw, copier, b, kDevicePut);
+  }
   int64_t storage = next_storage(bw);
 
   std::vector<NodeId> remap(n, kNoNode);
   std::vector<NodeId> new_placeholder(rels.size(), kNoNode);
   for (NodeId id = 0; id < n; ++id) {
     for (size_t k : before[id]) {
-      Reloaded& r = rels[k];
-      const NodeId p = new_placeholder[k];
+      const Reloaded& r = rels[k];
       const TensorMeta& orig = *bw.values().tensors(r.original);
       const uint32_t gpu = tensor_on(b, orig, orig.device, storage++);
-      if (!async) {
-        Node put = created(b, r.reload_name, device_put, kDevicePut, gpu);
-        put.args = b.begin(ArgKind::kTuple);
-        leaf_node(b, p);
-        leaf_device(b, orig.device);
-        b.end(put.args);
-        put.kwargs = non_blocking_kwargs(b);
-        remap[r.placeholder] = b.add_node(put);
-        continue;
-      }
-      Node rl = created(b, r.reload_name, reload, kAoReload, gpu);
-      rl.args = b.begin(ArgKind::kTuple);
-      leaf_node(b, p);
-      leaf_device(b, orig.device);
-      for (bool sizes : {true, false}) {
-        const ArgId list = b.begin(ArgKind::kList);
-        for (const Dim& d : sizes ? bw.shape(orig) : bw.stride(orig)) {
-          Arg i;
-          i.kind = ArgKind::kInt;
-          i.i = d.value;
-          b.leaf(i);
-        }
-        b.end(list);
-      }
-      b.end(rl.args);
-      rl.kwargs = empty(b, ArgKind::kDict);
-      const NodeId rl_id = b.add_node(rl);
-      Node w = created(b, r.wait_name, wait, kAoWait, gpu);
-      w.args = b.begin(ArgKind::kTuple);
-      leaf_node(b, rl_id);
-      leaf_node(b, p);
-      b.end(w.args);
-      w.kwargs = empty(b, ArgKind::kDict);
-      remap[r.placeholder] = b.add_node(w);
+      remap[r.placeholder] = async ? add_async_reload(b, bw, r, new_placeholder[k], orig, ops, gpu)
+                                   : add_sync_reload(b, r, new_placeholder[k], orig, ops, gpu);
     }
     if (rel_of[id] < 0) {
       remap[id] = copier.copy(id, remap);
       continue;
     }
-    // The saved value's placeholder, now receiving its CPU copy.
-    Reloaded& r = rels[rel_of[id]];
-    Node p;
-    p.name = b.intern(r.placeholder_name);
-    p.kind = NodeKind::kPlaceholder;
-    p.value = ValueKind::kTensor;
-    p.flags = kFlagTensorMeta | kFlagSavedForOffloading;
-    p.target = b.intern(r.placeholder_name);
-    p.tensors_begin = r.cpu_tensor;
-    p.tensors_count = 1;
-    p.symbols_begin = static_cast<uint32_t>(b.symbol_count());
-    p.args = empty(b, ArgKind::kTuple);
-    p.kwargs = empty(b, ArgKind::kDict);
-    p.origin = kCreatedNode;
-    NodeExtra x;
-    x.original_tensor = r.original;
-    new_placeholder[rel_of[id]] = b.add_node(p, x);
+    new_placeholder[rel_of[id]] = add_cpu_placeholder(b, rels[rel_of[id]]);
     // Until its reload exists (just before the first user), uses would read
     // the placeholder itself; a first user always comes after the reload.
     remap[id] = new_placeholder[rel_of[id]];
@@ -504,25 +527,11 @@ bool some_tangent_used(const Graph& bw) {
   return false;
 }
 
-}  // namespace
-
-int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reordered,
-                        const PartitionOptions& options) {
-  const Graph& fw = e.forward;
-  const Graph& bw = e.backward;
-  const std::vector<NodeId> chosen = choose(fw, num_fwd_outputs, options);
-  if (chosen.empty()) return 0;
+// The forward's offloads, in forward-output order (torch walks the output
+// tuple), each named in the forward's namespace.
+std::vector<Offloaded> plan_offloads(const Graph& fw, const std::vector<NodeId>& chosen,
+                                     const PartitionOptions& options, FxNamespace& names) {
   const bool async = options.activation_offload_separate_stream;
-  for (NodeId x : chosen) {
-    if (tensor_value(fw, x) == nullptr) {
-      throw Error(ErrorCode::kInvalidGraph,
-                  fmt::format("node '{}': marked should_offload, but its value is not a tensor "
-                              "(torch's offloading moves tensors only)",
-                              fw.name(x)));
-    }
-  }
-
-  // Forward, in fwd-output order (torch walks the output tuple).
   std::vector<uint8_t> is_chosen(fw.size(), 0);
   for (NodeId x : chosen) is_chosen[x] = 1;
   std::vector<Offloaded> offs;
@@ -534,19 +543,27 @@ int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reorder
     o.anchor = last_effective_user(fw, x, options);
     const std::string name(fw.name(x));
     if (async) {
-      o.offload_name = e.forward_names.create_name(fmt::format("async_{}{}", kCpuOffloadPrefix, name));
-      o.wait_name = e.forward_names.create_name(fmt::format("{}{}", kCpuOffloadPrefix, name));
+      o.offload_name = names.create_name(fmt::format("async_{}{}", kCpuOffloadPrefix, name));
+      o.wait_name = names.create_name(fmt::format("{}{}", kCpuOffloadPrefix, name));
     } else {
-      o.offload_name = e.forward_names.create_name(fmt::format("{}{}", kCpuOffloadPrefix, name));
+      o.offload_name = names.create_name(fmt::format("{}{}", kCpuOffloadPrefix, name));
     }
     offs.push_back(std::move(o));
   }
-  Graph new_fw = rewrite_forward(fw, offs, async);
+  return offs;
+}
 
-  // Backward: torch matches forward outputs to backward placeholders by name.
-  if (backward_reordered && some_tangent_used(bw)) e.backward_names = names_of(bw);
-  std::vector<int32_t> placeholder_rel(bw.size(), -1);
+// The backward placeholders of the offloaded forward outputs: one reload
+// each, in output order (torch matches them by name), and per backward node
+// its reload's index (-1: none).
+struct Matched {
   std::vector<Reloaded> rels;
+  std::vector<int32_t> placeholder_rel;
+};
+
+Matched match_placeholders(const Graph& new_fw, const Graph& bw, FxNamespace& names) {
+  Matched m;
+  m.placeholder_rel.assign(bw.size(), -1);
   for (ArgId item : output_items(new_fw)) {
     const NodeId f = item_node(new_fw, item);
     if (f == kNoNode) continue;
@@ -568,17 +585,38 @@ int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reorder
     }
     Reloaded r;
     r.placeholder = p;
-    r.placeholder_name = e.backward_names.create_name(fname);
+    r.placeholder_name = names.create_name(fname);
     r.cpu_tensor = new_fw.node(f).tensors_begin;
     r.original = bw.node(p).tensors_begin;
-    placeholder_rel[p] = static_cast<int32_t>(rels.size());
-    rels.push_back(std::move(r));
+    m.placeholder_rel[p] = static_cast<int32_t>(m.rels.size());
+    m.rels.push_back(std::move(r));
   }
-  // Reloads, in placeholder order, before each one's first user.
+  return m;
+}
+
+// An async reload passes sizes and strides as ints; symbolic ones cannot be.
+void check_static_shape(const Graph& bw, const Reloaded& r) {
+  const TensorMeta& orig = *bw.values().tensors(r.original);
+  for (const auto dims : {bw.shape(orig), bw.stride(orig)}) {
+    for (const Dim& d : dims) {
+      if (d.expr != 0) {
+        throw Error(ErrorCode::kUnsupported,
+                    fmt::format("node '{}': an async reload of a tensor with symbolic sizes "
+                                "(torch passes raw SymInts as its size and stride "
+                                "arguments; remat's graphs cannot hold those)",
+                                r.placeholder_name));
+      }
+    }
+  }
+}
+
+// Reloads, in placeholder order, each placed before its placeholder's first
+// user and named in the backward's namespace.
+std::vector<Reloaded> order_reloads(const Graph& bw, Matched matched, bool async, FxNamespace& names) {
   std::vector<Reloaded> ordered;
   for (NodeId id = 0; id < bw.size(); ++id) {
-    if (placeholder_rel[id] < 0) continue;
-    Reloaded r = std::move(rels[placeholder_rel[id]]);
+    if (matched.placeholder_rel[id] < 0) continue;
+    Reloaded r = std::move(matched.rels[matched.placeholder_rel[id]]);
     const auto users = bw.users(id);
     if (users.empty() && async) {
       throw Error(ErrorCode::kInvalidGraph,
@@ -588,25 +626,41 @@ int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reorder
     r.before = users.empty() ? bw.output() : *std::min_element(users.begin(), users.end());
     const std::string reload = replace_all(r.placeholder_name, kCpuOffloadPrefix, kGpuReloadPrefix);
     if (async) {
-      const TensorMeta& orig = *bw.values().tensors(r.original);
-      for (const auto dims : {bw.shape(orig), bw.stride(orig)}) {
-        for (const Dim& d : dims) {
-          if (d.expr != 0) {
-            throw Error(ErrorCode::kUnsupported,
-                        fmt::format("node '{}': an async reload of a tensor with symbolic sizes "
-                                    "(torch passes raw SymInts as its size and stride "
-                                    "arguments; remat's graphs cannot hold those)",
-                                    r.placeholder_name));
-          }
-        }
-      }
-      r.reload_name = e.backward_names.create_name("async_" + reload);
-      r.wait_name = e.backward_names.create_name(reload);
+      check_static_shape(bw, r);
+      r.reload_name = names.create_name("async_" + reload);
+      r.wait_name = names.create_name(reload);
     } else {
-      r.reload_name = e.backward_names.create_name(reload);
+      r.reload_name = names.create_name(reload);
     }
     ordered.push_back(std::move(r));
   }
+  return ordered;
+}
+
+}  // namespace
+
+int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reordered,
+                        const PartitionOptions& options) {
+  const Graph& fw = e.forward;
+  const Graph& bw = e.backward;
+  const std::vector<NodeId> chosen = choose(fw, num_fwd_outputs, options);
+  if (chosen.empty()) return 0;
+  const bool async = options.activation_offload_separate_stream;
+  for (NodeId x : chosen) {
+    if (tensor_value(fw, x) == nullptr) {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("node '{}': marked should_offload, but its value is not a tensor "
+                              "(torch's offloading moves tensors only)",
+                              fw.name(x)));
+    }
+  }
+  std::vector<Offloaded> offs = plan_offloads(fw, chosen, options, e.forward_names);
+  Graph new_fw = rewrite_forward(fw, offs, async);
+
+  // Backward: torch matches forward outputs to backward placeholders by name.
+  if (backward_reordered && some_tangent_used(bw)) e.backward_names = names_of(bw);
+  Matched matched = match_placeholders(new_fw, bw, e.backward_names);
+  const std::vector<Reloaded> ordered = order_reloads(bw, std::move(matched), async, e.backward_names);
   Graph new_bw = rewrite_backward(bw, ordered, async);
 
   if (async && options.activation_offload_sink_wait) new_fw = sink_waits(std::move(new_fw));

@@ -413,123 +413,173 @@ struct BackwardPlan {
   std::vector<Dequant> dequants;     // in torch's processing order
 };
 
-BackwardPlan plan_backward(const Graph& bw, const Graph& new_fw, FxNamespace& names,
-                           const std::vector<Candidate>& chosen, const Graph& old_fw,
-                           const ActivationQuantizationOptions& o) {
-  BackwardPlan plan;
-  std::vector<NodeId> placeholders;
-  for (NodeId id = 0; id < bw.size(); ++id) {
-    if (bw.node(id).kind == NodeKind::kPlaceholder) placeholders.push_back(id);
-  }
-  // By name: the last placeholder (torch's dict keeps the last of equal
-  // names) and the chosen candidate.
-  std::unordered_map<StrId, NodeId> placeholder_by_name;
-  for (NodeId id : placeholders) placeholder_by_name[bw.node(id).name] = id;
-  std::unordered_map<StrId, size_t> chosen_by_name;
-  for (size_t k = 0; k < chosen.size(); ++k) chosen_by_name.try_emplace(old_fw.node(chosen[k].fw).name, k);
-  auto placeholder_named = [&](std::string_view name) {
-    const auto it = placeholder_by_name.find(bw.find_str(name));
-    return it == placeholder_by_name.end() ? kNoNode : it->second;
-  };
-  std::vector<StrId> quant_of_old(bw.size(), 0);  // new name of a replaced placeholder
-
-  // The quantized placeholders, then the scales, in forward-output order.
-  const std::vector<ArgId> items = output_items(new_fw);
-  for (ArgId item : items) {
-    const Arg& a = new_fw.arg(item);
-    if (a.kind != ArgKind::kNode) continue;
-    const std::string_view name = new_fw.name(a.id);
-    if (name.find(kQuantPrefix) == std::string_view::npos) continue;
-    const std::string_view saved = strip_quant_prefix(name);
-    const NodeId old = placeholder_named(saved);
-    const auto c = chosen_by_name.find(bw.find_str(saved));
-    if (old == kNoNode || c == chosen_by_name.end()) {
-      throw Error(ErrorCode::kInvalidGraph,
-                  fmt::format("forward output '{}': FP8 activation quantization finds no "
-                              "quantized backward input '{}' for it",
-                              name, saved));
+// Plans the backward's rewrite in torch's order: the quantized inputs, then
+// the scales, then each dequantization. Names are taken from `names` in
+// that order, as torch creates the nodes.
+class BackwardPlanner {
+ public:
+  BackwardPlanner(const Graph& bw, const Graph& new_fw, FxNamespace& names,
+                  const std::vector<Candidate>& chosen, const Graph& old_fw,
+                  const ActivationQuantizationOptions& o)
+      : bw_(bw), new_fw_(new_fw), names_(names), chosen_(chosen), old_fw_(old_fw), o_(o),
+        quant_of_old_(bw.size(), 0) {
+    for (NodeId id = 0; id < bw.size(); ++id) {
+      if (bw.node(id).kind == NodeKind::kPlaceholder) placeholders_.push_back(id);
     }
-    NewInput in;
-    in.fw = a.id;
-    in.name = fresh_name(names, bw, name);
-    plan.replaced_old.push_back(old);
-    plan.dequant_dtype.push_back(chosen[c->second].dequant_dtype);
-    plan.quant.push_back(in);
-    quant_of_old[old] = in.name;
   }
-  if (o.scale_forward()) {
-    plan.scale_after = placeholders.back();
-    for (size_t k = placeholders.size(); k-- > 0;) {
-      const NodeId id = placeholders[k];
+
+  BackwardPlan run() {
+    const std::vector<ArgId> items = output_items(new_fw_);
+    quant_inputs(items);
+    if (o_.scale_forward()) scale_inputs(items);
+    dequants();
+    return std::move(plan_);
+  }
+
+ private:
+  // The quantized placeholders, in forward-output order, each replacing the
+  // placeholder of the value it quantizes.
+  void quant_inputs(const std::vector<ArgId>& items) {
+    // By name: the last placeholder (torch's dict keeps the last of equal
+    // names) and the chosen candidate.
+    std::unordered_map<StrId, NodeId> placeholder_by_name;
+    for (NodeId id : placeholders_) placeholder_by_name[bw_.node(id).name] = id;
+    std::unordered_map<StrId, size_t> chosen_by_name;
+    for (size_t k = 0; k < chosen_.size(); ++k)
+      chosen_by_name.try_emplace(old_fw_.node(chosen_[k].fw).name, k);
+    for (ArgId item : items) {
+      const Arg& a = new_fw_.arg(item);
+      if (a.kind != ArgKind::kNode) continue;
+      const std::string_view name = new_fw_.name(a.id);
+      if (name.find(kQuantPrefix) == std::string_view::npos) continue;
+      const std::string_view saved = strip_quant_prefix(name);
+      const auto p = placeholder_by_name.find(bw_.find_str(saved));
+      const auto c = chosen_by_name.find(bw_.find_str(saved));
+      if (p == placeholder_by_name.end() || c == chosen_by_name.end()) {
+        throw Error(ErrorCode::kInvalidGraph,
+                    fmt::format("forward output '{}': FP8 activation quantization finds no "
+                                "quantized backward input '{}' for it",
+                                name, saved));
+      }
+      const NodeId old = p->second;
+      NewInput in;
+      in.fw = a.id;
+      in.name = fresh_name(names_, bw_, name);
+      plan_.replaced_old.push_back(old);
+      plan_.dequant_dtype.push_back(chosen_[c->second].dequant_dtype);
+      plan_.quant.push_back(in);
+      quant_of_old_[old] = in.name;
+    }
+  }
+
+  // The scale placeholders, in forward-output order, after the last
+  // placeholder whose target is no tangent.
+  void scale_inputs(const std::vector<ArgId>& items) {
+    plan_.scale_after = placeholders_.back();
+    for (size_t k = placeholders_.size(); k-- > 0;) {
+      const NodeId id = placeholders_[k];
       const std::string_view target =
-          quant_of_old[id] != 0 ? bw.str(quant_of_old[id]) : bw.str(bw.node(id).target);
+          quant_of_old_[id] != 0 ? bw_.str(quant_of_old_[id]) : bw_.str(bw_.node(id).target);
       if (target.find("tangents") == std::string_view::npos) {
-        plan.scale_after = id;
+        plan_.scale_after = id;
         break;
       }
     }
     for (ArgId item : items) {
-      const Arg& a = new_fw.arg(item);
+      const Arg& a = new_fw_.arg(item);
       if (a.kind != ArgKind::kNode) continue;
-      const std::string_view name = new_fw.name(a.id);
+      const std::string_view name = new_fw_.name(a.id);
       if (name.find(kScalePrefix) == std::string_view::npos) continue;
       NewInput in;
       in.fw = a.id;
-      in.name = fresh_name(names, bw, name);
-      plan.scales.push_back(in);
+      in.name = fresh_name(names_, bw_, name);
+      plan_.scales.push_back(in);
     }
   }
 
   // Dequantization, in the new placeholder order (a replaced placeholder
-  // keeps its position). Scale lookups by name: the first old placeholder
-  // (position, id) and the first scale of each name.
-  std::unordered_map<StrId, std::pair<size_t, NodeId>> first_old;
-  std::unordered_map<StrId, size_t> first_scale;
-  size_t after_pos = placeholders.size();
-  for (size_t i = 0; i < placeholders.size(); ++i) {
-    const NodeId p = placeholders[i];
-    first_old.try_emplace(quant_of_old[p] != 0 ? quant_of_old[p] : bw.node(p).name, i, p);
-    if (p == plan.scale_after) after_pos = i;
-  }
-  for (size_t k = 0; k < plan.scales.size(); ++k) first_scale.try_emplace(plan.scales[k].name, k);
-  std::vector<size_t> quant_index(bw.size(), SIZE_MAX);
-  for (size_t k = 0; k < plan.replaced_old.size(); ++k) quant_index[plan.replaced_old[k]] = k;
-  for (NodeId id : placeholders) {
-    const size_t k = quant_index[id];
-    if (k == SIZE_MAX) continue;
-    const std::string_view qname = bw.str(plan.quant[k].name);
-    Dequant d;
-    d.input = k;
-    d.dtype = plan.dequant_dtype[k];
-    if (o.scale_backward()) {
-      const std::string scale_name = std::string(kScalePrefix) + replace_all(qname, kQuantPrefix, "");
-      // The first placeholder of that name, in graph order: the old ones
-      // come first up to scale_after, then the scales, then the rest.
-      const StrId wanted = bw.find_str(scale_name);
-      const auto old = first_old.find(wanted);
-      const auto scale = first_scale.find(wanted);
-      const bool old_first = old != first_old.end() && old->second.first <= after_pos;
-      if (wanted != 0 && (old_first || scale == first_scale.end()) && old != first_old.end()) {
-        d.anchor_old = d.scale_old = old->second.second;
-      } else if (wanted != 0 && scale != first_scale.end()) {
-        d.anchor_scale = d.scale = scale->second;
+  // keeps its position).
+  void dequants() {
+    std::vector<size_t> quant_index(bw_.size(), SIZE_MAX);
+    for (size_t k = 0; k < plan_.replaced_old.size(); ++k) quant_index[plan_.replaced_old[k]] = k;
+    const ScaleLookup scales = scale_lookup();
+    for (NodeId id : placeholders_) {
+      const size_t k = quant_index[id];
+      if (k == SIZE_MAX) continue;
+      const std::string_view qname = bw_.str(plan_.quant[k].name);
+      Dequant d;
+      d.input = k;
+      d.dtype = plan_.dequant_dtype[k];
+      if (o_.scale_backward()) {
+        find_scale(scales, qname, d);
+        for (const char* n : {"convert_element_type_default", "div_tensor",
+                              "convert_element_type_default"}) {
+          d.names.push_back(fresh_name(names_, bw_, n));
+        }
       } else {
-        throw Error(ErrorCode::kInvalidGraph,
-                    fmt::format("backward input '{}': FP8 activation quantization finds no "
-                                "scale input '{}' (torch raises StopIteration)",
-                                qname, scale_name));
+        d.anchor_old = id;
+        d.names.push_back(fresh_name(names_, bw_, fmt::format("dequant_{}", qname)));
       }
-      for (const char* n : {"convert_element_type_default", "div_tensor",
-                            "convert_element_type_default"}) {
-        d.names.push_back(fresh_name(names, bw, n));
-      }
-    } else {
-      d.anchor_old = id;
-      d.names.push_back(fresh_name(names, bw, fmt::format("dequant_{}", qname)));
+      plan_.dequants.push_back(std::move(d));
     }
-    plan.dequants.push_back(std::move(d));
   }
-  return plan;
+
+  // Scale lookups by name: the first old placeholder (position, id) and the
+  // first scale of each name, and the position the scales follow.
+  struct ScaleLookup {
+    std::unordered_map<StrId, std::pair<size_t, NodeId>> first_old;
+    std::unordered_map<StrId, size_t> first_scale;
+    size_t after_pos = 0;
+  };
+
+  ScaleLookup scale_lookup() const {
+    ScaleLookup l;
+    l.after_pos = placeholders_.size();
+    for (size_t i = 0; i < placeholders_.size(); ++i) {
+      const NodeId p = placeholders_[i];
+      l.first_old.try_emplace(quant_of_old_[p] != 0 ? quant_of_old_[p] : bw_.node(p).name, i, p);
+      if (p == plan_.scale_after) l.after_pos = i;
+    }
+    for (size_t k = 0; k < plan_.scales.size(); ++k) l.first_scale.try_emplace(plan_.scales[k].name, k);
+    return l;
+  }
+
+  // The scale the dequantization of `qname` divides by: the first
+  // placeholder of that name, in graph order (the old ones come first up to
+  // scale_after, then the scales, then the rest).
+  void find_scale(const ScaleLookup& l, std::string_view qname, Dequant& d) const {
+    const std::string scale_name = std::string(kScalePrefix) + replace_all(qname, kQuantPrefix, "");
+    const StrId wanted = bw_.find_str(scale_name);
+    const auto old = l.first_old.find(wanted);
+    const auto scale = l.first_scale.find(wanted);
+    const bool old_first = old != l.first_old.end() && old->second.first <= l.after_pos;
+    if (wanted != 0 && (old_first || scale == l.first_scale.end()) && old != l.first_old.end()) {
+      d.anchor_old = d.scale_old = old->second.second;
+    } else if (wanted != 0 && scale != l.first_scale.end()) {
+      d.anchor_scale = d.scale = scale->second;
+    } else {
+      throw Error(ErrorCode::kInvalidGraph,
+                  fmt::format("backward input '{}': FP8 activation quantization finds no "
+                              "scale input '{}' (torch raises StopIteration)",
+                              qname, scale_name));
+    }
+  }
+
+  const Graph& bw_;
+  const Graph& new_fw_;
+  FxNamespace& names_;
+  const std::vector<Candidate>& chosen_;
+  const Graph& old_fw_;
+  const ActivationQuantizationOptions& o_;
+  std::vector<NodeId> placeholders_;
+  std::vector<StrId> quant_of_old_;  // new name of a replaced placeholder
+  BackwardPlan plan_;
+};
+
+BackwardPlan plan_backward(const Graph& bw, const Graph& new_fw, FxNamespace& names,
+                           const std::vector<Candidate>& chosen, const Graph& old_fw,
+                           const ActivationQuantizationOptions& o) {
+  return BackwardPlanner(bw, new_fw, names, chosen, old_fw, o).run();
 }
 
 // quantize_activation_bw, after perform_fp8_activation_quantization's
@@ -621,8 +671,7 @@ std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
 
   const Graph& fw = e.forward;
   const std::string_view quant_type = canonical_dtype(options.quant_type);
-  double lo = 0, hi = 0;
-  float_range(quant_type, lo, hi);  // validate() checked it exists
+  const auto [lo, hi] = float_range(quant_type).value();  // validate() checked it exists
   StringPool& pool = *fw.shared_strings();
   const Dtypes dt{pool.intern("float32"), pool.intern("float64"), pool.intern(quant_type),
                   dtype_itemsize(quant_type)};

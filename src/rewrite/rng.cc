@@ -262,6 +262,86 @@ NodeId last_placeholder(const Graph& g, const char* which) {
 // The forward: graph-safe generator inputs after its last placeholder,
 // each random op replaced in place, CPU-style states before the trailing
 // sym outputs. `output_name` is empty when no state is added.
+// The ops the forward's rewrite calls.
+struct RngOps {
+  OpId run_and_save = kNoOp, graphsafe_run = kNoOp, getitem = kNoOp;
+};
+
+// The forward's side of an eager pair: run_and_save_rng_state(target,
+// *args, **kwargs) in place of node `id`, then getitem 0 (the state, a
+// new tensor of `state_storage`) and getitem 1 (the value, with the op's
+// meta). Returns the state's and the value's nodes.
+struct RunAndSave {
+  NodeId state = kNoNode, value = kNoNode;
+};
+
+RunAndSave add_run_and_save(const Graph& fw, NodeCopier& copier, GraphBuilder& b, const RngOps& ops,
+                            NodeId id, const Pair& p, const std::vector<NodeId>& remap,
+                            int64_t state_storage) {
+  Node rs = created_call(b, p.fw_run, ops.run_and_save, "higher_order.run_and_save_rng_state");
+  rs.args = b.begin(ArgKind::kTuple);
+  Arg target;
+  target.kind = ArgKind::kTarget;
+  target.id = copier.str(fw.node(id).target);
+  b.leaf(target);
+  copy_positional(fw, copier, id, remap);
+  b.end(rs.args);
+  rs.kwargs = copy_kwargs(fw, copier, b, id, remap);
+  const NodeId rs_id = b.add_node(rs);
+
+  RunAndSave out;
+  for (int index = 0; index < 2; ++index) {
+    Node gi = created_call(b, index == 0 ? p.state : p.value, ops.getitem, "operator.getitem");
+    if (index == 0) {
+      set_rng_state_value(b, gi, p.state_bytes, state_storage);
+    } else {
+      copier.copy_value(id, gi);  // the op's meta, under the new name
+      gi.name = b.intern(p.value);
+      gi.kind = NodeKind::kCallFunction;
+      gi.target = b.intern("operator.getitem");
+      gi.op = ops.getitem;
+      gi.origin = kCreatedNode;
+    }
+    gi.args = b.begin(ArgKind::kTuple);
+    leaf_node(b, rs_id);
+    Arg i;
+    i.kind = ArgKind::kInt;
+    i.i = index;
+    b.leaf(i);
+    b.end(gi.args);
+    gi.kwargs = empty(b, ArgKind::kDict);
+    (index == 0 ? out.state : out.value) = b.add_node(gi);
+  }
+  return out;
+}
+
+// The forward's new output node `output_name` in place of node `id`: the
+// RNG states go before the trailing `num_sym_nodes` sym nodes.
+void add_output_with_states(const Graph& fw, NodeCopier& copier, GraphBuilder& b, NodeId id,
+                            const std::string& output_name, size_t num_sym_nodes,
+                            const std::vector<NodeId>& states, const std::vector<NodeId>& remap) {
+  const Node& src = fw.node(id);
+  Node out;
+  copier.copy_value(id, out);
+  out.name = b.intern(output_name);
+  out.origin = joint_id(fw, id);
+  std::vector<ArgId> items;
+  if (src.args != kNoArg) {
+    std::vector<ArgId> top = fw.children(src.args);
+    if (!top.empty()) items = fw.children(top[0]);
+  }
+  const size_t split = items.size() >= num_sym_nodes ? items.size() - num_sym_nodes : 0;
+  out.args = b.begin(ArgKind::kTuple);
+  const ArgId values = b.begin(ArgKind::kTuple);
+  for (size_t k = 0; k < split; ++k) copier.copy_args(items[k], remap);
+  for (NodeId s : states) leaf_node(b, s);
+  for (size_t k = split; k < items.size(); ++k) copier.copy_args(items[k], remap);
+  b.end(values);
+  b.end(out.args);
+  out.kwargs = empty(b, ArgKind::kDict);
+  b.add_node(out);
+}
+
 Graph rewrite_forward(const Graph& fw, const std::vector<Pair>& pairs, size_t num_sym_nodes,
                       const std::string& output_name) {
   const size_t n = fw.size();
@@ -275,95 +355,40 @@ Graph rewrite_forward(const Graph& fw, const std::vector<Pair>& pairs, size_t nu
   std::vector<NodeId> remap(n, kNoNode);
   std::vector<NodeId> generators(pairs.size(), kNoNode);
   std::vector<NodeId> states;
-  OpId run_and_save = kNoOp, graphsafe_run = kNoOp, getitem = kNoOp;
+  RngOps ops;
   for (const Pair& p : pairs) {
-    if (p.graphsafe && graphsafe_run == kNoOp) {
-      graphsafe_run = op_in(fw, copier, b, "higher_order.graphsafe_run_with_rng_state");
+    if (p.graphsafe && ops.graphsafe_run == kNoOp) {
+      ops.graphsafe_run = op_in(fw, copier, b, "higher_order.graphsafe_run_with_rng_state");
     }
-    if (!p.graphsafe && run_and_save == kNoOp) {
-      run_and_save = op_in(fw, copier, b, "higher_order.run_and_save_rng_state");
-      getitem = op_in(fw, copier, b, "operator.getitem");
+    if (!p.graphsafe && ops.run_and_save == kNoOp) {
+      ops.run_and_save = op_in(fw, copier, b, "higher_order.run_and_save_rng_state");
+      ops.getitem = op_in(fw, copier, b, "operator.getitem");
     }
   }
   for (NodeId id = 0; id < n; ++id) {
-    const Node& src = fw.node(id);
-    if (pair_of[id] != kNone32 && pairs[pair_of[id]].graphsafe) {
-      const Pair& p = pairs[pair_of[id]];
-      remap[id] = add_graphsafe_run(fw, copier, b, graphsafe_run, id, p.fw_run, remap,
-                                    generators[pair_of[id]]);
-      continue;
-    }
     if (pair_of[id] != kNone32) {
       const Pair& p = pairs[pair_of[id]];
-      Node rs = created_call(b, p.fw_run, run_and_save, "higher_order.run_and_save_rng_state");
-      rs.args = b.begin(ArgKind::kTuple);
-      Arg target;
-      target.kind = ArgKind::kTarget;
-      target.id = copier.str(src.target);
-      b.leaf(target);
-      copy_positional(fw, copier, id, remap);
-      b.end(rs.args);
-      rs.kwargs = copy_kwargs(fw, copier, b, id, remap);
-      const NodeId rs_id = b.add_node(rs);
-
-      for (int index = 0; index < 2; ++index) {
-        Node gi = created_call(b, index == 0 ? p.state : p.value, getitem, "operator.getitem");
-        if (index == 0) {
-          set_rng_state_value(b, gi, p.state_bytes, storage++);
-        } else {
-          copier.copy_value(id, gi);  // the op's meta, under the new name
-          gi.name = b.intern(p.value);
-          gi.kind = NodeKind::kCallFunction;
-          gi.target = b.intern("operator.getitem");
-          gi.op = getitem;
-          gi.origin = kCreatedNode;
-        }
-        gi.args = b.begin(ArgKind::kTuple);
-        leaf_node(b, rs_id);
-        Arg i;
-        i.kind = ArgKind::kInt;
-        i.i = index;
-        b.leaf(i);
-        b.end(gi.args);
-        gi.kwargs = empty(b, ArgKind::kDict);
-        const NodeId made = b.add_node(gi);
-        if (index == 0) states.push_back(made);
-        else remap[id] = made;
+      if (p.graphsafe) {
+        remap[id] = add_graphsafe_run(fw, copier, b, ops.graphsafe_run, id, p.fw_run, remap,
+                                      generators[pair_of[id]]);
+      } else {
+        const RunAndSave made = add_run_and_save(fw, copier, b, ops, id, p, remap, storage++);
+        states.push_back(made.state);
+        remap[id] = made.value;
       }
       continue;
     }
-    if (src.kind != NodeKind::kOutput || output_name.empty()) {
-      remap[id] = copier.copy(id, remap);
-      if (id == last_input) {
-        for (size_t k = 0; k < pairs.size(); ++k) {
-          if (!pairs[k].graphsafe) continue;
-          generators[k] = add_generator_placeholder(b, pairs[k].fw_input,
-                                                    fmt::format("fwd_rng_state_{}", k),
-                                                    pairs[k].device);
-        }
-      }
+    if (fw.node(id).kind == NodeKind::kOutput && !output_name.empty()) {
+      add_output_with_states(fw, copier, b, id, output_name, num_sym_nodes, states, remap);
       continue;
     }
-    // The new output: the states go before the trailing sym nodes.
-    Node out;
-    copier.copy_value(id, out);
-    out.name = b.intern(output_name);
-    out.origin = joint_id(fw, id);
-    std::vector<ArgId> items;
-    if (src.args != kNoArg) {
-      std::vector<ArgId> top = fw.children(src.args);
-      if (!top.empty()) items = fw.children(top[0]);
+    remap[id] = copier.copy(id, remap);
+    if (id != last_input) continue;
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      if (!pairs[k].graphsafe) continue;
+      generators[k] = add_generator_placeholder(b, pairs[k].fw_input,
+                                                fmt::format("fwd_rng_state_{}", k), pairs[k].device);
     }
-    const size_t split = items.size() >= num_sym_nodes ? items.size() - num_sym_nodes : 0;
-    out.args = b.begin(ArgKind::kTuple);
-    const ArgId values = b.begin(ArgKind::kTuple);
-    for (size_t k = 0; k < split; ++k) copier.copy_args(items[k], remap);
-    for (NodeId s : states) leaf_node(b, s);
-    for (size_t k = split; k < items.size(); ++k) copier.copy_args(items[k], remap);
-    b.end(values);
-    b.end(out.args);
-    out.kwargs = empty(b, ArgKind::kDict);
-    b.add_node(out);
   }
   return b.finish();
 }

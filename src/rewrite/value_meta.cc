@@ -120,25 +120,28 @@ std::vector<int64_t> broadcast_strides(const TensorValue& x, const std::vector<D
 std::vector<size_t> physical_order(const std::vector<Dim>& shape,
                                    const std::vector<std::vector<int64_t>>& strides) {
   const size_t n = shape.size();
+  // torch's should_swap answers -1 (a stays inside b: stop), 1 (swap) or 0
+  // (no stride decides: look further out).
+  enum class Order { kKeep, kSwap, kUndecided };
   auto should_swap = [&](size_t a, size_t b) {
     for (const std::vector<int64_t>& s : strides) {
       if (s[a] == 0 || s[b] == 0) continue;
-      if (s[a] < s[b]) return -1;
-      if (s[a] > s[b]) return 1;
-      if (shape[a].value > shape[b].value) return 1;
+      if (s[a] < s[b]) return Order::kKeep;
+      if (s[a] > s[b]) return Order::kSwap;
+      if (shape[a].value > shape[b].value) return Order::kSwap;
     }
-    return 0;
+    return Order::kUndecided;
   };
   std::vector<size_t> perm(n);  // innermost first while sorting
   for (size_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
   for (size_t i = 1; i < n; ++i) {
     size_t dim1 = i;
     for (size_t dim0 = i; dim0-- > 0;) {
-      const int c = should_swap(perm[dim0], perm[dim1]);
-      if (c > 0) {
+      const Order c = should_swap(perm[dim0], perm[dim1]);
+      if (c == Order::kSwap) {
         std::swap(perm[dim0], perm[dim1]);
         dim1 = dim0;
-      } else if (c < 0) {
+      } else if (c == Order::kKeep) {
         break;
       }
     }

@@ -13,14 +13,16 @@
 // storage unless a test shares one (`t.alias(view, base)`).
 #pragma once
 
+#include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "extract/extract.h"
 #include "remat/graph.h"
 #include "remat/partition.h"
 #include "remat/ops.h"
@@ -361,6 +363,60 @@ inline std::vector<std::string> node_names(const Graph& g) {
   out.reserve(g.size());
   for (NodeId id = 0; id < g.size(); ++id) out.emplace_back(g.name(id));
   return out;
+}
+
+// The values of a graph's output node, in order: node names, "None" where a
+// position holds no node.
+inline std::vector<std::string> output_names(const Graph& g) {
+  std::vector<std::string> out;
+  const ArgId values = g.children(g.node(g.output()).args).at(0);
+  for (ArgId c : g.children(values)) {
+    const Arg& a = g.arg(c);
+    out.push_back(a.kind == ArgKind::kNode ? std::string(g.name(a.id)) : "None");
+  }
+  return out;
+}
+
+// One argument, printed as the rewrite tests compare it: a node's name,
+// numbers (floats in their shortest form), True/False, "torch.DTYPE",
+// "device:D", "target:T", lists as "[a,b]", any other kind by its name.
+inline std::string arg_text(const Graph& g, ArgId id) {
+  const Arg& a = g.arg(id);
+  switch (a.kind) {
+    case ArgKind::kNode: return std::string(g.name(a.id));
+    case ArgKind::kInt: return std::to_string(a.i);
+    case ArgKind::kBool: return a.i ? "True" : "False";
+    case ArgKind::kDtype: return "torch." + std::string(g.str(a.id));
+    case ArgKind::kDevice: return "device:" + std::string(g.str(a.id));
+    case ArgKind::kTarget: return "target:" + std::string(g.str(a.id));
+    case ArgKind::kFloat: {
+      char buf[32];
+      const auto r = std::to_chars(buf, buf + sizeof buf, a.f);
+      return std::string(buf, r.ptr);
+    }
+    case ArgKind::kList: {
+      std::string items;
+      for (ArgId c : g.children(id)) items += (items.empty() ? "" : ",") + arg_text(g, c);
+      return "[" + items + "]";
+    }
+    default: return arg_kind_name(a.kind);
+  }
+}
+
+// A node's positional args, one text per position (arg_text).
+inline std::vector<std::string> arg_texts(const Graph& g, NodeId id) {
+  std::vector<std::string> out;
+  for (ArgId c : g.children(g.node(id).args)) out.push_back(arg_text(g, c));
+  return out;
+}
+
+// The forward and backward graphs extracted from joint graph `g` with
+// `saved` as the saved values, the way the partitioners extract them: the
+// setup of the rewrite tests, which then run one rewrite on the result.
+inline Extracted extract_saving(const Graph& g, std::vector<NodeId> saved, int num_fwd_outputs = 1) {
+  SavedSets sets;
+  sets.saved_values = std::move(saved);
+  return extract_fwd_bwd(g, sets, num_fwd_outputs, PartitionOptions{});
 }
 
 // The names of a partition's saved values, in order.

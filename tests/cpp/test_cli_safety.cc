@@ -21,6 +21,7 @@
 #include "cli_runner.h"
 #include "graph_fixture.h"
 #include "remat/io.h"
+#include "temp_dir.h"
 
 extern char** environ;
 
@@ -29,36 +30,16 @@ namespace {
 
 using testing::CliRun;
 using testing::remat;
+using testing::has;
 using testing::slurp;
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+// Each test's scratch directory, under a name that says which file made it.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("remat_cli_safety") {}
+};
 
 const std::string kExamples = REMAT_EXAMPLES_DIR;
 const std::string kTiny = kExamples + "/tiny.json";
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/remat_cli_safety_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    path_ = d != nullptr ? d : "";
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    if (DIR* d = opendir(path_.c_str())) {
-      while (dirent* e = readdir(d)) {
-        if (e->d_name[0] != '.') out.emplace_back(e->d_name);
-      }
-      closedir(d);
-    }
-    return out;
-  }
-
- private:
-  std::string path_;
-};
 
 // --- messages ---------------------------------------------------------------------
 

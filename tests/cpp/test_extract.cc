@@ -334,41 +334,5 @@ TEST(ExtractTest, DeadCollectivesGoOtherNodesStay) {
   EXPECT_EQ(out.node(1).origin, 3u);  // sin
 }
 
-// The pipeline's stage times split the engine time exactly, in order.
-TEST(PipelineTest, StagesSplitTheEngineTime) {
-  JointGraph j;
-  j.graph = mlp().g;
-  j.num_fwd_outputs = 1;
-  const PartitionResult r = min_cut_rematerialization_partition(j, PartitionOptions{});
-  Names stages;
-  double total = 0;
-  for (const StageTime& t : r.stages) {
-    stages.push_back(t.stage);
-    EXPECT_GE(t.seconds, 0) << t.stage;
-    total += t.seconds;
-  }
-  EXPECT_EQ(stages, (Names{"prepare", "classify", "decide", "extract", "reorder", "getitems",
-                           "report", "memory"}));
-  EXPECT_NEAR(total, r.seconds, 1e-9);
-}
-
-// Handed from the min-cut to the default partitioner (the backward needs
-// nothing), each stage is still reported once.
-TEST(PipelineTest, StagesRunTwiceAreReportedOnce) {
-  TestGraph t;
-  Ref p1 = t.placeholder("primals_1", {4});
-  Ref sin = t.call("aten.sin.default", {p1}, {4});
-  t.output({A::tuple({sin})});
-  JointGraph j;
-  j.graph = t.build();
-  j.num_fwd_outputs = 1;
-  const PartitionResult r = min_cut_rematerialization_partition(j, PartitionOptions{});
-  EXPECT_EQ(r.partitioner, "default");
-  Names stages;
-  for (const StageTime& st : r.stages) stages.push_back(st.stage);
-  EXPECT_EQ(stages, (Names{"prepare", "classify", "decide", "extract", "getitems", "report",
-                           "memory"}));
-}
-
 }  // namespace
 }  // namespace remat

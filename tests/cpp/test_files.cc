@@ -19,37 +19,17 @@
 #include "graph_fixture.h"
 #include "remat/error.h"
 #include "remat/io.h"
+#include "temp_dir.h"
 
 namespace remat {
 namespace {
 
+using testing::has;
 using testing::slurp;
 
-// A fresh directory, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/remat_files_test_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    path_ = d != nullptr ? d : "";
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-  // Names in the directory, '.' entries aside.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    if (DIR* d = opendir(path_.c_str())) {
-      while (dirent* e = readdir(d)) {
-        if (e->d_name[0] != '.') out.emplace_back(e->d_name);
-      }
-      closedir(d);
-    }
-    return out;
-  }
-
- private:
-  std::string path_;
+// Each test's scratch directory, under a name that says which file made it.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("remat_files_test") {}
 };
 
 std::string error_of(const std::function<void()>& f) {
@@ -62,8 +42,6 @@ std::string error_of(const std::function<void()>& f) {
   ADD_FAILURE() << "no error";
   return "";
 }
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 mode_t mode_of(const std::string& path) {
   struct stat st {};

@@ -21,33 +21,12 @@ using testing::TestGraph;
 using Names = std::vector<std::string>;
 
 Names names(const Graph& g) { return testing::node_names(g); }
+Names outputs(const Graph& g) { return testing::output_names(g); }
 
-Names outputs(const Graph& g) {
-  Names out;
-  const ArgId values = g.children(g.node(g.output()).args).at(0);
-  for (ArgId c : g.children(values)) out.emplace_back(g.name(g.arg(c).id));
-  return out;
-}
-
-// A node's args, printed: node names, ints, devices, lists.
+// A node's args on one line, as the expectations below spell them.
 std::string args(const Graph& g, NodeId id) {
   std::string out;
-  for (ArgId c : g.children(g.node(id).args)) {
-    const Arg& a = g.arg(c);
-    if (!out.empty()) out += ", ";
-    switch (a.kind) {
-      case ArgKind::kNode: out += g.name(a.id); break;
-      case ArgKind::kDevice: out += "device:" + std::string(g.str(a.id)); break;
-      case ArgKind::kList: {
-        out += "[";
-        std::string items;
-        for (ArgId i : g.children(c)) items += (items.empty() ? "" : ",") + std::to_string(g.arg(i).i);
-        out += items + "]";
-        break;
-      }
-      default: out += arg_kind_name(a.kind); break;
-    }
-  }
+  for (const std::string& a : testing::arg_texts(g, id)) out += (out.empty() ? "" : ", ") + a;
   return out;
 }
 

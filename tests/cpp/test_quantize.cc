@@ -5,8 +5,6 @@
 // suite (tests/python/test_fp8_quantization.py) checks the same live.
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
 #include <string>
 #include <vector>
 
@@ -26,32 +24,8 @@ using testing::TestGraph;
 using Names = std::vector<std::string>;
 
 Names names(const Graph& g) { return testing::node_names(g); }
-
-Names outputs(const Graph& g) {
-  Names out;
-  const ArgId values = g.children(g.node(g.output()).args).at(0);
-  for (ArgId c : g.children(values)) {
-    const Arg& a = g.arg(c);
-    out.push_back(a.kind == ArgKind::kNode ? std::string(g.name(a.id)) : "None");
-  }
-  return out;
-}
-
-Names args(const Graph& g, NodeId id) {
-  Names out;
-  for (ArgId c : g.children(g.node(id).args)) {
-    const Arg& a = g.arg(c);
-    switch (a.kind) {
-      case ArgKind::kNode: out.emplace_back(g.name(a.id)); break;
-      case ArgKind::kFloat: out.push_back(fmt::format("{}", a.f)); break;
-      case ArgKind::kBool: out.push_back(a.i ? "True" : "False"); break;
-      case ArgKind::kDtype: out.push_back("torch." + std::string(g.str(a.id))); break;
-      case ArgKind::kList: out.push_back("list"); break;
-      default: out.push_back(arg_kind_name(a.kind)); break;
-    }
-  }
-  return out;
-}
+Names outputs(const Graph& g) { return testing::output_names(g); }
+Names args(const Graph& g, NodeId id) { return testing::arg_texts(g, id); }
 
 std::string dtype(const Graph& g, std::string_view node) {
   return std::string(g.str(g.tensors(g.find(node))[0].dtype));
@@ -100,11 +74,7 @@ Case bf16_case(bool symbolic_relu = false) {
   return c;
 }
 
-Extracted extract(const Case& c) {
-  SavedSets saved;
-  saved.saved_values = {c.relu.id, c.p1.id, c.p2.id};
-  return extract_fwd_bwd(c.g, saved, 1, PartitionOptions{});
-}
+Extracted extract(const Case& c) { return testing::extract_saving(c.g, {c.relu.id, c.p1.id, c.p2.id}); }
 
 ActivationQuantizationOptions small_bf16() {
   ActivationQuantizationOptions o;
@@ -146,7 +116,7 @@ TEST(QuantizeTest, ChainsFollowTheirSavedValueAndAreNamedInOutputOrder) {
   const auto relu_at = std::find(all.begin(), all.end(), "relu") - all.begin();
   EXPECT_EQ(Names(all.begin() + relu_at + 1, all.begin() + relu_at + 13), kChain1);
 
-  EXPECT_EQ(args(fw, fw.find("amax_default")), (Names{"abs_default", "list", "True"}));
+  EXPECT_EQ(args(fw, fw.find("amax_default")), (Names{"abs_default", "[-1]", "True"}));
   EXPECT_EQ(args(fw, fw.find("convert_element_type_default")),
             (Names{"amax_default", "torch.float64"}));
   EXPECT_EQ(args(fw, fw.find("clamp_min_default")),
@@ -292,9 +262,7 @@ TEST(QuantizeTest, ANonNodeForwardOutputIsAnError) {
   Ref m = t.call("aten.mul.Tensor", {t1, relu}, {4, 8});
   t.output({A::tuple({relu, nullptr, m})});
   const Graph g = t.build();
-  SavedSets saved;
-  saved.saved_values = {relu.id};
-  Extracted e = extract_fwd_bwd(g, saved, 2, PartitionOptions{});
+  Extracted e = testing::extract_saving(g, {relu.id}, 2);
   ActivationQuantizationOptions o = small_bf16();
   o.allowed_dtypes = {"float32"};
   std::vector<uint8_t> none(g.size(), 0);

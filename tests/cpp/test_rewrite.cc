@@ -22,31 +22,8 @@ using testing::TestGraph;
 using Names = std::vector<std::string>;
 
 Names names(const Graph& g) { return testing::node_names(g); }
-
-Names outputs(const Graph& g) {
-  Names out;
-  const ArgId values = g.children(g.node(g.output()).args).at(0);
-  for (ArgId c : g.children(values)) {
-    const Arg& a = g.arg(c);
-    out.push_back(a.kind == ArgKind::kNode ? std::string(g.name(a.id)) : "None");
-  }
-  return out;
-}
-
-// The args of a node, printed: node names, ints, targets.
-Names args(const Graph& g, NodeId id) {
-  Names out;
-  for (ArgId c : g.children(g.node(id).args)) {
-    const Arg& a = g.arg(c);
-    switch (a.kind) {
-      case ArgKind::kNode: out.emplace_back(g.name(a.id)); break;
-      case ArgKind::kInt: out.push_back(std::to_string(a.i)); break;
-      case ArgKind::kTarget: out.push_back("target:" + std::string(g.str(a.id))); break;
-      default: out.push_back(arg_kind_name(a.kind)); break;
-    }
-  }
-  return out;
-}
+Names outputs(const Graph& g) { return testing::output_names(g); }
+Names args(const Graph& g, NodeId id) { return testing::arg_texts(g, id); }
 
 // torch: x -> rand_like (MUST_RECOMPUTE) -> mul -> sin -> cos, with its
 // backward; saved values primals_1 and sin, so rand_like is replayed.
@@ -78,11 +55,7 @@ RngCase rng_case() {
   return c;
 }
 
-Extracted extract(const RngCase& c) {
-  SavedSets saved;
-  saved.saved_values = {c.p1.id, c.sin.id};
-  return extract_fwd_bwd(c.g, saved, 1, PartitionOptions{});
-}
+Extracted extract(const RngCase& c) { return testing::extract_saving(c.g, {c.p1.id, c.sin.id}); }
 
 TEST(RewriteTest, RngOpsAreFunctionalized) {
   RngCase c = rng_case();
@@ -155,10 +128,8 @@ TEST(RewriteTest, RngNeedsATangentPlaceholder) {
 
 TEST(RewriteTest, RngOpsOnlyInOneGraphAreLeftAlone) {
   RngCase c = rng_case();
-  SavedSets saved;
   // Saving the random value itself keeps it out of the backward.
-  saved.saved_values = {c.p1.id, c.sin.id, c.g.find("rand_like")};
-  Extracted e = extract_fwd_bwd(c.g, saved, 1, PartitionOptions{});
+  Extracted e = testing::extract_saving(c.g, {c.p1.id, c.sin.id, c.g.find("rand_like")});
   const Names fw = names(e.forward);
   EXPECT_EQ(functionalize_rng_ops(c.g, e), 0);
   EXPECT_EQ(names(e.forward), fw);

@@ -180,16 +180,12 @@ def _values(doc: dict, fake_mode: Any) -> dict:
 
 def _meta(nd: dict, vals: dict) -> dict:
     from torch.fx.passes.shape_prop import _extract_tensor_metadata
-    from torch.utils.checkpoint import CheckpointPolicy
 
-    meta: dict[str, Any] = {}
-    m = nd.get("meta") or {}
-    if "recompute" in m:
-        meta["recompute"] = CheckpointPolicy[m["recompute"]]
-    for key in ("ac_graph_id", "partitioner_tag", "has_backward_hook",
-                "saved_tensor_with_no_vc_check", "memory_budget"):
-        if key in m:
-            meta[key] = m[key]
+    from remat.torch._json_to_fx import _partitioner_keys_from_doc
+
+    # The partitioner's keys as the importer reads them; "val" from the
+    # document's shared fake values instead of the importer's own.
+    meta = _partitioner_keys_from_doc(nd.get("meta") or {})
     if "val" in nd:
         meta["val"] = vals[nd["name"]]
     if nd.get("tensor_meta"):
@@ -199,7 +195,7 @@ def _meta(nd: dict, vals: dict) -> dict:
 
 
 def _graph(nodes: list[dict], vals: dict) -> fx.Graph:
-    from remat.torch._import import _build_graph
+    from remat.torch._json_to_fx import _build_graph
 
     with capture_tool().cuda_stand_ins():  # the importer's own meta makes generators
         graph = _build_graph(nodes, None, None, match_by_name=False)

@@ -202,7 +202,7 @@ def test_plain_callable_solver(remat_torch):
 def test_engine_hooks_directly(remat_torch):
     """remat.partition's own hooks: the C++ calling convention, joint ids."""
     import remat
-    from remat.torch._export import export_joint_graph
+    from remat.torch._fx_to_json import export_joint_graph
 
     cap = captured_graphs("mlp_gelu_d3")[0]
     joint = cap.fresh_joint()

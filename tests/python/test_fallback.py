@@ -26,7 +26,7 @@ from corpus import CASES_BY_NAME, captured_graphs, run_partition
 from corpus.capture import loss_of
 
 remat_torch = pytest.importorskip("remat.torch")
-from remat.torch import _dropin, _export  # noqa: E402
+from remat.torch import _dropin, _fx_to_json  # noqa: E402
 
 
 def _raise(exc: Exception):
@@ -45,14 +45,14 @@ def _bad_record(self, n):
     return record
 
 
-original_node = _export._Exporter.node
+original_node = _fx_to_json._Exporter.node
 
 # step -> (what to patch, replacement, exception type expected as __cause__)
 INJECTIONS = {
     "options": (lambda mp: mp.setattr(_dropin, "options_from_torch", _raise(KeyError("cse"))), KeyError),
-    "export": (lambda mp: mp.setattr(_export._Exporter, "value", _raise(TypeError("not serializable"))),
+    "export": (lambda mp: mp.setattr(_fx_to_json._Exporter, "value", _raise(TypeError("not serializable"))),
                TypeError),
-    "export_serialize": (lambda mp: mp.setattr(_export._Exporter, "node", _bad_record), TypeError),
+    "export_serialize": (lambda mp: mp.setattr(_fx_to_json._Exporter, "node", _bad_record), TypeError),
     "engine": (lambda mp: mp.setattr(remat, "partition", _raise(IndexError("engine broke"))), IndexError),
     "import": (lambda mp: mp.setattr(_dropin, "import_result", _raise(ValueError("bad result"))),
                ValueError),
@@ -77,7 +77,7 @@ def test_every_failure_is_a_drop_in_error_naming_its_step(injection, monkeypatch
 
 def test_export_failure_names_the_node(monkeypatch):
     cap = captured_graphs("mlp_gelu_d3")[0]
-    monkeypatch.setattr(_export._Exporter, "value", _raise(TypeError("not serializable")))
+    monkeypatch.setattr(_fx_to_json._Exporter, "value", _raise(TypeError("not serializable")))
     with pytest.raises(remat.DropInError) as info:
         run_partition(remat_torch.min_cut_rematerialization_partition, cap)
     first = next(iter(cap.joint_module.graph.nodes)).name

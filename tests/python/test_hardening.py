@@ -60,7 +60,7 @@ def test_python_results_carry_timings():
 
 def test_num_fwd_outputs_must_be_an_int():
     torch = pytest.importorskip("torch")
-    from remat.torch._export import export_joint_graph
+    from remat.torch._fx_to_json import export_joint_graph
 
     gm = torch.fx.symbolic_trace(lambda x: (x.relu(),))
     assert export_joint_graph(gm, 1)["num_fwd_outputs"] == 1

@@ -68,7 +68,7 @@ def train_step(partition_fn=None) -> dict:
 
 def recording(partition_fn, sink: list):
     def fn(joint, inputs, **kwargs):
-        from remat.torch._export import _mutated_inputs
+        from remat.torch._fx_to_json import _mutated_inputs
 
         sink.append(_mutated_inputs(joint.graph))
         fw, bw = partition_fn(joint, inputs, **kwargs)

@@ -120,7 +120,7 @@ def test_bodies_are_exported_and_survive_a_round_trip():
 
     import orjson
 
-    from remat.torch._export import export_joint_graph
+    from remat.torch._fx_to_json import export_joint_graph
 
     cap = captured_graphs("mlp_gelu_d3")[0]
     joint = _joint(CASES["nested_two_deep"], cap)

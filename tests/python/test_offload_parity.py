@@ -107,7 +107,7 @@ def _bench_patched():
 
 
 def _run(fn, doc: dict, config: dict):
-    from remat.torch._import import import_graph
+    from remat.torch._json_to_fx import import_graph
 
     gm = import_graph(doc)
     patch = {"enable_activation_offloading": True, **config}

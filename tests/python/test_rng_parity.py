@@ -212,8 +212,8 @@ def test_outer_and_hop_states_share_targets_as_in_torch():
     generate the module's code (torch returns it stale). The engine returns
     torch's graphs node for node; the drop-in refuses to build the module."""
     from remat.torch._dropin import options_from_torch
-    from remat.torch._export import export_joint_graph
-    from remat.torch._import import _build_graph
+    from remat.torch._fx_to_json import export_joint_graph
+    from remat.torch._json_to_fx import _build_graph
 
     stored = rng_graphs.load(COLLIDING)
     expected = _run(COLLIDING, "min_cut", {})

@@ -40,14 +40,14 @@ from ._dropin import (
     partition,
     uninstall,
 )
-from ._export import export_graph_nodes, export_joint_graph
+from ._fx_to_json import export_graph_nodes, export_joint_graph
 from ._memory import (
     get_peak_memory_budget,
     peak_memory_budget,
     set_peak_memory_budget,
     simulate_memory,
 )
-from ._import import import_graph, import_result
+from ._json_to_fx import import_graph, import_result
 from ._targets import resolve_target, target_name
 
 __all__ = [

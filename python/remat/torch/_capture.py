@@ -39,7 +39,7 @@ class CapturedJoint:
     partitioner: str  # "min_cut", "default", or the partition function's name
 
     def export(self, *, as_json: bool = False, handles: Optional[list] = None) -> dict | bytes:
-        from ._export import export_joint_graph
+        from ._fx_to_json import export_joint_graph
 
         return export_joint_graph(
             self.joint_module,

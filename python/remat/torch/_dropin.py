@@ -39,8 +39,8 @@ import torch.fx as fx
 
 import remat
 from . import _custom, _offload, _quantization, _ranks, _trace
-from ._export import export_joint_graph
-from ._import import import_result
+from ._fx_to_json import export_joint_graph
+from ._json_to_fx import import_result
 from ._memory import get_peak_memory_budget
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ import orjson
 import torch.fx as fx
 
 import remat
-from ._export import FORMAT_JOINT, FORMAT_VERSION, _Exporter
+from ._fx_to_json import FORMAT_JOINT, FORMAT_VERSION, _Exporter
 
 
 def _graph_doc(nodes: list, ops: list) -> bytes:

@@ -149,7 +149,7 @@ def trace_artifacts(result: dict, joint_module: fx.GraphModule, handles: Optiona
     snapshots = result.get("snapshots") or []
     if not snapshots or not result.get("quantized_values"):
         return
-    from ._import import _build_graph, _make_module, created_nodes
+    from ._json_to_fx import _build_graph, _make_module, created_nodes
     from ._trace import trace_activation_quantization
 
     forward_made: dict = {}  # the latest forward's created nodes, for backward placeholders

@@ -272,12 +272,11 @@ def _offload_meta(m: dict, meta: dict, syms: _Symbols) -> None:
                 meta[key] = tuple(dims)
 
 
-def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = False,
-                   handles: Optional[list] = None) -> dict:
+def _partitioner_keys_from_doc(m: dict) -> dict:
+    """The partitioner's meta keys of a document node's "meta" object, as torch holds them."""
     from torch.utils.checkpoint import CheckpointPolicy
 
     meta: dict[str, Any] = {}
-    m = nd.get("meta") or {}
     if "recompute" in m:
         meta["recompute"] = CheckpointPolicy[m["recompute"]]
     for key in ("ac_graph_id", "partitioner_tag", "has_backward_hook",
@@ -286,6 +285,13 @@ def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = Fal
             meta[key] = m[key]
     if "region_memory_budget" in m:
         meta["custom"] = {"_region_activation_memory_budget": m["region_memory_budget"]}
+    return meta
+
+
+def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = False,
+                   handles: Optional[list] = None) -> dict:
+    m = nd.get("meta") or {}
+    meta = _partitioner_keys_from_doc(m)
     # A joint pass's request, read from joint graphs only: a created node of
     # a result (an RNG getitem copies its op's meta) has none in torch.
     if joint_doc and m.get("should_offload"):
