@@ -3,6 +3,7 @@
 
 #include "remat/error.h"
 #include "remat/graph.h"
+#include "remat/info.h"
 #include "remat/io.h"
 #include "remat/ops.h"
 #include "remat/options.h"

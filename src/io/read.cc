@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "io/categories.h"
 #include "io/dtypes.h"
 #include "io/file.h"
 #include "remat/error.h"
@@ -345,18 +346,8 @@ void Reader::read_ops(dom::array ops) {
       }
     }
     if (categories) {
-      uint8_t bits = 0;
-      for (dom::element x : as_array(*categories, "categories")) {
-        const std::string_view s = as_string(x, "categories");
-        const uint8_t c = op_category_from_name(s);
-        if (c == 0) {
-          fail(ErrorCode::kParse, "categories",
-               fmt::format("unknown op category '{}' (expected recomputable, view, random, "
-                           "compute_intensive or fusible)",
-                           s));
-        }
-        bits |= c;
-      }
+      const uint8_t bits = io::read_op_categories(
+          *categories, [&](std::string_view why) { fail(ErrorCode::kParse, "categories", why); });
       // The registry is keyed by packet (torch's get_aten_target).
       std::string key = packet ? std::string(as_string(*packet, "packet")) : facts.packet;
       if (key.empty()) key = std::string(op_name_);
