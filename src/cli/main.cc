@@ -71,8 +71,9 @@ void add_option_sources(CLI::App* cmd, remat::cli::OptionSources& sources) {
                   "(repeatable): recompute_views=True, activation_memory_budget=0.5, "
                   "activation_memory_budget_solver=greedy; values are True/False/None, numbers, "
                   "JSON lists or strings")
+      ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
-  cmd->footer(fmt::format("{}\n--config flags: {}.", remat::cli::kOptionPrecedence,
+  cmd->footer(fmt::format("{}\n--config flags: {}.\n", remat::cli::kOptionPrecedence,
                           remat::cli::torch_flag_list()));
 }
 
