@@ -10,10 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "remat/options.h"
 #include "remat/partition.h"
 
 namespace remat {
@@ -51,6 +54,43 @@ std::string write_memory(const Graph& forward, const Graph& backward, const Memo
 void write_file_atomic(const std::string& path, std::string_view content);
 // The bytes of a file or stream of at most `max_bytes`; Error(kIo) otherwise.
 std::string read_file(const std::string& path, uint64_t max_bytes = kDefaultMaxInputBytes);
+
+// --- options ---------------------------------------------------------------
+// The options object (docs/format.md "Options",
+// schema/partition_options.v1.schema.json): {"activation_memory_budget": 0.5,
+// "recompute_views": true, ...}, one key per PartitionOptions field that has
+// a JSON form.
+
+// The engine's callbacks, which have no JSON form: a front door (the Python
+// binding) converts its callables and passes them here.
+struct OptionHooks {
+  CustomKnapsackFn knapsack_solver;            // selects activation_memory_budget_solver "custom"
+  CustomRuntimeEstimatorFn runtime_estimator;  // selects ..._runtime_estimator "custom"
+  OffloadNodeRuntimeFn offload_node_runtime;
+  SymbolicSizeFn size_check;                   // activation_quantization.symbolic_size
+  std::shared_ptr<RankGroup> rank_group;
+};
+
+// Sets the fields the JSON object names and leaves the others as they are,
+// so a front door can layer several sources (a file, then single flags).
+// An unknown key, a wrong type or an unknown enum value throws
+// Error(kInvalidOption) "option 'KEY': ..."; malformed JSON Error(kParse).
+// Does not validate: ranges and names are validate()'s.
+void apply_options(std::string_view json, PartitionOptions& options);
+
+// Torch's defaults, then `json` (empty: none), then the hooks given (a
+// solver or estimator hook selects "custom", as torch's config holding a
+// CustomKnapsackSolver does), then PartitionOptions::validate().
+PartitionOptions read_options(std::string_view json, const OptionHooks& hooks = {});
+
+// A torch._functorch.config flag remat honors and the options key it sets
+// (the same name, except torch's private _sync_decision_cross_ranks).
+struct TorchConfigFlag {
+  std::string_view torch_name;
+  std::string_view option;
+};
+// All of them, in options.h's order: what `remat partition --config` accepts.
+std::span<const TorchConfigFlag> torch_config_flags();
 
 // For programs, not called by the library itself: on SIGINT, SIGTERM and
 // SIGHUP, remove the temporary files of writes in progress, then die of the

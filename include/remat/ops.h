@@ -32,6 +32,17 @@ enum OpCategory : uint8_t {
   kCatFusible = 1 << 4,
 };
 
+// Every category with its name, in the order remat lists them (the JSON
+// format's "categories", `remat info`, error messages): the one table of
+// category names.
+struct OpCategoryName {
+  uint8_t bit;
+  std::string_view name;
+};
+inline constexpr OpCategoryName kOpCategoryNames[] = {
+    {kCatRecomputable, "recomputable"}, {kCatView, "view"}, {kCatRandom, "random"},
+    {kCatComputeIntensive, "compute_intensive"}, {kCatFusible, "fusible"}};
+
 // Parses "recomputable", "view", ... into a bit; 0 when unknown.
 uint8_t op_category_from_name(std::string_view name);
 std::string op_category_names(uint8_t categories);  // "recomputable|fusible"

@@ -4,6 +4,7 @@
 #include "remat/cut_side.h"
 #include "remat/error.h"
 #include "remat/graph.h"
+#include "remat/info.h"
 #include "remat/io.h"
 #include "remat/ops.h"
 #include "remat/options.h"

@@ -3,7 +3,8 @@
 //
 // Contract:
 //  * Documents cross as one bytes buffer each way (format v1, docs/format.md);
-//    nothing is converted per node here.
+//    nothing is converted per node here. Options are remat::read_options'
+//    (the options object of docs/format.md); the binding only adds hooks.
 //  * The engine runs with the GIL released.
 //  * remat::Error becomes the remat.errors class of its code (NoFiniteCutError
 //    with .explanation, .dot and .edge_list); any other C++ exception of the
@@ -29,14 +30,11 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
-#include <simdjson.h>
-
 #include <functional>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "remat/remat.h"
@@ -56,11 +54,6 @@ std::string_view view_of(const nb::bytes& b) {
 }
 
 nb::bytes to_bytes(const std::string& s) { return nb::bytes(s.data(), s.size()); }
-
-[[noreturn]] void bad_option(std::string_view key, std::string_view why) {
-  throw remat::Error(remat::ErrorCode::kInvalidOption,
-                     "option '" + std::string(key) + "': " + std::string(why));
-}
 
 // The caller's Python callables for the engine's custom hooks (None when
 // absent). Borrowed: the arguments of the binding call keep them alive for
@@ -209,157 +202,18 @@ remat::SymbolicSizeFn size_hook(PyObject* fn) {
   };
 }
 
-// Fills PartitionOptions from a JSON object whose keys are the field names.
-// Unknown keys and wrong types are errors: a typo must not silently fall back
-// to torch's default. Hooks given select the "custom" solver / estimator.
-remat::PartitionOptions parse_options(std::string_view json, const PyHooks& hooks) {
-  remat::PartitionOptions o;
-  auto install_hooks = [&] {
-    if (hooks.rank_group) o.rank_group = std::make_shared<PyRankGroup>(hooks.rank_group);
-    if (hooks.knapsack_solver) {
-      o.custom_knapsack = knapsack_hook(hooks.knapsack_solver);
-      o.activation_memory_budget_solver = "custom";
-    }
-    if (hooks.runtime_estimator) {
-      o.custom_runtime_estimator = estimator_hook(hooks.runtime_estimator, "custom runtime estimator");
-      o.activation_memory_budget_runtime_estimator = "custom";
-    }
-    if (hooks.offload_node_runtime)
-      o.offload_node_runtime = estimator_hook(hooks.offload_node_runtime, "offload node runtime");
-    if (hooks.size_check) o.activation_quantization.symbolic_size = size_hook(hooks.size_check);
-  };
-  if (json.empty()) {
-    install_hooks();
-    return o;
-  }
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (auto err = parser.parse(json.data(), json.size()).get(root)) {
-    throw remat::Error(remat::ErrorCode::kParse,
-                       std::string("options: ") + simdjson::error_message(err));
-  }
-  simdjson::dom::object obj;
-  if (root.get(obj)) bad_option("<root>", "expected a JSON object");
-
-  auto as_bool = [](std::string_view k, simdjson::dom::element v) {
-    bool b;
-    if (v.get(b)) bad_option(k, "expected a bool");
-    return b;
-  };
-  auto as_int = [](std::string_view k, simdjson::dom::element v) {
-    int64_t i;
-    if (v.get(i)) bad_option(k, "expected an integer");
-    return i;
-  };
-  auto as_double = [](std::string_view k, simdjson::dom::element v) {
-    double d;
-    if (v.get(d)) bad_option(k, "expected a number");
-    return d;
-  };
-  auto as_string = [](std::string_view k, simdjson::dom::element v) {
-    std::string_view s;
-    if (v.get(s)) bad_option(k, "expected a string");
-    return std::string(s);
-  };
-
-  using Setter = std::function<void(std::string_view, simdjson::dom::element)>;
-  const std::unordered_map<std::string_view, Setter> setters = {
-#define REMAT_BOOL(f) {#f, [&](auto k, auto v) { o.f = as_bool(k, v); }}
-      REMAT_BOOL(cse),
-      REMAT_BOOL(unsafe_allow_optimization_of_collectives),
-      REMAT_BOOL(recompute_views),
-      REMAT_BOOL(ban_recompute_used_far_apart),
-      REMAT_BOOL(ban_recompute_long_fusible_chains),
-      REMAT_BOOL(ban_recompute_materialized_backward),
-      REMAT_BOOL(ban_recompute_not_in_allowlist),
-      REMAT_BOOL(ban_recompute_reductions),
-      REMAT_BOOL(aggressive_recomputation),
-      REMAT_BOOL(treat_parameters_as_free_to_save),
-      REMAT_BOOL(is_non_builtin_to_include),
-      REMAT_BOOL(unsafe_treat_script_objects_as_zero_size),
-      REMAT_BOOL(graphsafe_rng_functionalization),
-      REMAT_BOOL(dce_impure_random),
-      REMAT_BOOL(distributed_available),
-      REMAT_BOOL(enable_activation_offloading),
-      REMAT_BOOL(activation_offload_separate_stream),
-      REMAT_BOOL(activation_offload_sink_wait),
-      REMAT_BOOL(activation_reload_prefetch),
-      REMAT_BOOL(sync_decision_cross_ranks),
-      REMAT_BOOL(trace),
-      REMAT_BOOL(visualize_memory_budget_pareto),
-      REMAT_BOOL(keep_snapshots),
-#undef REMAT_BOOL
-      // torch's activation_quantization_aten_pass dict, or null.
-      {"activation_quantization",
-       [&](auto, auto v) {
-         o.activation_quantization =
-             remat::ActivationQuantizationOptions::from_json(simdjson::minify(v));
-       }},
-      {"max_dist_from_bw",
-       [&](auto k, auto v) { o.max_dist_from_bw = static_cast<int>(as_int(k, v)); }},
-      {"activation_memory_budget",
-       [&](auto k, auto v) { o.activation_memory_budget = as_double(k, v); }},
-      {"peak_memory_budget",
-       [&](auto k, auto v) { o.peak_memory_budget = as_int(k, v); }},
-      {"activation_offload_cpu_gpu_bw",
-       [&](auto k, auto v) { o.activation_offload_cpu_gpu_bw = as_double(k, v); }},
-      {"activation_memory_budget_solver",
-       [&](auto k, auto v) { o.activation_memory_budget_solver = as_string(k, v); }},
-      {"activation_memory_budget_runtime_estimator",
-       [&](auto k, auto v) {
-         o.activation_memory_budget_runtime_estimator = as_string(k, v);
-       }},
-      {"graphsafe_rng_device_types",
-       [&](auto k, auto v) {
-         simdjson::dom::array list;
-         if (v.get(list)) bad_option(k, "expected a list of device type names");
-         o.graphsafe_rng_device_types.clear();
-         for (auto x : list) o.graphsafe_rng_device_types.push_back(as_string(k, x));
-       }},
-      {"profiled_runtimes",
-       [&](auto k, auto v) {
-         simdjson::dom::array list;
-         if (v.get(list)) bad_option(k, "expected a list of numbers (one per joint node)");
-         o.profiled_runtimes.clear();
-         for (auto x : list) o.profiled_runtimes.push_back(as_double(k, x));
-       }},
-      {"cut_side",
-       [&](auto k, auto v) {
-         std::string s = as_string(k, v);
-         if (s == "sink_minimal") o.cut_side = remat::CutSide::kSinkMinimal;
-         else if (s == "source_minimal") o.cut_side = remat::CutSide::kSourceMinimal;
-         else bad_option(k, "expected \"sink_minimal\" or \"source_minimal\"");
-       }},
-      // {"aten.foo": ["recomputable", "fusible"], ...}: replaces those keys'
-      // categories in the op registry.
-      {"ops",
-       [&](auto k, auto v) {
-         simdjson::dom::object ops;
-         if (v.get(ops)) bad_option(k, "expected an object of category lists");
-         for (auto [name, cats] : ops) {
-           simdjson::dom::array list;
-           if (cats.get(list)) bad_option(k, "expected a list of category names");
-           uint8_t bits = 0;
-           for (auto c : list) {
-             std::string_view cs;
-             if (c.get(cs)) bad_option(k, "expected category names");
-             uint8_t bit = remat::op_category_from_name(cs);
-             if (bit == 0) bad_option(k, "unknown category '" + std::string(cs) + "'");
-             bits |= bit;
-           }
-           o.ops.set(name, bits);
-         }
-       }},
-  };
-
-  for (auto [key, value] : obj) {
-    auto it = setters.find(key);
-    if (it == setters.end()) bad_option(key, "unknown option");
-    it->second(key, value);
-  }
-  install_hooks();
-  o.validate();
-  return o;
+// The engine's hooks for the caller's Python callables (remat/io.h's
+// OptionHooks); the options themselves are read by remat::read_options.
+remat::OptionHooks engine_hooks(const PyHooks& py) {
+  remat::OptionHooks hooks;
+  if (py.rank_group) hooks.rank_group = std::make_shared<PyRankGroup>(py.rank_group);
+  if (py.knapsack_solver) hooks.knapsack_solver = knapsack_hook(py.knapsack_solver);
+  if (py.runtime_estimator)
+    hooks.runtime_estimator = estimator_hook(py.runtime_estimator, "custom runtime estimator");
+  if (py.offload_node_runtime)
+    hooks.offload_node_runtime = estimator_hook(py.offload_node_runtime, "offload node runtime");
+  if (py.size_check) hooks.size_check = size_hook(py.size_check);
+  return hooks;
 }
 
 void raise_error(const remat::Error& e, const char* explanation, const char* dot,
@@ -417,13 +271,13 @@ NB_MODULE(_remat, m) {
          nb::object knapsack_solver, nb::object runtime_estimator,
          nb::object offload_node_runtime, nb::object size_check, nb::object rank_group) {
         std::string out;
-        const PyHooks hooks(knapsack_solver, runtime_estimator, offload_node_runtime, size_check,
-                            rank_group);
+        const remat::OptionHooks hooks = engine_hooks(PyHooks(
+            knapsack_solver, runtime_estimator, offload_node_runtime, size_check, rank_group));
         {
           // bytes objects are immutable and held by the caller: their buffers
           // stay valid while the GIL is released.
           nb::gil_scoped_release release;
-          remat::PartitionOptions options = parse_options(view_of(options_json), hooks);
+          remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks);
           remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
           remat::PartitionResult result;
           if (partitioner == "min_cut") {
@@ -450,10 +304,10 @@ NB_MODULE(_remat, m) {
       [](nb::bytes joint_json, nb::bytes options_json, double resolution,
          std::vector<double> budgets, nb::object knapsack_solver, nb::object runtime_estimator) {
         std::vector<remat::MemoryBudgetPoint> points;
-        const PyHooks hooks(knapsack_solver, runtime_estimator);
+        const remat::OptionHooks hooks = engine_hooks(PyHooks(knapsack_solver, runtime_estimator));
         {
           nb::gil_scoped_release release;
-          remat::PartitionOptions options = parse_options(view_of(options_json), hooks);
+          remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks);
           remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
           points = remat::memory_budget_pareto(joint, options, resolution, budgets);
         }
@@ -546,29 +400,39 @@ NB_MODULE(_remat, m) {
   m.def(
       "info",
       [](nb::bytes joint_json) {
-        remat::JointGraph joint;
+        remat::GraphInfo info;
         {
           nb::gil_scoped_release release;
-          joint = remat::read_joint_graph(view_of(joint_json));
-        }
-        const remat::Graph& g = joint.graph;
-        size_t counts[4] = {0, 0, 0, 0};
-        size_t tensors = 0;
-        for (const remat::Node& n : g.nodes()) {
-          ++counts[static_cast<int>(n.kind)];
-          tensors += n.tensors_count;
+          info = remat::graph_info(remat::read_joint_graph(view_of(joint_json)));
         }
         nb::dict d;
-        d["nodes"] = g.size();
-        d["placeholder"] = counts[static_cast<int>(remat::NodeKind::kPlaceholder)];
-        d["call_function"] = counts[static_cast<int>(remat::NodeKind::kCallFunction)];
-        d["get_attr"] = counts[static_cast<int>(remat::NodeKind::kGetAttr)];
-        d["output"] = counts[static_cast<int>(remat::NodeKind::kOutput)];
-        d["ops"] = g.ops().size();
-        d["tensors"] = tensors;
-        d["num_fwd_outputs"] = joint.num_fwd_outputs;
-        d["static_lifetime_inputs"] = joint.static_lifetime_input_indices.size();
+        d["nodes"] = info.nodes;
+        d["placeholder"] = info.by_kind[static_cast<int>(remat::NodeKind::kPlaceholder)];
+        d["call_function"] = info.by_kind[static_cast<int>(remat::NodeKind::kCallFunction)];
+        d["get_attr"] = info.by_kind[static_cast<int>(remat::NodeKind::kGetAttr)];
+        d["output"] = info.by_kind[static_cast<int>(remat::NodeKind::kOutput)];
+        d["ops"] = info.ops;
+        d["tensors"] = info.tensors;
+        d["num_fwd_outputs"] = info.num_fwd_outputs;
+        d["static_lifetime_inputs"] = info.static_lifetime_inputs;
+        d["op_overrides"] = info.op_overrides;
+        nb::dict categories;
+        for (size_t i = 0; i < info.by_category.size(); ++i)
+          categories[nb::str(remat::kOpCategoryNames[i].name.data(),
+                             remat::kOpCategoryNames[i].name.size())] = info.by_category[i];
+        categories["none"] = info.uncategorized;
+        d["categories"] = categories;
+        if (info.split_error.empty()) {
+          d["forward"] = info.forward;
+          d["backward"] = info.backward;
+          d["unclaimed"] = info.unclaimed;
+        } else {
+          d["split_error"] = info.split_error;
+        }
+        d["activation_bytes"] = info.activation_bytes;
+        d["unsized"] = info.unsized;
         return d;
       },
-      nb::arg("joint_json"), "Node counts of a joint graph.");
+      nb::arg("joint_json"),
+      "What a joint graph holds (remat/info.h's GraphInfo, what `remat info` prints).");
 }

@@ -169,7 +169,16 @@ def roundtrip(joint: JsonLike) -> bytes:
 
 
 def info(joint: JsonLike) -> dict:
-    """Node counts of a joint graph, as the engine sees it."""
+    """What a joint graph holds, as the engine sees it (what `remat info` prints).
+
+    Keys: nodes, placeholder, call_function, get_attr, output (counts by
+    kind), ops (distinct), tensors, num_fwd_outputs, static_lifetime_inputs,
+    op_overrides (the graph's own category overrides), categories
+    ({category: call_function nodes, ..., "none": ...}), forward / backward /
+    unclaimed (torch's classify_nodes split; "split_error" instead when it
+    refuses the graph), activation_bytes and unsized (call_function nodes
+    without a size).
+    """
     return _ext().info(_to_bytes(joint))
 
 

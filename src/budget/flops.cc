@@ -498,6 +498,21 @@ void register_runtime_estimator(const std::string& name, RuntimeEstimator estima
   r.by_name[name] = std::move(estimator);
 }
 
+bool has_runtime_estimator(std::string_view name) {
+  if (is_builtin_estimator(name)) return true;
+  CustomEstimators& r = custom_estimators();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.by_name.find(name) != r.by_name.end();
+}
+
+std::vector<std::string> runtime_estimator_names() {
+  std::vector<std::string> names = {"flops", "testing", "profile"};
+  CustomEstimators& r = custom_estimators();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const auto& [name, estimator] : r.by_name) names.push_back(name);
+  return names;
+}
+
 double estimate_runtime(const Graph& g, NodeId n, std::string_view estimator,
                         std::span<const double> profiled) {
   if (estimator == "flops") return std::max(count_flops(g, n), 1.0);

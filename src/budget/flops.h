@@ -53,6 +53,10 @@ using RuntimeEstimator = std::function<double(const Graph& g, NodeId n)>;
 // Registers (or replaces) a custom estimator; "flops", "testing" and
 // "profile" cannot be replaced, "custom" is reserved. Thread-safe.
 void register_runtime_estimator(const std::string& name, RuntimeEstimator estimator);
+bool has_runtime_estimator(std::string_view name);
+// Every name estimate_runtime accepts: "flops", "testing", "profile", then
+// the registered ones by name.
+std::vector<std::string> runtime_estimator_names();
 
 // The runtime torch's estimate_runtime(node) gives under `estimator`.
 // `profiled` holds one measured time per node of g (indexed by NodeId); it is

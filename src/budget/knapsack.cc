@@ -596,6 +596,15 @@ bool has_knapsack_solver(std::string_view name) {
   return r.by_name.find(name) != r.by_name.end();
 }
 
+std::vector<std::string> knapsack_solver_names() {
+  std::vector<std::string> names = {"greedy", "ilp", "dp", "dp_knapsack_sliding_hirschberg",
+                                    "dynamic_memory_budget_dp"};
+  CustomSolvers& r = custom_solvers();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const auto& [name, solver] : r.by_name) names.push_back(name);
+  return names;
+}
+
 KnapsackResult solve_knapsack(std::string_view name, const std::vector<double>& memory,
                               const std::vector<double>& runtimes, double max_memory) {
   if (const KnapsackSolver* s = builtin_solver(name)) return (*s)(memory, runtimes, max_memory);

@@ -99,6 +99,10 @@ using KnapsackSolver = std::function<KnapsackResult(
 // convention, which the partitioner calls itself). Thread-safe.
 void register_knapsack_solver(const std::string& name, KnapsackSolver solver);
 bool has_knapsack_solver(std::string_view name);
+// Every name solve_knapsack accepts: the built-in ones in torch's order, then
+// the registered ones by name (what option validation lists when a name is
+// unknown).
+std::vector<std::string> knapsack_solver_names();
 
 // Runs the solver named `name`; Error(kInvalidOption) naming it when unknown.
 KnapsackResult solve_knapsack(std::string_view name, const std::vector<double>& memory,

@@ -1,7 +1,7 @@
 // cli/commands.cc — `remat info`, `remat partition` and `remat pareto`.
 //
-// Contract: read the graph (io), call the library (analyze, the partition
-// entry points), and print a human summary. The numbers printed come from the
+// Contract: read the graph (io), call the library (graph_info, the
+// partition entry points), and print a human summary. The numbers printed come from the
 // library's own results (NodeInfo, PartitionResult.decisions, size_of), so
 // the CLI never re-derives a decision. Output is deterministic apart from the
 // timing lines; files written with -o are byte-identical across runs unless
@@ -24,10 +24,11 @@
 
 #include <fmt/format.h>
 
-#include "analyze/analyze.h"
 #include "commands.h"
+#include "options.h"
 #include "progress.h"
 #include "remat/error.h"
+#include "remat/info.h"
 #include "remat/io.h"
 #include "remat/memory.h"
 #include "remat/ops.h"
@@ -98,11 +99,21 @@ Loaded load(const CommonSettings& common) {
   return {path, std::move(joint)};
 }
 
-// The default registry with the graph's own "categories" overrides applied.
-OpRegistry registry_for(const JointGraph& joint) {
-  OpRegistry reg = OpRegistry::defaults();
-  for (const auto& [key, cats] : joint.op_overrides) reg.set(key, cats);
-  return reg;
+// The dedicated flags of `remat partition`, over the --options / --config
+// layers (cli/options.h's precedence).
+void apply_partition_flags(const PartitionSettings& s, PartitionOptions& options) {
+  if (s.no_cse) options.cse = false;
+  if (!s.cut_side.empty()) {
+    options.cut_side = s.cut_side == "source" ? CutSide::kSourceMinimal : CutSide::kSinkMinimal;
+  }
+  if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
+  if (!s.peak_budget.empty()) options.peak_memory_budget = parse_size(s.peak_budget, "--peak-budget");
+  if (!s.solver.empty()) options.activation_memory_budget_solver = s.solver;
+  if (!s.estimator.empty()) options.activation_memory_budget_runtime_estimator = s.estimator;
+  if (!s.activation_quantization.empty()) {
+    options.activation_quantization =
+        ActivationQuantizationOptions::from_json(s.activation_quantization);
+  }
 }
 
 // Renders DOT to SVG with graphviz; returns the SVG path or "" if it failed.
@@ -208,85 +219,43 @@ int64_t parse_size(const std::string& text, const char* option) {
 
 int run_info(const CommonSettings& common) {
   const auto [path, joint] = load(common);
-  const Graph& g = joint.graph;
-  PartitionOptions options;
-  options.ops = registry_for(joint);
-
-  std::array<size_t, 4> by_kind{};
-  for (const Node& n : g.nodes()) ++by_kind[static_cast<size_t>(n.kind)];
+  const GraphInfo info = graph_info(joint);
+  const auto& k = info.by_kind;
   std::printf("graph: %s\n", path.c_str());
   std::printf("nodes: %zu (placeholder %zu, call_function %zu, get_attr %zu, output %zu)\n",
-              g.size(), by_kind[0], by_kind[1], by_kind[2], by_kind[3]);
-  std::printf("forward outputs: %d\n", joint.num_fwd_outputs);
-
+              info.nodes, k[0], k[1], k[2], k[3]);
+  std::printf("forward outputs: %d\n", info.num_fwd_outputs);
   // Op categories, counted over call_function nodes.
-  const std::vector<uint8_t> cats = options.ops.classify(g);
-  static constexpr std::pair<uint8_t, const char*> kCats[] = {
-      {kCatRecomputable, "recomputable"}, {kCatView, "view"}, {kCatRandom, "random"},
-      {kCatComputeIntensive, "compute_intensive"}, {kCatFusible, "fusible"}};
-  std::array<size_t, 5> by_cat{};
-  size_t uncategorized = 0;
-  for (NodeId id = 0; id < g.size(); ++id) {
-    const OpId op = g.node(id).op;
-    if (op == kNoOp || op >= cats.size()) continue;
-    if (cats[op] == 0) ++uncategorized;
-    for (size_t i = 0; i < 5; ++i) by_cat[i] += (cats[op] & kCats[i].first) ? 1 : 0;
+  std::printf("ops: %zu distinct;", info.ops);
+  for (size_t i = 0; i < info.by_category.size(); ++i) {
+    std::printf(" %s %zu,", std::string(kOpCategoryNames[i].name).c_str(), info.by_category[i]);
   }
-  std::printf("ops: %zu distinct;", g.ops().size());
-  for (size_t i = 0; i < 5; ++i) std::printf(" %s %zu,", kCats[i].second, by_cat[i]);
-  std::printf(" none %zu\n", uncategorized);
-  if (!joint.op_overrides.empty()) {
-    std::printf("op category overrides: %zu\n", joint.op_overrides.size());
+  std::printf(" none %zu\n", info.uncategorized);
+  if (info.op_overrides != 0) std::printf("op category overrides: %zu\n", info.op_overrides);
+  if (info.split_error.empty()) {
+    std::printf("forward: %zu nodes, backward: %zu nodes, unclaimed: %zu\n", info.forward,
+                info.backward, info.unclaimed);
+  } else {
+    std::printf("forward/backward: unavailable (%s)\n", info.split_error.c_str());
   }
-
-  try {
-    const NodeInfo info = classify_nodes(g, joint.static_lifetime_input_indices,
-                                         joint.num_fwd_outputs, options);
-    size_t fw = 0, bw = 0, unclaimed = 0;
-    for (NodeId id = 0; id < g.size(); ++id) {
-      fw += info.required_fw.size() > id && info.required_fw[id];
-      bw += info.required_bw.size() > id && info.required_bw[id];
-      unclaimed += info.unclaimed.size() > id && info.unclaimed[id];
-    }
-    std::printf("forward: %zu nodes, backward: %zu nodes, unclaimed: %zu\n", fw, bw, unclaimed);
-  } catch (const Error& e) {
-    std::printf("forward/backward: unavailable (%s)\n", e.what());
+  std::printf("activations: %s", human_bytes(info.activation_bytes).c_str());
+  if (info.activation_bytes >= 1024) {
+    std::printf(" (%lld bytes)", static_cast<long long>(info.activation_bytes));
   }
-
-  int64_t total = 0;
-  size_t counted = 0, unsized = 0;
-  for (NodeId id = 0; id < g.size(); ++id) {
-    if (g.node(id).kind != NodeKind::kCallFunction) continue;
-    const int64_t b = bytes_of(g, id, options);
-    if (b < 0) {
-      ++unsized;
-      continue;
-    }
-    if (__builtin_add_overflow(total, b, &total)) total = INT64_MAX;
-    ++counted;
-  }
-  std::printf("activations: %s", human_bytes(total).c_str());
-  if (total >= 1024) std::printf(" (%lld bytes)", static_cast<long long>(total));
-  std::printf(" over %zu call_function nodes", counted);
-  if (unsized != 0) std::printf("; %zu without a size", unsized);
+  std::printf(" over %zu call_function nodes", info.sized);
+  if (info.unsized != 0) std::printf("; %zu without a size", info.unsized);
   std::printf("\n");
   return 0;
 }
 
 namespace {
 
-// The options `remat partition` runs with, checked, and --explain's node.
-PartitionOptions partition_options(const JointGraph& joint, const PartitionSettings& s) {
-  PartitionOptions options;
-  options.ops = registry_for(joint);
-  options.cse = !s.no_cse;
-  options.cut_side = s.cut_side == "source" ? CutSide::kSourceMinimal : CutSide::kSinkMinimal;
-  if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
-  if (!s.peak_budget.empty()) options.peak_memory_budget = parse_size(s.peak_budget, "--peak-budget");
-  if (!s.activation_quantization.empty()) {
-    options.activation_quantization =
-        ActivationQuantizationOptions::from_json(s.activation_quantization);
-  }
+// The options `remat partition` runs with (torch's defaults, then --options,
+// --config and the dedicated flags), checked, and --explain's node.
+PartitionOptions partition_options(const JointGraph& joint, const CommonSettings& common,
+                                   const PartitionSettings& s) {
+  PartitionOptions options = options_from(joint, s.sources, common.max_input_bytes);
+  apply_partition_flags(s, options);
   options.validate();
   if (!s.explain.empty() && joint.graph.find(s.explain) == kNoNode) {
     throw Error(ErrorCode::kInvalidOption,
@@ -394,7 +363,7 @@ void print_banned(const Graph& g, const PartitionResult& r, bool verbose) {
 int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   const auto [path, joint] = load(common);
   const Graph& g = joint.graph;
-  PartitionOptions options = partition_options(joint, s);
+  PartitionOptions options = partition_options(joint, common, s);
 
   const bool timing = common.verbose || g.size() >= kBigGraph;
   if (timing) std::fprintf(stderr, "remat: partitioning with %s...\n", s.partitioner.c_str());
@@ -441,11 +410,10 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
 int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   const auto [path, joint] = load(common);
 
-  PartitionOptions options;
-  options.ops = registry_for(joint);
-  options.cse = !s.no_cse;
-  options.activation_memory_budget_solver = s.solver;
-  options.activation_memory_budget_runtime_estimator = s.estimator;
+  PartitionOptions options = options_from(joint, s.sources, common.max_input_bytes);
+  if (s.no_cse) options.cse = false;
+  if (!s.solver.empty()) options.activation_memory_budget_solver = s.solver;
+  if (!s.estimator.empty()) options.activation_memory_budget_runtime_estimator = s.estimator;
   options.validate();
 
   const bool timing = common.verbose || joint.graph.size() >= kBigGraph;
@@ -463,7 +431,8 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   if (!s.json.empty()) write_file_atomic(s.json, pareto_json(points));
 
   std::printf("graph: %s (%zu nodes)\n", path.c_str(), joint.graph.size());
-  std::printf("solver: %s, runtime estimator: %s\n", s.solver.c_str(), s.estimator.c_str());
+  std::printf("solver: %s, runtime estimator: %s\n", options.activation_memory_budget_solver.c_str(),
+              options.activation_memory_budget_runtime_estimator.c_str());
   std::printf("%zu points; budget -> recompute runtime, memory ratio:\n", points.size());
   double last_budget = -1;
   for (const MemoryBudgetPoint& p : points) {
@@ -479,9 +448,8 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
 
 int run_report(const CommonSettings& common, const ReportSettings& s) {
   const auto [path, joint] = load(common);
-  PartitionOptions options;
-  options.ops = registry_for(joint);
-  options.cse = !s.no_cse;
+  PartitionOptions options = options_from(joint, s.sources, common.max_input_bytes);
+  if (s.no_cse) options.cse = false;
   if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
   options.trace = true;  // the budget step and saved sizes feed the summary
   options.validate();

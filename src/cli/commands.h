@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "options.h"
 #include "remat/io.h"
 
 namespace remat::cli {
@@ -29,9 +30,12 @@ struct PartitionSettings {
   bool timings = false;         // --timings: seconds and stages go into -o
   std::string partitioner = "min_cut";
   std::string explain;          // --explain NODE
-  std::string cut_side = "sink";
+  OptionSources sources;        // --options FILE, --config KEY=VALUE
+  std::string cut_side;         // "sink" or "source"; "" = not given
   std::optional<double> memory_budget;
   std::string peak_budget;      // --peak-budget SIZE ("2GiB", "512MB", "1000000")
+  std::string solver;           // activation_memory_budget_solver; "" = not given
+  std::string estimator;        // activation_memory_budget_runtime_estimator; "" = not given
   bool no_cse = false;
   std::string dot;              // --dot PATH: DOT of a failed min-cut
   // --activation-quantization JSON: torch's activation_quantization_aten_pass
@@ -43,8 +47,9 @@ struct ParetoSettings {
   std::string svg;              // -o: the frontier as an SVG chart (required)
   std::string csv;              // --csv PATH
   std::string json;             // --json PATH
-  std::string solver = "dp";    // torch's activation_memory_budget_solver
-  std::string estimator = "flops";  // activation_memory_budget_runtime_estimator
+  OptionSources sources;        // --options FILE, --config KEY=VALUE
+  std::string solver;           // activation_memory_budget_solver; "" = not given
+  std::string estimator;        // activation_memory_budget_runtime_estimator; "" = not given
   double resolution = 1e-3;     // bisection stops below this budget width
   bool no_cse = false;
 };
@@ -53,6 +58,7 @@ struct ReportSettings {
   std::string html;             // -o: the report (required)
   std::string json;             // --json PATH: also the partition result
   std::string partitioner = "min_cut";
+  OptionSources sources;        // --options FILE, --config KEY=VALUE
   std::optional<double> memory_budget;
   bool no_cse = false;
   bool no_pareto = false;       // skip the frontier (a sweep costs many partitions)

@@ -59,6 +59,25 @@ const CLI::Validator kPositive(
     },
     "NUMBER > 0");
 
+// --options FILE and --config KEY=VALUE, the same on every command that
+// partitions; the footer states the precedence and the accepted flags.
+void add_option_sources(CLI::App* cmd, remat::cli::OptionSources& sources) {
+  cmd->add_option("--options", sources.file,
+                  "read options from this JSON file: the options object of docs/format.md "
+                  "(schema/partition_options.v1.schema.json), e.g. "
+                  "'{\"recompute_views\": true, \"activation_memory_budget\": 0.5}'")
+      ->check(kNonEmptyPath);
+  cmd->add_option("--config", sources.config,
+                  "set a torch._functorch.config flag remat honors, under torch's name "
+                  "(repeatable): recompute_views=True, activation_memory_budget=0.5, "
+                  "activation_memory_budget_solver=greedy; values are True/False/None, numbers, "
+                  "JSON lists or strings")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  cmd->footer(fmt::format("{}\n--config flags: {}.\n", remat::cli::kOptionPrecedence,
+                          remat::cli::torch_flag_list()));
+}
+
 void add_progress_option(CLI::App* cmd, remat::cli::CommonSettings& common) {
   cmd->add_option("--progress", common.progress,
                   "progress bar on stderr when it is a terminal: auto (long work; default), "
@@ -97,6 +116,14 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "plan for a simulated peak memory of at most SIZE (bytes, or with a unit: "
                    "512MiB, 2GiB, 1.5GB): the plan with the least estimated recompute runtime "
                    "that fits (remat's own mode; --memory-budget is then ignored)");
+  part->add_option("--solver", ps.solver,
+                   "knapsack solver of the memory budget (torch's activation_memory_budget_solver): "
+                   "dp (default), greedy, ilp, dp_knapsack_sliding_hirschberg or "
+                   "dynamic_memory_budget_dp");
+  part->add_option("--runtime-estimator,--estimator", ps.estimator,
+                   "runtime estimator of the memory budget (torch's "
+                   "activation_memory_budget_runtime_estimator): flops (default), testing, or "
+                   "profile (with profiled_runtimes in --options)");
   part->add_flag("--no-cse", ps.no_cse, "do not deduplicate equal nodes first (torch's config.cse = False)");
   part->add_option("--activation-quantization", ps.activation_quantization,
                    "FP8-quantize large saved activations as torch's inductor does: JSON of its "
@@ -107,6 +134,7 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "next to it when graphviz's dot is on PATH)")
       ->check(kNonEmptyPath);
   part->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  add_option_sources(part, ps.sources);
   add_progress_option(part, common);
   return part;
 }
@@ -125,13 +153,15 @@ CLI::App* add_pareto(CLI::App& app, remat::cli::CommonSettings& common,
   pareto->add_option("--solver", pa.solver,
                      "knapsack solver: dp (default), greedy, ilp, dp_knapsack_sliding_hirschberg "
                      "or dynamic_memory_budget_dp");
-  pareto->add_option("--runtime-estimator", pa.estimator,
-                     "runtime estimator: flops (default) or testing");
+  pareto->add_option("--runtime-estimator,--estimator", pa.estimator,
+                     "runtime estimator: flops (default), testing, or profile (with "
+                     "profiled_runtimes in --options)");
   pareto->add_option("--resolution", pa.resolution,
                      "stop bisecting budget intervals narrower than this (torch: 0.001)")
       ->check(kPositive);
   pareto->add_flag("--no-cse", pa.no_cse, "do not deduplicate equal nodes first");
   pareto->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  add_option_sources(pareto, pa.sources);
   add_progress_option(pareto, common);
   return pareto;
 }
@@ -155,6 +185,7 @@ CLI::App* add_report(CLI::App& app, remat::cli::CommonSettings& common,
   report->add_flag("--no-pareto", rs.no_pareto,
                    "leave the memory-budget frontier out (it partitions once per budget tried)");
   report->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
+  add_option_sources(report, rs.sources);
   add_progress_option(report, common);
   return report;
 }

@@ -1,13 +1,22 @@
-// io/options_json.cc — ActivationQuantizationOptions::from_json
-// (remat/options.h): torch's activation_quantization_aten_pass dict, as JSON.
+// io/options_json.cc — the options object of docs/format.md
+// (schema/partition_options.v1.schema.json): read_options / apply_options
+// (remat/io.h), the torch flags the command line accepts, and
+// ActivationQuantizationOptions::from_json (remat/options.h), torch's
+// activation_quantization_aten_pass dict.
 //
-// Contract: the keys are the ones torch's partitioner reads, spelled as in
-// torch's dict; values have JSON's types for torch's (strings for dtypes,
-// bools for flags, a number for size_in_mb). Dtype strings are resolved as
-// torch does (the text after the last '.', then getattr(torch, ...), so
-// aliases such as "torch.half" work) and stored canonical. Anything else is
-// Error(kInvalidOption) naming the key: a typo must not silently fall back to
-// torch's default.
+// Contract: one home for options as JSON. The keys are PartitionOptions'
+// field names; an unknown key, a wrong type or an unknown enum value is
+// Error(kInvalidOption) naming the key ("option 'cse': expected a bool"): a
+// typo must not silently fall back to torch's default. Malformed JSON is
+// Error(kParse). Keys not given keep the value they had. The quantization
+// dict's keys are the ones torch's partitioner reads, spelled as in torch's
+// dict; values have JSON's types for torch's (strings for dtypes, bools for
+// flags, a number for size_in_mb). Dtype strings are resolved as torch does
+// (the text after the last '.', then getattr(torch, ...), so aliases such as
+// "torch.half" work) and stored canonical.
+#include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -15,7 +24,9 @@
 #include <simdjson.h>
 
 #include "graph/dtypes.h"
+#include "io/categories.h"
 #include "remat/error.h"
+#include "remat/io.h"
 #include "remat/options.h"
 
 namespace remat {
@@ -97,5 +108,216 @@ ActivationQuantizationOptions ActivationQuantizationOptions::from_json(std::stri
   }
   return q;
 }
+
+// --- the options object ----------------------------------------------------
+
+namespace {
+
+using simdjson::dom::element;
+
+[[noreturn]] void bad_option(std::string_view key, std::string_view why) {
+  throw Error(ErrorCode::kInvalidOption, fmt::format("option '{}': {}", key, why));
+}
+
+bool option_bool(std::string_view k, element v) {
+  bool b = false;
+  if (v.get(b)) bad_option(k, "expected a bool");
+  return b;
+}
+int64_t option_int(std::string_view k, element v) {
+  int64_t i = 0;
+  if (v.get(i)) bad_option(k, "expected an integer");
+  return i;
+}
+double option_double(std::string_view k, element v) {
+  double d = 0;
+  if (v.get(d)) bad_option(k, "expected a number");
+  return d;
+}
+std::string option_string(std::string_view k, element v) {
+  std::string_view s;
+  if (v.get(s)) bad_option(k, "expected a string");
+  return std::string(s);
+}
+
+template <bool PartitionOptions::*F>
+void set_bool(PartitionOptions& o, std::string_view k, element v) {
+  o.*F = option_bool(k, v);
+}
+template <double PartitionOptions::*F>
+void set_double(PartitionOptions& o, std::string_view k, element v) {
+  o.*F = option_double(k, v);
+}
+template <std::string PartitionOptions::*F>
+void set_string(PartitionOptions& o, std::string_view k, element v) {
+  o.*F = option_string(k, v);
+}
+
+void set_max_dist(PartitionOptions& o, std::string_view k, element v) {
+  o.max_dist_from_bw = static_cast<int>(option_int(k, v));
+}
+void set_peak(PartitionOptions& o, std::string_view k, element v) {
+  o.peak_memory_budget = option_int(k, v);
+}
+void set_quantization(PartitionOptions& o, std::string_view, element v) {
+  o.activation_quantization = ActivationQuantizationOptions::from_json(simdjson::minify(v));
+}
+void set_device_types(PartitionOptions& o, std::string_view k, element v) {
+  simdjson::dom::array list;
+  if (v.get(list)) bad_option(k, "expected a list of device type names");
+  o.graphsafe_rng_device_types.clear();
+  for (element x : list) o.graphsafe_rng_device_types.push_back(option_string(k, x));
+}
+void set_profiled(PartitionOptions& o, std::string_view k, element v) {
+  simdjson::dom::array list;
+  if (v.get(list)) bad_option(k, "expected a list of numbers (one per joint node)");
+  o.profiled_runtimes.clear();
+  for (element x : list) o.profiled_runtimes.push_back(option_double(k, x));
+}
+void set_cut_side(PartitionOptions& o, std::string_view k, element v) {
+  const std::string s = option_string(k, v);
+  if (s == "sink_minimal") o.cut_side = CutSide::kSinkMinimal;
+  else if (s == "source_minimal") o.cut_side = CutSide::kSourceMinimal;
+  else bad_option(k, "expected \"sink_minimal\" or \"source_minimal\"");
+}
+// {"aten.foo": ["recomputable", "fusible"], ...}: replaces those keys'
+// categories in the op registry.
+void set_ops(PartitionOptions& o, std::string_view k, element v) {
+  simdjson::dom::object ops;
+  if (v.get(ops)) bad_option(k, "expected an object of category lists");
+  for (auto [name, cats] : ops) {
+    o.ops.set(name, io::read_op_categories(cats, [&](std::string_view why) {
+      bad_option(k, fmt::format("'{}': {}", name, why));
+    }));
+  }
+}
+
+using Setter = void (*)(PartitionOptions&, std::string_view, element);
+struct OptionKey {
+  std::string_view key;
+  Setter set;
+};
+
+// Every key of the options object, in options.h's order.
+constexpr OptionKey kOptionKeys[] = {
+    {"cse", set_bool<&PartitionOptions::cse>},
+    {"unsafe_allow_optimization_of_collectives",
+     set_bool<&PartitionOptions::unsafe_allow_optimization_of_collectives>},
+    {"recompute_views", set_bool<&PartitionOptions::recompute_views>},
+    {"max_dist_from_bw", set_max_dist},
+    {"ban_recompute_used_far_apart", set_bool<&PartitionOptions::ban_recompute_used_far_apart>},
+    {"ban_recompute_long_fusible_chains",
+     set_bool<&PartitionOptions::ban_recompute_long_fusible_chains>},
+    {"ban_recompute_materialized_backward",
+     set_bool<&PartitionOptions::ban_recompute_materialized_backward>},
+    {"ban_recompute_not_in_allowlist", set_bool<&PartitionOptions::ban_recompute_not_in_allowlist>},
+    {"ban_recompute_reductions", set_bool<&PartitionOptions::ban_recompute_reductions>},
+    {"aggressive_recomputation", set_bool<&PartitionOptions::aggressive_recomputation>},
+    {"treat_parameters_as_free_to_save",
+     set_bool<&PartitionOptions::treat_parameters_as_free_to_save>},
+    {"is_non_builtin_to_include", set_bool<&PartitionOptions::is_non_builtin_to_include>},
+    {"unsafe_treat_script_objects_as_zero_size",
+     set_bool<&PartitionOptions::unsafe_treat_script_objects_as_zero_size>},
+    {"graphsafe_rng_functionalization",
+     set_bool<&PartitionOptions::graphsafe_rng_functionalization>},
+    {"activation_memory_budget", set_double<&PartitionOptions::activation_memory_budget>},
+    {"activation_memory_budget_solver",
+     set_string<&PartitionOptions::activation_memory_budget_solver>},
+    {"activation_memory_budget_runtime_estimator",
+     set_string<&PartitionOptions::activation_memory_budget_runtime_estimator>},
+    {"enable_activation_offloading", set_bool<&PartitionOptions::enable_activation_offloading>},
+    {"activation_offload_separate_stream",
+     set_bool<&PartitionOptions::activation_offload_separate_stream>},
+    {"activation_offload_sink_wait", set_bool<&PartitionOptions::activation_offload_sink_wait>},
+    {"activation_reload_prefetch", set_bool<&PartitionOptions::activation_reload_prefetch>},
+    {"activation_offload_cpu_gpu_bw", set_double<&PartitionOptions::activation_offload_cpu_gpu_bw>},
+    {"sync_decision_cross_ranks", set_bool<&PartitionOptions::sync_decision_cross_ranks>},
+    {"activation_quantization", set_quantization},
+    {"dce_impure_random", set_bool<&PartitionOptions::dce_impure_random>},
+    {"distributed_available", set_bool<&PartitionOptions::distributed_available>},
+    {"graphsafe_rng_device_types", set_device_types},
+    {"cut_side", set_cut_side},
+    {"peak_memory_budget", set_peak},
+    {"profiled_runtimes", set_profiled},
+    {"trace", set_bool<&PartitionOptions::trace>},
+    {"visualize_memory_budget_pareto", set_bool<&PartitionOptions::visualize_memory_budget_pareto>},
+    {"keep_snapshots", set_bool<&PartitionOptions::keep_snapshots>},
+    {"ops", set_ops},
+};
+
+// The torch._functorch.config flags remat honors, and the option each sets:
+// the same name but for the one torch keeps private.
+constexpr TorchConfigFlag kTorchFlags[] = {
+    {"cse", "cse"},
+    {"unsafe_allow_optimization_of_collectives", "unsafe_allow_optimization_of_collectives"},
+    {"recompute_views", "recompute_views"},
+    {"max_dist_from_bw", "max_dist_from_bw"},
+    {"ban_recompute_used_far_apart", "ban_recompute_used_far_apart"},
+    {"ban_recompute_long_fusible_chains", "ban_recompute_long_fusible_chains"},
+    {"ban_recompute_materialized_backward", "ban_recompute_materialized_backward"},
+    {"ban_recompute_not_in_allowlist", "ban_recompute_not_in_allowlist"},
+    {"ban_recompute_reductions", "ban_recompute_reductions"},
+    {"aggressive_recomputation", "aggressive_recomputation"},
+    {"treat_parameters_as_free_to_save", "treat_parameters_as_free_to_save"},
+    {"is_non_builtin_to_include", "is_non_builtin_to_include"},
+    {"unsafe_treat_script_objects_as_zero_size", "unsafe_treat_script_objects_as_zero_size"},
+    {"graphsafe_rng_functionalization", "graphsafe_rng_functionalization"},
+    {"activation_memory_budget", "activation_memory_budget"},
+    {"activation_memory_budget_solver", "activation_memory_budget_solver"},
+    {"activation_memory_budget_runtime_estimator", "activation_memory_budget_runtime_estimator"},
+    {"visualize_memory_budget_pareto", "visualize_memory_budget_pareto"},
+    {"enable_activation_offloading", "enable_activation_offloading"},
+    {"activation_offload_separate_stream", "activation_offload_separate_stream"},
+    {"activation_offload_sink_wait", "activation_offload_sink_wait"},
+    {"activation_reload_prefetch", "activation_reload_prefetch"},
+    {"activation_offload_cpu_gpu_bw", "activation_offload_cpu_gpu_bw"},
+    {"_sync_decision_cross_ranks", "sync_decision_cross_ranks"},
+};
+
+// Hooks given select the "custom" solver / estimator, as torch's config
+// holding a CustomKnapsackSolver / CustomRuntimeEstimator instance does.
+void attach_hooks(PartitionOptions& o, const OptionHooks& hooks) {
+  if (hooks.rank_group) o.rank_group = hooks.rank_group;
+  if (hooks.knapsack_solver) {
+    o.custom_knapsack = hooks.knapsack_solver;
+    o.activation_memory_budget_solver = "custom";
+  }
+  if (hooks.runtime_estimator) {
+    o.custom_runtime_estimator = hooks.runtime_estimator;
+    o.activation_memory_budget_runtime_estimator = "custom";
+  }
+  if (hooks.offload_node_runtime) o.offload_node_runtime = hooks.offload_node_runtime;
+  if (hooks.size_check) o.activation_quantization.symbolic_size = hooks.size_check;
+}
+
+}  // namespace
+
+void apply_options(std::string_view json, PartitionOptions& options) {
+  simdjson::dom::parser parser;
+  element root;
+  if (auto err = parser.parse(json.data(), json.size()).get(root)) {
+    throw Error(ErrorCode::kParse, fmt::format("options: {}", simdjson::error_message(err)));
+  }
+  simdjson::dom::object obj;
+  if (root.get(obj)) bad_option("<root>", "expected a JSON object");
+  for (auto [key, value] : obj) {
+    const OptionKey* found = nullptr;
+    for (const OptionKey& k : kOptionKeys) {
+      if (k.key == key) found = &k;
+    }
+    if (found == nullptr) bad_option(key, "unknown option");
+    found->set(options, key, value);
+  }
+}
+
+PartitionOptions read_options(std::string_view json, const OptionHooks& hooks) {
+  PartitionOptions o;
+  if (!json.empty()) apply_options(json, o);
+  attach_hooks(o, hooks);
+  o.validate();
+  return o;
+}
+
+std::span<const TorchConfigFlag> torch_config_flags() { return kTorchFlags; }
 
 }  // namespace remat

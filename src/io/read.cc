@@ -26,6 +26,7 @@
 #include <simdjson.h>
 
 #include "graph/dtypes.h"
+#include "io/categories.h"
 #include "io/file.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -133,7 +134,7 @@ class Reader {
   void read_op(const OpFields& f);
   OpKind read_op_kind(dom::element e) const;
   uint8_t read_op_tags(dom::element e, std::string_view field) const;
-  void read_op_categories(dom::element e, std::string key);
+  void record_op_categories(dom::element e, std::string key);
   Graph read_nodes(dom::array nodes);
   std::vector<NodeId> read_mutated_inputs(dom::element list, const Graph& g);
   void collect_names(dom::array nodes);
@@ -356,7 +357,7 @@ void Reader::read_op(const OpFields& f) {
     // The registry is keyed by packet (torch's get_aten_target).
     std::string key = f.packet ? std::string(as_string(*f.packet, "packet")) : facts.packet;
     if (key.empty()) key = std::string(op_name_);
-    read_op_categories(*f.categories, std::move(key));
+    record_op_categories(*f.categories, std::move(key));
   }
   ops_.emplace(op_name_, b_.add_op(info, margs));
 }
@@ -384,19 +385,9 @@ uint8_t Reader::read_op_tags(dom::element e, std::string_view field) const {
 
 // An op's "categories": recorded as an override of the registry entry `key`,
 // which every op of that key must give the same way.
-void Reader::read_op_categories(dom::element e, std::string key) {
-  uint8_t bits = 0;
-  for (dom::element x : as_array(e, "categories")) {
-    const std::string_view s = as_string(x, "categories");
-    const uint8_t c = op_category_from_name(s);
-    if (c == 0) {
-      fail(ErrorCode::kParse, "categories",
-           fmt::format("unknown op category '{}' (expected recomputable, view, random, "
-                       "compute_intensive or fusible)",
-                       s));
-    }
-    bits |= c;
-  }
+void Reader::record_op_categories(dom::element e, std::string key) {
+  const uint8_t bits =
+      io::read_op_categories(e, [&](std::string_view why) { fail(ErrorCode::kParse, "categories", why); });
   auto [it, inserted] = override_by_key_.try_emplace(key, bits);
   if (!inserted && it->second != bits) {
     fail(ErrorCode::kInvalidGraph, "categories",

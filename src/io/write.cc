@@ -446,11 +446,8 @@ void write_tags(JsonWriter& w, uint8_t tags) {
 }
 
 void write_categories(JsonWriter& w, uint8_t cats) {
-  static constexpr std::pair<uint8_t, const char*> kNames[] = {
-      {kCatRecomputable, "recomputable"}, {kCatView, "view"}, {kCatRandom, "random"},
-      {kCatComputeIntensive, "compute_intensive"}, {kCatFusible, "fusible"}};
   w.begin_array();
-  for (const auto& [bit, name] : kNames) {
+  for (const auto& [bit, name] : kOpCategoryNames) {
     if (cats & bit) w.string(name);
   }
   w.end_array();

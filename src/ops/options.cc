@@ -2,13 +2,19 @@
 //
 // Contract: rejects values torch would reject or silently misuse, with
 // Error(kInvalidOption) naming the field; accepts everything else unchanged.
+// Solver and estimator names are checked here and only here, against the
+// registries of src/budget (an unknown one lists the valid names).
 // (torch checks the quantization dtypes only once a saved value is a
 // candidate; remat checks them up front.)
 #include <cmath>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "budget/flops.h"
+#include "budget/knapsack.h"
 #include "graph/dtypes.h"
 #include "ops/memory_budget.h"
 #include "remat/error.h"
@@ -17,33 +23,34 @@
 namespace remat {
 namespace {
 
-// config.activation_memory_budget_solver / _runtime_estimator values torch
-// understands (partitioners._optimize_runtime_with_given_memory and
-// estimate_runtime).
 // "custom" stands for torch's CustomKnapsackSolver / CustomRuntimeEstimator
-// instances: the hooks in PartitionOptions.
-constexpr std::string_view kSolvers[] = {"greedy", "ilp", "dp", "dp_knapsack_sliding_hirschberg",
-                                         "dynamic_memory_budget_dp", "custom"};
-constexpr std::string_view kEstimators[] = {"flops", "testing", "profile", "custom"};
-
-template <size_t N>
-bool one_of(const std::string& v, const std::string_view (&allowed)[N]) {
-  for (std::string_view a : allowed) {
-    if (v == a) return true;
-  }
-  return false;
-}
-
-template <size_t N>
-std::string joined(const std::string_view (&allowed)[N]) {
+// instances: the hooks in PartitionOptions. The other names are the
+// registries' (src/budget), built-in and registered alike, so a registered
+// solver or estimator is as valid as torch's own.
+std::string listed(std::vector<std::string> names) {
+  names.emplace_back("custom");
   std::string out;
-  for (std::string_view a : allowed) {
+  for (const std::string& n : names) {
     if (!out.empty()) out += ", ";
-    out += '"';
-    out += a;
-    out += '"';
+    out += '"' + n + '"';
   }
   return out;
+}
+
+void validate_names(const PartitionOptions& o) {
+  const std::string& solver = o.activation_memory_budget_solver;
+  if (solver != "custom" && !has_knapsack_solver(solver)) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("activation_memory_budget_solver: unknown solver \"{}\" (one of {})",
+                            solver, listed(knapsack_solver_names())));
+  }
+  const std::string& estimator = o.activation_memory_budget_runtime_estimator;
+  if (estimator != "custom" && !has_runtime_estimator(estimator)) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("activation_memory_budget_runtime_estimator: unknown estimator "
+                            "\"{}\" (one of {})",
+                            estimator, listed(runtime_estimator_names())));
+  }
 }
 
 // torch resolves the dtype names with getattr(torch, ...) and the range
@@ -82,17 +89,7 @@ void PartitionOptions::validate() const {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("max_dist_from_bw must be >= 0, got {}", max_dist_from_bw));
   }
-  if (!one_of(activation_memory_budget_solver, kSolvers)) {
-    throw Error(ErrorCode::kInvalidOption,
-                fmt::format("activation_memory_budget_solver: unknown solver \"{}\" (one of {})",
-                            activation_memory_budget_solver, joined(kSolvers)));
-  }
-  if (!one_of(activation_memory_budget_runtime_estimator, kEstimators)) {
-    throw Error(ErrorCode::kInvalidOption,
-                fmt::format("activation_memory_budget_runtime_estimator: unknown estimator "
-                            "\"{}\" (one of {})",
-                            activation_memory_budget_runtime_estimator, joined(kEstimators)));
-  }
+  validate_names(*this);
   // Only a prefetching offload reads the bandwidth and node runtimes.
   if (enable_activation_offloading && activation_offload_separate_stream &&
       activation_reload_prefetch) {

@@ -77,22 +77,15 @@ constexpr uint8_t kRecomputableFusible = kCatRecomputable | kCatFusible;
 }  // namespace
 
 uint8_t op_category_from_name(std::string_view name) {
-  if (name == "recomputable") return kCatRecomputable;
-  if (name == "view") return kCatView;
-  if (name == "random") return kCatRandom;
-  if (name == "compute_intensive") return kCatComputeIntensive;
-  if (name == "fusible") return kCatFusible;
+  for (const OpCategoryName& c : kOpCategoryNames) {
+    if (c.name == name) return c.bit;
+  }
   return 0;
 }
 
 std::string op_category_names(uint8_t categories) {
-  static constexpr std::pair<uint8_t, const char*> kNames[] = {
-      {kCatRecomputable, "recomputable"}, {kCatView, "view"},
-      {kCatRandom, "random"},             {kCatComputeIntensive, "compute_intensive"},
-      {kCatFusible, "fusible"},
-  };
   std::string out;
-  for (auto [bit, name] : kNames) {
+  for (auto [bit, name] : kOpCategoryNames) {
     if (!(categories & bit)) continue;
     if (!out.empty()) out += '|';
     out += name;

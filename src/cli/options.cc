@@ -1,0 +1,110 @@
+// cli/options.cc — --options FILE and --config KEY=VALUE (cli/options.h).
+//
+// Contract: see the header. The command line only translates its syntax into
+// the options object; remat::apply_options reads it, so a value has the same
+// meaning and the same errors here as in an --options file or in Python.
+#include "options.h"
+
+#include <regex>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "remat/error.h"
+#include "remat/io.h"
+
+namespace remat::cli {
+namespace {
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+bool is_json_number(const std::string& text) {
+  static const std::regex kNumber(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
+  return std::regex_match(text, kNumber);
+}
+
+// VALUE as JSON text (config_entry_json's rules).
+std::string value_json(const std::string& value) {
+  if (value == "True") return "true";
+  if (value == "False") return "false";
+  if (value == "None") return "null";
+  if (value == "true" || value == "false" || value == "null" || is_json_number(value)) return value;
+  if (!value.empty() && (value[0] == '[' || value[0] == '{' || value[0] == '"')) return value;
+  if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') {
+    return json_string(std::string_view(value).substr(1, value.size() - 2));
+  }
+  return json_string(value);
+}
+
+const TorchConfigFlag* find_flag(std::string_view name) {
+  for (const TorchConfigFlag& f : torch_config_flags()) {
+    if (f.torch_name == name) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string torch_flag_list() {
+  std::string out;
+  for (const TorchConfigFlag& f : torch_config_flags()) {
+    if (!out.empty()) out += ", ";
+    out += f.torch_name;
+  }
+  return out;
+}
+
+std::string config_entry_json(const std::string& entry) {
+  const size_t eq = entry.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("--config '{}': expected KEY=VALUE, e.g. recompute_views=True", entry));
+  }
+  const std::string key = entry.substr(0, eq);
+  const TorchConfigFlag* flag = find_flag(key);
+  if (flag == nullptr) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("--config {}: '{}' is not a torch._functorch.config flag remat "
+                            "honors (those are: {}); remat's own options go in --options FILE",
+                            entry, key, torch_flag_list()));
+  }
+  return fmt::format("{{{}: {}}}", json_string(flag->option), value_json(entry.substr(eq + 1)));
+}
+
+PartitionOptions options_from(const JointGraph& joint, const OptionSources& sources,
+                              uint64_t max_input_bytes) {
+  PartitionOptions options;
+  for (const auto& [key, cats] : joint.op_overrides) options.ops.set(key, cats);
+  if (!sources.file.empty()) {
+    try {
+      apply_options(read_file(sources.file, max_input_bytes), options);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("--options {}: {}", sources.file, e.what()));
+    }
+  }
+  for (const std::string& entry : sources.config) {
+    const std::string json = config_entry_json(entry);
+    try {
+      apply_options(json, options);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("--config {}: {}", entry, e.what()));
+    }
+  }
+  return options;
+}
+
+}  // namespace remat::cli

@@ -1,0 +1,46 @@
+// cli/options.h — the options of `remat partition`, `pareto` and `report`
+// from their three sources: --options FILE, --config KEY=VALUE, and the
+// dedicated flags (--memory-budget, --solver, ...).
+//
+// Contract: precedence is fixed and stated in --help (kOptionPrecedence):
+// torch's defaults with the graph's own op categories, then the --options
+// file (the options object of docs/format.md), then each --config in the
+// order given, then the dedicated flags. --config accepts exactly the
+// torch._functorch.config flags remat honors (remat::torch_config_flags),
+// under torch's names; every bad key or value is Error(kInvalidOption)
+// naming the entry.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "remat/io.h"
+
+namespace remat::cli {
+
+struct OptionSources {
+  std::string file;                 // --options FILE ("" = none)
+  std::vector<std::string> config;  // --config KEY=VALUE, in order
+};
+
+inline constexpr const char* kOptionPrecedence =
+    "Options are applied in this order, later ones winning: torch's defaults, --options FILE, "
+    "each --config KEY=VALUE in the order given, then the dedicated flags (--memory-budget, "
+    "--solver, ...).";
+
+// The JSON member {"option": value} that one --config entry stands for.
+// VALUE is read Python-literal-ish: True / False / None, a JSON number, a
+// JSON array, object or "string" as is, a 'single-quoted' string, and any
+// other text as a string (greedy, flops).
+std::string config_entry_json(const std::string& entry);
+
+// Options for `joint` from the file and the --config entries, not yet
+// validated (the command applies its dedicated flags first).
+PartitionOptions options_from(const JointGraph& joint, const OptionSources& sources,
+                              uint64_t max_input_bytes);
+
+// "cse, recompute_views, ..." for --help.
+std::string torch_flag_list();
+
+}  // namespace remat::cli

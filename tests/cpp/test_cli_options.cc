@@ -1,0 +1,161 @@
+// tests/cpp/test_cli_options.cc — where `remat partition`, `pareto` and
+// `report` take their options from: --options FILE, --config KEY=VALUE under
+// torch's flag names, the dedicated flags, and their precedence.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+#include "graph_fixture.h"
+
+namespace remat {
+namespace {
+
+using testing::CliRun;
+using testing::remat;
+using testing::slurp;
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// transformer_block.json: recompute_views and the memory budget both change
+// its result, so each test below can tell whether a value arrived.
+const std::string kGraph = std::string(REMAT_EXAMPLES_DIR) + "/transformer_block.json";
+
+std::string temp_path(const std::string& name) {
+  return "/tmp/remat_cli_options_" + std::to_string(getpid()) + "_" + name;
+}
+
+// The result JSON `remat partition GRAPH ARGS -o ...` writes.
+std::string result_of(const std::string& args) {
+  const std::string out = temp_path("result.json");
+  const CliRun r = remat("partition '" + kGraph + "' " + args + " -o '" + out + "'");
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+  std::string json = slurp(out);
+  std::remove(out.c_str());
+  return json;
+}
+
+std::string options_file(const std::string& json) {
+  const std::string path = temp_path("options.json");
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(json.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+TEST(CliOptions, ConfigSetsTheTorchFlagOfTheSameName) {
+  const std::string plain = result_of("");
+  const std::string views = result_of("--config recompute_views=True");
+  EXPECT_NE(views, plain);
+  EXPECT_EQ(views, result_of("--options '" + options_file(R"({"recompute_views": true})") + "'"));
+  EXPECT_EQ(result_of("--config recompute_views=False"), plain);
+  EXPECT_EQ(result_of("--config activation_memory_budget=0.5"),
+            result_of("--memory-budget 0.5"));
+}
+
+TEST(CliOptions, ConfigIsRepeatableAndTheLastEntryWins) {
+  EXPECT_EQ(result_of("--config recompute_views=True --config recompute_views=False"),
+            result_of(""));
+  EXPECT_EQ(result_of("--config recompute_views=True --config activation_memory_budget=0.5"),
+            result_of("--options '" +
+                      options_file(R"({"recompute_views": true, "activation_memory_budget": 0.5})") +
+                      "'"));
+}
+
+TEST(CliOptions, ConfigOverridesTheFileAndDedicatedFlagsOverrideBoth) {
+  const std::string file = options_file(R"({"activation_memory_budget": 0.1})");
+  const std::string plain = result_of("");
+  EXPECT_NE(result_of("--options '" + file + "'"), plain);
+  EXPECT_EQ(result_of("--options '" + file + "' --config activation_memory_budget=1.0"), plain);
+  EXPECT_EQ(result_of("--config activation_memory_budget=0.1 --memory-budget 1"), plain);
+  EXPECT_EQ(result_of("--config cse=False"), result_of("--no-cse"));
+}
+
+TEST(CliOptions, SolverAndEstimatorChoiceIsTheConfigFlags) {
+  EXPECT_EQ(result_of("--memory-budget 0.5 --solver greedy --runtime-estimator testing"),
+            result_of("--memory-budget 0.5 --config activation_memory_budget_solver=greedy "
+                      "--config activation_memory_budget_runtime_estimator=testing"));
+  const CliRun r = remat("partition '" + kGraph + "' --solver nope");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.err, "activation_memory_budget_solver: unknown solver \"nope\"")) << r.err;
+  EXPECT_TRUE(has(r.err, "\"dp_knapsack_sliding_hirschberg\"")) << r.err;
+  const CliRun e = remat("partition '" + kGraph + "' --estimator nope");
+  EXPECT_EQ(e.status, 1);
+  EXPECT_TRUE(has(e.err, "\"testing\"")) << e.err;
+}
+
+TEST(CliOptions, UnknownKeyIsNotATorchFlagRematHonors) {
+  const CliRun r = remat("partition '" + kGraph + "' --config recompute_vews=True");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.err, "'recompute_vews' is not a torch._functorch.config flag remat honors"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, "recompute_views")) << r.err;  // the list of valid names
+  // remat's own options are not torch flags: they go in the file.
+  const CliRun own = remat("partition '" + kGraph + "' --config trace=True");
+  EXPECT_EQ(own.status, 1);
+  EXPECT_TRUE(has(own.err, "--options FILE")) << own.err;
+}
+
+TEST(CliOptions, BadValuesNameTheEntryAndTheKey) {
+  CliRun r = remat("partition '" + kGraph + "' --config recompute_views=maybe");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.err, "--config recompute_views=maybe: option 'recompute_views': expected a bool"))
+      << r.err;
+  r = remat("partition '" + kGraph + "' --config max_dist_from_bw=2.5");
+  EXPECT_TRUE(has(r.err, "option 'max_dist_from_bw': expected an integer")) << r.err;
+  r = remat("partition '" + kGraph + "' --config activation_memory_budget=3");
+  EXPECT_TRUE(has(r.err, "activation_memory_budget: the valid ranges for memory budget are 0 <= m <= 1")) << r.err;
+  r = remat("partition '" + kGraph + "' --config recompute_views");
+  EXPECT_TRUE(has(r.err, "expected KEY=VALUE")) << r.err;
+}
+
+TEST(CliOptions, TorchsPrivateSyncFlagKeepsItsName) {
+  // torch spells it _sync_decision_cross_ranks; alone it changes nothing.
+  EXPECT_EQ(result_of("--config _sync_decision_cross_ranks=True"), result_of(""));
+  const CliRun r = remat("partition '" + kGraph + "' --config sync_decision_cross_ranks=True");
+  EXPECT_EQ(r.status, 1);
+}
+
+TEST(CliOptions, BadOptionsFilesNameTheFileAndTheKey) {
+  CliRun r = remat("partition '" + kGraph + "' --options '" + options_file(R"({"bogus": 1})") + "'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.err, "options.json: option 'bogus': unknown option")) << r.err;
+  r = remat("partition '" + kGraph + "' --options '" + options_file("{not json") + "'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.err, "--options")) << r.err;
+  r = remat("partition '" + kGraph + "' --options /nonexistent/options.json");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.err, "/nonexistent/options.json")) << r.err;
+}
+
+TEST(CliOptions, ParetoTakesOptionsTheSameWay) {
+  const std::string svg = temp_path("pareto.svg");
+  const CliRun r = remat("pareto '" + kGraph + "' -o '" + svg +
+                         "' --config activation_memory_budget_solver=greedy");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "solver: greedy, runtime estimator: flops")) << r.out;
+  const CliRun flag = remat("pareto '" + kGraph + "' -o '" + svg +
+                            "' --config activation_memory_budget_solver=greedy --solver ilp");
+  EXPECT_TRUE(has(flag.out, "solver: ilp,")) << flag.out;
+  std::remove(svg.c_str());
+}
+
+TEST(CliOptions, HelpStatesThePrecedenceAndTheFlags) {
+  for (const char* cmd : {"partition", "pareto", "report"}) {
+    const CliRun r = remat(std::string(cmd) + " --help");
+    EXPECT_EQ(r.status, 0);
+    EXPECT_TRUE(has(r.out, "--options FILE, each --config KEY=VALUE in the order given, then the "
+                           "dedicated flags"))
+        << cmd << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "ban_recompute_reductions")) << cmd;
+    EXPECT_TRUE(has(r.out, "_sync_decision_cross_ranks")) << cmd;
+  }
+}
+
+}  // namespace
+}  // namespace remat
