@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "remat/remat.h"
-#include "report/pareto.h"
+#include "remat/pareto.h"
 
 namespace nb = nanobind;
 

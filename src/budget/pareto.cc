@@ -1,5 +1,5 @@
 // budget/pareto.cc — the Pareto sweep of memory budgets (its writers are
-// report/pareto.h). See pareto.h for the contract.
+// remat/pareto.h). See pareto.h for the contract.
 #include "budget/pareto.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // budget/pareto.h — stage 3 (decide, memory budget): the budget /
 // recompute-runtime trade-off curve torch draws when
 // config.visualize_memory_budget_pareto is set. Its writers (CSV, JSON,
-// SVG) are report/pareto.h.
+// SVG) are remat/pareto.h.
 //
 // Contract: pareto_sweep evaluates budgets exactly as torch's bisection does
 // (0 and 1 first; an interval is split at its midpoint while its ends differ

@@ -6,10 +6,7 @@
 // the CLI never re-derives a decision. Output is deterministic apart from the
 // timing lines; files written with -o are byte-identical across runs unless
 // --timings asks for the engine's times.
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -17,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,11 +33,9 @@
 #include "remat/options.h"
 #include "remat/partition.h"
 #include "remat/report.h"
-#include "report/explain.h"
-#include "report/graphviz.h"
-#include "report/pareto.h"
-
-extern char** environ;
+#include "remat/explain.h"
+#include "remat/graphviz.h"
+#include "remat/pareto.h"
 
 namespace remat::cli {
 
@@ -116,21 +112,11 @@ void apply_partition_flags(const PartitionSettings& s, PartitionOptions& options
   }
 }
 
-// Renders DOT to SVG with graphviz; returns the SVG path or "" if it failed.
-std::string render_svg(const std::string& dot_path) {
-  if (report::find_on_path("dot").empty()) return "";
-  std::string svg = dot_path;
+// The SVG beside a DOT file: PATH.dot becomes PATH.svg, any other PATH gets
+// ".svg" appended.
+std::string svg_path_for(std::string svg) {
   if (svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".dot") == 0) svg.resize(svg.size() - 4);
-  svg += ".svg";
-  std::vector<std::string> args{"dot", "-Tsvg", dot_path, "-o", svg};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  if (::posix_spawnp(&pid, "dot", nullptr, nullptr, argv.data(), environ) != 0) return "";
-  int status = 0;
-  if (::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
-  return svg;
+  return svg + ".svg";
 }
 
 // The simulated memory of the plan (remat/memory.h), in three lines.
@@ -275,8 +261,11 @@ void report_no_finite_cut(const NoFiniteCutError& e, const PartitionSettings& s)
   }
   write_file_atomic(s.dot, e.dot());
   std::fprintf(stderr, "remat: wrote the capacity graph to %s\n", s.dot.c_str());
-  if (const std::string svg = render_svg(s.dot); !svg.empty()) {
-    std::fprintf(stderr, "remat: rendered %s\n", svg.c_str());
+  // Drawn when Graphviz is installed; the DOT file is the result either way.
+  if (const std::optional<std::string> svg = report::render_svg(e.dot())) {
+    const std::string path = svg_path_for(s.dot);
+    write_file_atomic(path, *svg);
+    std::fprintf(stderr, "remat: rendered %s\n", path.c_str());
   }
 }
 

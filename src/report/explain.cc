@@ -1,5 +1,5 @@
-// report/explain.cc — see explain.h.
-#include "report/explain.h"
+// report/explain.cc — see remat/explain.h.
+#include "remat/explain.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-// report/graphviz.cc — see graphviz.h. The DOT goes through temporary files
+// report/graphviz.cc — see remat/graphviz.h. The DOT goes through temporary files
 // rather than pipes: no deadlock when dot's output is bigger than a pipe.
-#include "report/graphviz.h"
+#include "remat/graphviz.h"
 
 #include <fcntl.h>
 #include <spawn.h>

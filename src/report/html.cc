@@ -4,7 +4,7 @@
 // The page is built from the joint graph and the result *document* rather
 // than a PartitionResult, so fields later stages add to the document (the
 // simulator's "memory") reach the report without this file knowing their
-// producer. Pictures are inline SVG (Pareto: report/pareto.h's writer;
+// producer. Pictures are inline SVG (Pareto: remat/pareto.h's writer;
 // timeline: timeline_svg.h; the cut: Graphviz through graphviz.h). The node
 // table's rows travel as JSON in a <script type="application/json"> block
 // and a small script renders, sorts and filters them, so a big graph does
@@ -22,9 +22,9 @@
 #include "remat/error.h"
 #include "remat/report.h"
 #include "report/escape.h"
-#include "report/explain.h"
-#include "report/pareto.h"
-#include "report/graphviz.h"
+#include "remat/explain.h"
+#include "remat/pareto.h"
+#include "remat/graphviz.h"
 #include "report/timeline_svg.h"
 
 namespace remat {

@@ -10,7 +10,7 @@
 #include "analyze/analyze.h"
 #include "remat/error.h"
 #include "remat/options.h"
-#include "report/explain.h"
+#include "remat/explain.h"
 
 namespace remat {
 namespace {

@@ -1,8 +1,8 @@
 // report/pareto.cc — the writers of the memory-budget Pareto frontier.
 //
-// Contract: pareto.h. Numbers are written with fmt's shortest
+// Contract: remat/pareto.h. Numbers are written with fmt's shortest
 // round-trip form, so the text is deterministic and reads back exactly.
-#include "report/pareto.h"
+#include "remat/pareto.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "report/escape.h"
-#include "report/explain.h"
+#include "remat/explain.h"
 
 namespace remat::report {
 

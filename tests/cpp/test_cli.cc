@@ -5,12 +5,15 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "cli_runner.h"
+#include "temp_dir.h"
 #include "graph_fixture.h"
+#include "remat/graphviz.h"
 #include "remat/io.h"
 #include "remat/version.h"
 
@@ -20,8 +23,7 @@ namespace {
 using testing::CliRun;
 using testing::remat;
 using testing::slurp;
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::has;
 
 const std::string kTiny = std::string(REMAT_EXAMPLES_DIR) + "/tiny.json";
 
@@ -220,6 +222,22 @@ TEST(Cli, MutationHazardsAreWarnedAboutAndAvoidedUnderAPeakBudget) {
   EXPECT_EQ(peak.status, 0) << peak.err;
   EXPECT_FALSE(has(peak.err, "warning")) << peak.err;
   std::remove(path.c_str());
+}
+
+// --dot on a graph with no finite cut: the DOT file always, and beside it the
+// SVG Graphviz draws from the same text when `dot` is installed.
+TEST(Cli, DotWritesTheCapacityGraphAndItsDrawing) {
+  remat::testing::TempDir dir("remat_cli_dot");
+  const std::string graph = std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/no_finite_cut.json";
+  CliRun r = remat("partition " + graph + " --dot " + (dir / "cut.dot"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  const std::string dot = slurp(dir / "cut.dot");
+  EXPECT_TRUE(has(dot, "digraph")) << dot;
+  if (!remat::report::dot_available()) GTEST_SKIP() << "Graphviz's dot is not installed";
+  EXPECT_TRUE(has(r.err, "rendered " + (dir / "cut.svg"))) << r.err;
+  const std::optional<std::string> expected = remat::report::render_svg(dot);
+  ASSERT_TRUE(expected.has_value());
+  EXPECT_EQ(slurp(dir / "cut.svg"), *expected);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include "budget/knapsack.h"
 #include "budget/pareto.h"
 #include "remat/error.h"
-#include "report/pareto.h"
+#include "remat/pareto.h"
 
 namespace remat {
 namespace {

@@ -14,7 +14,7 @@
 #include "remat/io.h"
 #include "remat/partition.h"
 #include "remat/report.h"
-#include "report/explain.h"
+#include "remat/explain.h"
 #include "report/timeline_svg.h"
 
 namespace remat {
@@ -201,7 +201,7 @@ TEST(Report, HasEverySectionAndNoNetwork) {
   for (const char* id : {"id=\"overview\"", "id=\"memory\"", "id=\"pareto\"", "id=\"cut\"",
                          "id=\"nodes\"", "id=\"search\"", "id=\"node-data\""})
     EXPECT_TRUE(has(html, id)) << id;
-  EXPECT_TRUE(has(html, "Pareto Frontier of Memory Budget"));  // report/pareto.h's chart
+  EXPECT_TRUE(has(html, "Pareto Frontier of Memory Budget"));  // remat/pareto.h's chart
   EXPECT_TRUE(has(html, "class=\"timeline\""));  // every result carries its simulation
   // Self-contained: no external scripts, styles or images.
   EXPECT_FALSE(has(html, "src=\"http"));

@@ -1,4 +1,4 @@
-// report/pareto.h — the memory-budget Pareto frontier written out: CSV, JSON
+// remat/pareto.h — the memory-budget Pareto frontier written out: CSV, JSON
 // and an SVG chart (`remat pareto`, the HTML report, remat.torch's
 // memory_budget_pareto_*.svg files).
 //

@@ -1,4 +1,4 @@
-// report/explain.h — the words remat uses about one node's fate: `remat
+// remat/explain.h — the words remat uses about one node's fate: `remat
 // partition --explain NODE` prints them, the HTML report shows them per node.
 //
 // Contract: pure functions of the graph, the node's NodeDecision and the

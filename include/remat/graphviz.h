@@ -1,4 +1,4 @@
-// report/graphviz.h — pictures of graphs through Graphviz's `dot` command.
+// remat/graphviz.h — pictures of graphs through Graphviz's `dot` command.
 //
 // Contract: render_svg runs `dot -Tsvg` (found on PATH) on DOT text and
 // returns the SVG, or nullopt when dot is missing or fails; it never throws
