@@ -230,6 +230,163 @@ void raise_error(const remat::Error& e, const char* explanation, const char* dot
   Py_DECREF(inst);
 }
 
+// --- the engine calls, one per exported function ------------------------------
+// Each releases the GIL while the engine runs: bytes objects are immutable
+// and held by the caller, so their buffers stay valid meanwhile.
+
+// Engine errors become remat.errors' classes (by error code); anything else
+// escaping the engine is a bug in remat, raised as the RematError the
+// contract promises rather than a bare RuntimeError.
+void translate_exception(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const remat::NoFiniteCutError& e) {
+    raise_error(e, e.explanation().c_str(), e.dot().c_str(), e.edge_list().c_str());
+  } catch (const remat::Error& e) {
+    raise_error(e, nullptr, nullptr, nullptr);
+  } catch (const nb::python_error&) {
+    throw;  // a hook's Python exception: restored unchanged by nanobind
+  } catch (const nb::builtin_exception&) {
+    throw;  // nanobind's own TypeError, IndexError ...
+  } catch (const std::bad_alloc&) {
+    throw;  // MemoryError
+  } catch (const std::exception& e) {
+    raise_error(remat::Error(remat::ErrorCode::kInternal, std::string("internal error: ") + e.what()),
+                nullptr, nullptr, nullptr);
+  }
+}
+
+nb::bytes partition(nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner,
+                    nb::object knapsack_solver, nb::object runtime_estimator,
+                    nb::object offload_node_runtime, nb::object size_check, nb::object rank_group) {
+  std::string out;
+  const remat::OptionHooks hooks = engine_hooks(PyHooks(
+      knapsack_solver, runtime_estimator, offload_node_runtime, size_check, rank_group));
+  {
+    nb::gil_scoped_release release;
+    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks);
+    remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    remat::PartitionResult result;
+    if (partitioner == "min_cut") {
+      result = remat::min_cut_rematerialization_partition(joint, options);
+    } else if (partitioner == "default") {
+      result = remat::default_partition(joint, options);
+    } else {
+      throw remat::Error(remat::ErrorCode::kInvalidOption,
+                         "partitioner '" + partitioner + "': expected \"min_cut\" or \"default\"");
+    }
+    out = remat::write_result(joint, result, /*timings=*/true);  // Python results carry them
+  }
+  return to_bytes(out);
+}
+
+using PointTuples = std::vector<std::tuple<double, double, double>>;
+
+std::vector<remat::MemoryBudgetPoint> points_of(const PointTuples& tuples) {
+  std::vector<remat::MemoryBudgetPoint> points;
+  for (const auto& [budget, runtime, ratio] : tuples) points.push_back({budget, runtime, ratio});
+  return points;
+}
+
+nb::list pareto(nb::bytes joint_json, nb::bytes options_json, double resolution,
+                std::vector<double> budgets, nb::object knapsack_solver,
+                nb::object runtime_estimator) {
+  std::vector<remat::MemoryBudgetPoint> points;
+  const remat::OptionHooks hooks = engine_hooks(PyHooks(knapsack_solver, runtime_estimator));
+  {
+    nb::gil_scoped_release release;
+    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks);
+    remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    points = remat::memory_budget_pareto(joint, options, resolution, budgets);
+  }
+  nb::list out;
+  for (const auto& p : points) out.append(nb::make_tuple(p.budget, p.recompute_runtime, p.memory_ratio));
+  return out;
+}
+
+std::string report(nb::bytes joint_json, nb::bytes result_json, const PointTuples& pareto_points,
+                   const std::string& title, const std::string& pareto_note) {
+  std::string out;
+  {
+    nb::gil_scoped_release release;
+    remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    remat::ReportOptions report;
+    report.title = title;
+    report.pareto_note = pareto_note;
+    report.pareto = points_of(pareto_points);
+    for (const auto& [key, cats] : joint.op_overrides) report.options.ops.set(key, cats);
+    out = remat::html_report(joint, view_of(result_json), report);
+  }
+  return out;
+}
+
+nb::bytes simulate_memory(nb::bytes forward_json, nb::bytes backward_json, int num_fwd_outputs,
+                          std::vector<std::string> mutated_inputs) {
+  std::string out;
+  {
+    nb::gil_scoped_release release;
+    const remat::JointGraph fw = remat::read_joint_graph(view_of(forward_json));
+    const remat::JointGraph bw = remat::read_joint_graph(view_of(backward_json));
+    std::vector<remat::NodeId> mutated;
+    for (const std::string& name : mutated_inputs) {
+      const remat::NodeId id = fw.graph.find(name);
+      if (id == remat::kNoNode)
+        throw remat::Error(remat::ErrorCode::kInvalidGraph,
+                           "mutated_inputs: '" + name + "' is not a node of the forward");
+      mutated.push_back(id);
+    }
+    const remat::MemoryProfile m = remat::simulate_memory(fw.graph, bw.graph, num_fwd_outputs);
+    out = remat::write_memory(fw.graph, bw.graph, m,
+                              remat::find_mutation_hazards(fw.graph, bw.graph, num_fwd_outputs, mutated));
+  }
+  return to_bytes(out);
+}
+
+nb::bytes roundtrip(nb::bytes joint_json) {
+  std::string out;
+  {
+    nb::gil_scoped_release release;
+    out = remat::write_joint_graph(remat::read_joint_graph(view_of(joint_json)));
+  }
+  return to_bytes(out);
+}
+
+// remat.info()'s dict: GraphInfo's fields under stable keys.
+nb::dict info(nb::bytes joint_json) {
+  remat::GraphInfo info;
+  {
+    nb::gil_scoped_release release;
+    info = remat::graph_info(remat::read_joint_graph(view_of(joint_json)));
+  }
+  nb::dict d;
+  d["nodes"] = info.nodes;
+  d["placeholder"] = info.by_kind[static_cast<int>(remat::NodeKind::kPlaceholder)];
+  d["call_function"] = info.by_kind[static_cast<int>(remat::NodeKind::kCallFunction)];
+  d["get_attr"] = info.by_kind[static_cast<int>(remat::NodeKind::kGetAttr)];
+  d["output"] = info.by_kind[static_cast<int>(remat::NodeKind::kOutput)];
+  d["ops"] = info.ops;
+  d["tensors"] = info.tensors;
+  d["num_fwd_outputs"] = info.num_fwd_outputs;
+  d["static_lifetime_inputs"] = info.static_lifetime_inputs;
+  d["op_overrides"] = info.op_overrides;
+  nb::dict categories;
+  for (size_t i = 0; i < info.by_category.size(); ++i)
+    categories[nb::str(remat::kOpCategoryNames[i].name.data(), remat::kOpCategoryNames[i].name.size())] =
+        info.by_category[i];
+  categories["none"] = info.uncategorized;
+  d["categories"] = categories;
+  if (info.split_error.empty()) {
+    d["forward"] = info.forward;
+    d["backward"] = info.backward;
+    d["unclaimed"] = info.unclaimed;
+  } else {
+    d["split_error"] = info.split_error;
+  }
+  d["activation_bytes"] = info.activation_bytes;
+  d["unsized"] = info.unsized;
+  return d;
+}
+
 }  // namespace
 
 NB_MODULE(_remat, m) {
@@ -240,199 +397,31 @@ NB_MODULE(_remat, m) {
   Py_INCREF(g_errors_by_code);
   g_base_error = errors.attr("RematError").ptr();
   Py_INCREF(g_base_error);
-
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const remat::NoFiniteCutError& e) {
-      raise_error(e, e.explanation().c_str(), e.dot().c_str(), e.edge_list().c_str());
-    } catch (const remat::Error& e) {
-      raise_error(e, nullptr, nullptr, nullptr);
-    } catch (const nb::python_error&) {
-      throw;  // a hook's Python exception: restored unchanged by nanobind
-    } catch (const nb::builtin_exception&) {
-      throw;  // nanobind's own TypeError, IndexError ...
-    } catch (const std::bad_alloc&) {
-      throw;  // MemoryError
-    } catch (const std::exception& e) {
-      // Anything else escaping the engine is a bug in remat: say so with
-      // the RematError the contract promises, not a bare RuntimeError.
-      raise_error(remat::Error(remat::ErrorCode::kInternal,
-                               std::string("internal error: ") + e.what()),
-                  nullptr, nullptr, nullptr);
-    }
-  });
+  nb::register_exception_translator(translate_exception);
 
   m.def("version", [] { return std::string(remat::kVersion); });
-
+  m.def("partition", &partition, nb::arg("joint_json"), nb::arg("options_json"),
+        nb::arg("partitioner") = "min_cut", nb::arg("knapsack_solver") = nb::none(),
+        nb::arg("runtime_estimator") = nb::none(), nb::arg("offload_node_runtime") = nb::none(),
+        nb::arg("size_check") = nb::none(), nb::arg("rank_group") = nb::none(),
+        "Partitions a joint graph; returns the partition-result document.");
+  m.def("pareto", &pareto, nb::arg("joint_json"), nb::arg("options_json"),
+        nb::arg("resolution") = 1e-3, nb::arg("budgets") = std::vector<double>{},
+        nb::arg("knapsack_solver") = nb::none(), nb::arg("runtime_estimator") = nb::none(),
+        "The memory-budget Pareto frontier: [(budget, recompute_runtime, memory_ratio)];\n"
+        "with `budgets`, exactly those budgets.");
   m.def(
-      "partition",
-      [](nb::bytes joint_json, nb::bytes options_json, const std::string& partitioner,
-         nb::object knapsack_solver, nb::object runtime_estimator,
-         nb::object offload_node_runtime, nb::object size_check, nb::object rank_group) {
-        std::string out;
-        const remat::OptionHooks hooks = engine_hooks(PyHooks(
-            knapsack_solver, runtime_estimator, offload_node_runtime, size_check, rank_group));
-        {
-          // bytes objects are immutable and held by the caller: their buffers
-          // stay valid while the GIL is released.
-          nb::gil_scoped_release release;
-          remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks);
-          remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
-          remat::PartitionResult result;
-          if (partitioner == "min_cut") {
-            result = remat::min_cut_rematerialization_partition(joint, options);
-          } else if (partitioner == "default") {
-            result = remat::default_partition(joint, options);
-          } else {
-            throw remat::Error(remat::ErrorCode::kInvalidOption,
-                               "partitioner '" + partitioner +
-                                   "': expected \"min_cut\" or \"default\"");
-          }
-          out = remat::write_result(joint, result, /*timings=*/true);  // Python results carry them
-        }
-        return to_bytes(out);
-      },
-      nb::arg("joint_json"), nb::arg("options_json"), nb::arg("partitioner") = "min_cut",
-      nb::arg("knapsack_solver") = nb::none(), nb::arg("runtime_estimator") = nb::none(),
-      nb::arg("offload_node_runtime") = nb::none(), nb::arg("size_check") = nb::none(),
-      nb::arg("rank_group") = nb::none(),
-      "Partitions a joint graph; returns the partition-result document.");
-
-  m.def(
-      "pareto",
-      [](nb::bytes joint_json, nb::bytes options_json, double resolution,
-         std::vector<double> budgets, nb::object knapsack_solver, nb::object runtime_estimator) {
-        std::vector<remat::MemoryBudgetPoint> points;
-        const remat::OptionHooks hooks = engine_hooks(PyHooks(knapsack_solver, runtime_estimator));
-        {
-          nb::gil_scoped_release release;
-          remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks);
-          remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
-          points = remat::memory_budget_pareto(joint, options, resolution, budgets);
-        }
-        nb::list out;
-        for (const auto& p : points)
-          out.append(nb::make_tuple(p.budget, p.recompute_runtime, p.memory_ratio));
-        return out;
-      },
-      nb::arg("joint_json"), nb::arg("options_json"), nb::arg("resolution") = 1e-3,
-      nb::arg("budgets") = std::vector<double>{}, nb::arg("knapsack_solver") = nb::none(),
-      nb::arg("runtime_estimator") = nb::none(),
-      "The memory-budget Pareto frontier: [(budget, recompute_runtime, memory_ratio)];\n"
-      "with `budgets`, exactly those budgets.");
-
-  m.def(
-      "pareto_svg",
-      [](const std::vector<std::tuple<double, double, double>>& points) {
-        std::vector<remat::MemoryBudgetPoint> pts;
-        for (const auto& [b, rt, ratio] : points) pts.push_back({b, rt, ratio});
-        return remat::pareto_svg(pts);
-      },
+      "pareto_svg", [](const PointTuples& points) { return remat::pareto_svg(points_of(points)); },
       nb::arg("points"),
       "The frontier [(budget, recompute_runtime, memory_ratio)] as remat's SVG chart.");
-
-  m.def(
-      "report",
-      [](nb::bytes joint_json, nb::bytes result_json,
-         const std::vector<std::tuple<double, double, double>>& pareto, const std::string& title,
-         const std::string& pareto_note) {
-        std::string out;
-        {
-          nb::gil_scoped_release release;
-          remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
-          remat::ReportOptions report;
-          report.title = title;
-          report.pareto_note = pareto_note;
-          for (const auto& [b, rt, ratio] : pareto) report.pareto.push_back({b, rt, ratio});
-          for (const auto& [key, cats] : joint.op_overrides) report.options.ops.set(key, cats);
-          out = remat::html_report(joint, view_of(result_json), report);
-        }
-        return out;
-      },
-      nb::arg("joint_json"), nb::arg("result_json"),
-      nb::arg("pareto") = std::vector<std::tuple<double, double, double>>{},
-      nb::arg("title") = "", nb::arg("pareto_note") = "",
-      "The partition's self-contained HTML report.");
-
-  m.def(
-      "simulate_memory",
-      [](nb::bytes forward_json, nb::bytes backward_json, int num_fwd_outputs,
-         std::vector<std::string> mutated_inputs) {
-        std::string out;
-        {
-          nb::gil_scoped_release release;
-          const remat::JointGraph fw = remat::read_joint_graph(view_of(forward_json));
-          const remat::JointGraph bw = remat::read_joint_graph(view_of(backward_json));
-          std::vector<remat::NodeId> mutated;
-          for (const std::string& name : mutated_inputs) {
-            const remat::NodeId id = fw.graph.find(name);
-            if (id == remat::kNoNode)
-              throw remat::Error(remat::ErrorCode::kInvalidGraph,
-                                 "mutated_inputs: '" + name + "' is not a node of the forward");
-            mutated.push_back(id);
-          }
-          const remat::MemoryProfile m =
-              remat::simulate_memory(fw.graph, bw.graph, num_fwd_outputs);
-          out = remat::write_memory(
-              fw.graph, bw.graph, m,
-              remat::find_mutation_hazards(fw.graph, bw.graph, num_fwd_outputs, mutated));
-        }
-        return to_bytes(out);
-      },
-      nb::arg("forward_json"), nb::arg("backward_json"), nb::arg("num_fwd_outputs"),
-      nb::arg("mutated_inputs") = std::vector<std::string>{},
-      "Simulates a forward/backward pair (two graph documents); returns\n"
-      "{\"memory\": ..., \"hazards\": ...} as JSON bytes.");
-
-  m.def(
-      "roundtrip",
-      [](nb::bytes joint_json) {
-        std::string out;
-        {
-          nb::gil_scoped_release release;
-          out = remat::write_joint_graph(remat::read_joint_graph(view_of(joint_json)));
-        }
-        return to_bytes(out);
-      },
-      nb::arg("joint_json"), "Reads a joint graph and writes it back.");
-
-  m.def(
-      "info",
-      [](nb::bytes joint_json) {
-        remat::GraphInfo info;
-        {
-          nb::gil_scoped_release release;
-          info = remat::graph_info(remat::read_joint_graph(view_of(joint_json)));
-        }
-        nb::dict d;
-        d["nodes"] = info.nodes;
-        d["placeholder"] = info.by_kind[static_cast<int>(remat::NodeKind::kPlaceholder)];
-        d["call_function"] = info.by_kind[static_cast<int>(remat::NodeKind::kCallFunction)];
-        d["get_attr"] = info.by_kind[static_cast<int>(remat::NodeKind::kGetAttr)];
-        d["output"] = info.by_kind[static_cast<int>(remat::NodeKind::kOutput)];
-        d["ops"] = info.ops;
-        d["tensors"] = info.tensors;
-        d["num_fwd_outputs"] = info.num_fwd_outputs;
-        d["static_lifetime_inputs"] = info.static_lifetime_inputs;
-        d["op_overrides"] = info.op_overrides;
-        nb::dict categories;
-        for (size_t i = 0; i < info.by_category.size(); ++i)
-          categories[nb::str(remat::kOpCategoryNames[i].name.data(),
-                             remat::kOpCategoryNames[i].name.size())] = info.by_category[i];
-        categories["none"] = info.uncategorized;
-        d["categories"] = categories;
-        if (info.split_error.empty()) {
-          d["forward"] = info.forward;
-          d["backward"] = info.backward;
-          d["unclaimed"] = info.unclaimed;
-        } else {
-          d["split_error"] = info.split_error;
-        }
-        d["activation_bytes"] = info.activation_bytes;
-        d["unsized"] = info.unsized;
-        return d;
-      },
-      nb::arg("joint_json"),
-      "What a joint graph holds (remat/info.h's GraphInfo, what `remat info` prints).");
+  m.def("report", &report, nb::arg("joint_json"), nb::arg("result_json"),
+        nb::arg("pareto") = PointTuples{}, nb::arg("title") = "", nb::arg("pareto_note") = "",
+        "The partition's self-contained HTML report.");
+  m.def("simulate_memory", &simulate_memory, nb::arg("forward_json"), nb::arg("backward_json"),
+        nb::arg("num_fwd_outputs"), nb::arg("mutated_inputs") = std::vector<std::string>{},
+        "Simulates a forward/backward pair (two graph documents); returns\n"
+        "{\"memory\": ..., \"hazards\": ...} as JSON bytes.");
+  m.def("roundtrip", &roundtrip, nb::arg("joint_json"), "Reads a joint graph and writes it back.");
+  m.def("info", &info, nb::arg("joint_json"),
+        "What a joint graph holds (remat/info.h's GraphInfo, what `remat info` prints).");
 }

@@ -187,10 +187,10 @@ SavedSets split_saved_values(const Graph& g, const std::vector<NodeId>& chosen);
 
 // default_partition's selection (the loop over forward nodes). Throws
 // Error naming the node where torch asserts. `graph_has_recomputable_ops`
-// is torch's has_recomputable_ops(joint_module), taken before tag cleanup:
-// 1 or 0, or -1 to compute it from `g`.
+// is torch's has_recomputable_ops(joint_module), taken before tag cleanup;
+// nullopt computes it from `g`.
 SavedSets default_saved_values(const Graph& g, const NodeInfo& info,
                                const PartitionOptions& options,
-                               int graph_has_recomputable_ops = -1);
+                               std::optional<bool> graph_has_recomputable_ops = std::nullopt);
 
 }  // namespace remat

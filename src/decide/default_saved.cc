@@ -13,7 +13,10 @@
 //
 // Orchestration (falling back to the min-cut when recompute tags meet a
 // non-functional graph, cleanup of tags) belongs to the pipeline.
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "decide/decide.h"
 #include "graph/query.h"
@@ -42,97 +45,134 @@ void dedup(std::vector<NodeId>& v, std::vector<uint8_t>& mark) {
   for (NodeId n : v) mark[n] = 0;
 }
 
-}  // namespace
-
-SavedSets default_saved_values(const Graph& g, const NodeInfo& info, const PartitionOptions& options,
-                               int graph_has_recomputable_ops) {
-  (void)info;
-  const size_t N = g.size();
+// The forward: every node (tangents and the output excluded) up to the last
+// node tagged is_forward, or the last primal or forward seed.
+std::vector<uint8_t> forward_region(const Graph& g) {
   NodeId last = kNoNode;
-  for (NodeId n = 0; n < N; ++n)
+  for (NodeId n = 0; n < g.size(); ++n)
     if (g.node(n).tag == PartitionerTag::kIsForward || is_primal(g, n) || is_fwd_seed_offset(g, n))
       last = n;
   if (last == kNoNode)
     throw Error(ErrorCode::kInvalidGraph,
                 "default partition: the graph has no forward node (no primal, forward seed or "
                 "is_forward tag)");
-  std::vector<uint8_t> forward(N, 0);
+  std::vector<uint8_t> forward(g.size(), 0);
   for (NodeId n = 0; n <= last; ++n)
     if (!is_tangent(g, n) && g.node(n).kind != NodeKind::kOutput) forward[n] = 1;
+  return forward;
+}
 
-  bool recomputable_ops = false;
-  if (graph_has_recomputable_ops < 0) {
-    for (NodeId n = 0; n < N; ++n) recomputable_ops |= must_recompute(g.node(n));
-  } else {
-    recomputable_ops = graph_has_recomputable_ops != 0;
+// One forward node's verdict at a time, into the three lists.
+class DefaultSelection {
+ public:
+  DefaultSelection(const Graph& g, const PartitionOptions& options, bool recomputable_ops)
+      : g_(g), options_(options), recomputable_ops_(recomputable_ops), forward_(forward_region(g)) {}
+
+  SavedSets run() {
+    for (NodeId n = 0; n < g_.size(); ++n)
+      if (forward_[n]) visit(n);
+    finish();
+    return std::move(out_);
   }
 
-  SavedSets out;
-  std::vector<NodeId> backward_uses;
-  for (NodeId n = 0; n < N; ++n) {
-    if (!forward[n]) continue;
-    const Node& node = g.node(n);
+ private:
+  void visit(NodeId n) {
+    const Node& node = g_.node(n);
     // torch skips get_attr nodes that name a submodule (HOP bodies). The IR
     // has no module table; such nodes carry no value metadata, tensors do.
     if (node.kind == NodeKind::kGetAttr && node.value == ValueKind::kMissing &&
         !node.has(kFlagTensorMeta))
-      continue;
-    const std::string_view target = target_name(g, n);
-    if (is_skipped_target(target)) continue;
-    if (is_sym_node(g, n)) {
-      out.saved_sym_nodes.push_back(n);
-      continue;
+      return;
+    const std::string_view target = target_name(g_, n);
+    if (is_skipped_target(target)) return;
+    if (is_sym_node(g_, n)) {
+      out_.saved_sym_nodes.push_back(n);
+      return;
     }
-    auto users = g.users(n);
-    bool multi_output = !users.empty();
-    for (NodeId u : users) multi_output &= target_name(g, u) == "operator.getitem";
-    if (multi_output) continue;
-    const bool opaque = is_opaque_node(g, n);
-    if (node.recompute == RecomputePolicy::kMustSave) {
-      (opaque ? out.saved_opaque_nodes : out.saved_values).push_back(n);
-      continue;
-    }
-    const bool impure = node.has(kFlagImpure) && node.kind != NodeKind::kPlaceholder &&
-                        (!options.distributed_available || target != "_c10d_functional.wait_tensor.default");
-    if (impure) {
-      if (recomputable_ops)
-        throw Error(ErrorCode::kInvalidGraph, "Trying to apply AC on a graph with impure op: " +
-                                                  std::string(g.name(n)) + ", " + std::string(target));
-      (opaque ? out.saved_opaque_nodes : out.saved_values).push_back(n);
-      continue;
+    bool multi_output = !g_.users(n).empty();
+    for (NodeId u : g_.users(n)) multi_output &= target_name(g_, u) == "operator.getitem";
+    if (multi_output) return;  // its getitems are visited instead
+    const bool opaque = is_opaque_node(g_, n);
+    if (node.recompute == RecomputePolicy::kMustSave || is_impure(n, target)) {
+      (opaque ? out_.saved_opaque_nodes : out_.saved_values).push_back(n);
+      return;
     }
     if (opaque) {
-      out.saved_opaque_nodes.push_back(n);
-      continue;
+      out_.saved_opaque_nodes.push_back(n);
+      return;
     }
+    visit_tensor(n);
+  }
+
+  // Impure values are saved unconditionally, and activation checkpointing
+  // (recompute tags) cannot apply to a graph holding one.
+  bool is_impure(NodeId n, std::string_view target) const {
+    const Node& node = g_.node(n);
+    const bool impure = node.has(kFlagImpure) && node.kind != NodeKind::kPlaceholder &&
+                        (!options_.distributed_available ||
+                         target != "_c10d_functional.wait_tensor.default");
+    if (impure && recomputable_ops_)
+      throw Error(ErrorCode::kInvalidGraph, "Trying to apply AC on a graph with impure op: " +
+                                                std::string(g_.name(n)) + ", " + std::string(target));
+    return impure;
+  }
+
+  // A tensor with uses outside the forward (the output node counts as one):
+  // saved, unless every such use is symbolic (then those are saved) or it
+  // must be recomputed.
+  void visit_tensor(NodeId n) {
+    const Node& node = g_.node(n);
     const bool is_tensor = node.has(kFlagTensorMeta) || node.value == ValueKind::kTensor;
     if (!is_tensor && node.kind == NodeKind::kCallFunction)
       throw Error(ErrorCode::kInvalidGraph,
-                  "default partition: expected node '" + std::string(g.name(n)) + "' to be a tensor");
-    // Uses outside the forward (the output node counts as one).
-    backward_uses.clear();
+                  "default partition: expected node '" + std::string(g_.name(n)) + "' to be a tensor");
+    backward_uses_.clear();
     bool all_sym = true;
-    for (NodeId u : users)
-      if (!forward[u]) {
-        backward_uses.push_back(u);
-        all_sym &= is_sym_node(g, u);
+    for (NodeId u : g_.users(n))
+      if (!forward_[u]) {
+        backward_uses_.push_back(u);
+        all_sym &= is_sym_node(g_, u);
       }
     if (all_sym) {
-      out.saved_sym_nodes.insert(out.saved_sym_nodes.end(), backward_uses.begin(), backward_uses.end());
-      continue;
+      out_.saved_sym_nodes.insert(out_.saved_sym_nodes.end(), backward_uses_.begin(),
+                                  backward_uses_.end());
+    } else if (!must_recompute(node)) {
+      out_.saved_values.push_back(n);
     }
-    if (!must_recompute(node)) out.saved_values.push_back(n);
   }
 
-  std::vector<uint8_t> mark(N, 0);
-  dedup(out.saved_values, mark);
-  dedup(out.saved_sym_nodes, mark);
-  size_t k = 0;
-  for (NodeId n : out.saved_sym_nodes)
-    if (!is_assert_only_symbool(g, n)) out.saved_sym_nodes[k++] = n;
-  out.saved_sym_nodes.resize(k);
-  dedup(out.saved_opaque_nodes, mark);
-  return out;
+  // First occurrences only, in order; sym values that only feed asserts go.
+  void finish() {
+    std::vector<uint8_t> mark(g_.size(), 0);
+    dedup(out_.saved_values, mark);
+    dedup(out_.saved_sym_nodes, mark);
+    size_t k = 0;
+    for (NodeId n : out_.saved_sym_nodes)
+      if (!is_assert_only_symbool(g_, n)) out_.saved_sym_nodes[k++] = n;
+    out_.saved_sym_nodes.resize(k);
+    dedup(out_.saved_opaque_nodes, mark);
+  }
+
+  const Graph& g_;
+  const PartitionOptions& options_;
+  const bool recomputable_ops_;
+  const std::vector<uint8_t> forward_;
+  std::vector<NodeId> backward_uses_;
+  SavedSets out_;
+};
+
+}  // namespace
+
+SavedSets default_saved_values(const Graph& g, const NodeInfo& info, const PartitionOptions& options,
+                               std::optional<bool> graph_has_recomputable_ops) {
+  (void)info;
+  bool recomputable_ops = false;
+  if (graph_has_recomputable_ops) {
+    recomputable_ops = *graph_has_recomputable_ops;
+  } else {
+    for (NodeId n = 0; n < g.size(); ++n) recomputable_ops |= must_recompute(g.node(n));
+  }
+  return DefaultSelection(g, options, recomputable_ops).run();
 }
 
 }  // namespace remat

@@ -291,7 +291,7 @@ std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
   NodeInfo info = classify_nodes(p.graph, joint.static_lifetime_input_indices,
                                  joint.num_fwd_outputs, options);
   s->clock.lap("classify");
-  s->sets = default_saved_values(p.graph, info, options, recomputable ? 1 : 0);
+  s->sets = default_saved_values(p.graph, info, options, recomputable);
   s->clock.lap("decide");
   s->saved_joint = joint_ids(p.graph, s->sets.saved_values);
   s->partitioner = "default";

@@ -1,0 +1,57 @@
+"""The version and the minimum Python are each written once.
+
+Contract: CMakeLists.txt's project(remat VERSION ...) is the one place the
+version is written; the wheel's metadata (pyproject.toml reads it through
+scikit-build-core's regex provider), the engine's remat/version.h (generated
+by CMake), remat.__version__ and `remat --version` all show that value.
+pyproject.toml's requires-python is the one minimum Python; CMake reads it
+from there.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import remat
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cmake_version() -> str:
+    m = re.search(r"project\(remat VERSION ([0-9.]+)", (ROOT / "CMakeLists.txt").read_text())
+    assert m, "CMakeLists.txt lost its project(remat VERSION ...) line"
+    return m.group(1)
+
+
+def test_every_version_is_cmakes_project_version():
+    v = _cmake_version()
+    assert remat.__version__ == v
+    assert remat.version() == v
+    assert importlib.metadata.version("remat") == v
+
+
+@pytest.mark.skipif(shutil.which("remat") is None, reason="the remat command is not on PATH")
+def test_the_command_reports_the_same_version():
+    out = subprocess.run(["remat", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"remat {_cmake_version()}"
+
+
+def test_no_other_file_writes_the_version():
+    v = _cmake_version()
+    for rel in ["pyproject.toml", "python/remat/__init__.py", "cmake/version.h.in"]:
+        assert v not in (ROOT / rel).read_text(), f"{rel} writes the version {v} itself"
+
+
+def test_cmake_reads_the_minimum_python_from_pyproject():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^requires-python = ">=[0-9]+\.[0-9]+"$', pyproject, re.M)
+    cmake = (ROOT / "CMakeLists.txt").read_text()
+    finds = re.findall(r"find_package\(Python ([^ ]+)", cmake)
+    assert finds and all(f == "${REMAT_MIN_PYTHON}" for f in finds), finds
+    assert "requires-python" in cmake  # where REMAT_MIN_PYTHON comes from
