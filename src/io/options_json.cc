@@ -185,8 +185,10 @@ void set_cut_side(PartitionOptions& o, std::string_view k, element v) {
 void set_ops(PartitionOptions& o, std::string_view k, element v) {
   simdjson::dom::object ops;
   if (v.get(ops)) bad_option(k, "expected an object of category lists");
-  for (auto [name, cats] : ops) {
-    o.ops.set(name, io::read_op_categories(cats, [&](std::string_view why) {
+  for (simdjson::dom::key_value_pair kv : ops) {
+    // A named variable, not a structured binding: clang 14 cannot capture those.
+    const std::string_view name = kv.key;
+    o.ops.set(name, io::read_op_categories(kv.value, [&](std::string_view why) {
       bad_option(k, fmt::format("'{}': {}", name, why));
     }));
   }
