@@ -439,4 +439,9 @@ inline std::string slurp(const std::string& path) {
   return s;
 }
 
+// Whether `text` contains `part` (messages, documents, command output).
+inline bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 }  // namespace remat::testing

@@ -46,8 +46,4 @@ class TempDir {
   std::string path_;
 };
 
-inline bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 }  // namespace remat::testing

@@ -18,9 +18,7 @@ using testing::CliRun;
 using testing::remat;
 using testing::slurp;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::has;
 
 // transformer_block.json: recompute_views and the memory budget both change
 // its result, so each test below can tell whether a value arrived.

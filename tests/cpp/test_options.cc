@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "budget/flops.h"
+#include "graph_fixture.h"
 #include "budget/knapsack.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -27,9 +28,7 @@ std::string invalid_option(F&& f) {
   return "";
 }
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::has;
 
 TEST(Options, KeysSetTheirFieldsAndTheRestKeepTorchsDefaults) {
   const PartitionOptions o = read_options(

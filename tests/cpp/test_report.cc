@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "budget/pareto.h"
+#include "graph_fixture.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/partition.h"
@@ -24,7 +25,7 @@ const std::string kExamples = REMAT_EXAMPLES_DIR;
 
 JointGraph example(const char* name) { return read_joint_graph_file(kExamples + "/" + name); }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::has;
 
 size_t count(const std::string& text, const std::string& part) {
   size_t n = 0;
