@@ -223,18 +223,25 @@ ArgId kwargs_with_state(const Graph& src, NodeCopier& copier, GraphBuilder& b, N
   return dict;
 }
 
-// `graphsafe_run_with_rng_state(op, *args, **kwargs, rng_state=state)`.
-NodeId add_graphsafe_run(const Graph& src, NodeCopier& copier, GraphBuilder& b, OpId run,
-                         NodeId id, const std::string& name, const std::vector<NodeId>& remap,
-                         NodeId state) {
-  Node n = created_call(b, name, run, "higher_order.graphsafe_run_with_rng_state");
-  n.args = b.begin(ArgKind::kTuple);
+// The argument tuple `(op, *args)` of a run_* node wrapping random op `id`.
+ArgId op_then_positional(const Graph& src, NodeCopier& copier, GraphBuilder& b, NodeId id,
+                         const std::vector<NodeId>& remap) {
+  const ArgId args = b.begin(ArgKind::kTuple);
   Arg target;
   target.kind = ArgKind::kTarget;
   target.id = copier.str(src.node(id).target);
   b.leaf(target);
   copy_positional(src, copier, id, remap);
-  b.end(n.args);
+  b.end(args);
+  return args;
+}
+
+// `graphsafe_run_with_rng_state(op, *args, **kwargs, rng_state=state)`.
+NodeId add_graphsafe_run(const Graph& src, NodeCopier& copier, GraphBuilder& b, OpId run,
+                         NodeId id, const std::string& name, const std::vector<NodeId>& remap,
+                         NodeId state) {
+  Node n = created_call(b, name, run, "higher_order.graphsafe_run_with_rng_state");
+  n.args = op_then_positional(src, copier, b, id, remap);
   n.kwargs = kwargs_with_state(src, copier, b, id, remap, state);
   return b.add_node(n);
 }
@@ -279,13 +286,7 @@ RunAndSave add_run_and_save(const Graph& fw, NodeCopier& copier, GraphBuilder& b
                             NodeId id, const Pair& p, const std::vector<NodeId>& remap,
                             int64_t state_storage) {
   Node rs = created_call(b, p.fw_run, ops.run_and_save, "higher_order.run_and_save_rng_state");
-  rs.args = b.begin(ArgKind::kTuple);
-  Arg target;
-  target.kind = ArgKind::kTarget;
-  target.id = copier.str(fw.node(id).target);
-  b.leaf(target);
-  copy_positional(fw, copier, id, remap);
-  b.end(rs.args);
+  rs.args = op_then_positional(fw, copier, b, id, remap);
   rs.kwargs = copy_kwargs(fw, copier, b, id, remap);
   const NodeId rs_id = b.add_node(rs);
 

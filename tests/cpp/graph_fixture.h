@@ -420,6 +420,15 @@ inline Extracted extract_saving(const Graph& g, std::vector<NodeId> saved, int n
 }
 
 // The names of a partition's saved values, in order.
+// The joint graph of a TestGraph whose first `num_fwd_outputs` outputs are
+// the forward's.
+inline JointGraph joint_of(const TestGraph& t, int num_fwd_outputs = 1) {
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = num_fwd_outputs;
+  return j;
+}
+
 inline std::vector<std::string> saved_names(const JointGraph& j, const PartitionResult& r) {
   std::vector<std::string> out;
   for (NodeId id : r.saved_values) out.emplace_back(j.graph.name(id));

@@ -236,12 +236,7 @@ TEST(BudgetKnapsack, ProfiledRuntimesAreReadByJointId) {
 
 // --- per-graph budgets ----------------------------------------------------------
 
-JointGraph joint_of(const TestGraph& t) {
-  JointGraph j;
-  j.graph = t.build();
-  j.num_fwd_outputs = 1;
-  return j;
-}
+using testing::joint_of;
 
 TEST(BudgetPerGraph, MetaBudgetOutOfRangeNamesTheNode) {
   TestGraph t = two_random_values();

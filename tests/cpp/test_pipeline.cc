@@ -26,12 +26,7 @@ using testing::Ref;
 using testing::TestGraph;
 using Names = std::vector<std::string>;
 
-JointGraph joint_of(const TestGraph& t, int num_fwd_outputs = 1) {
-  JointGraph j;
-  j.graph = t.build();
-  j.num_fwd_outputs = num_fwd_outputs;
-  return j;
-}
+using testing::joint_of;
 
 Names stage_names(const PartitionResult& r) {
   Names out;
