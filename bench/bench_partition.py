@@ -1,4 +1,4 @@
-"""remat vs torch 2.13's partitioner, side by side on the same joint graphs.
+"""remat vs the running torch's partitioner, side by side on the same joint graphs.
 
 For each case, in one process: torch's `min_cut_rematerialization_partition`,
 remat's drop-in (FX in -> FX out) and remat's engine alone (IR in -> result
@@ -314,6 +314,9 @@ def main(argv=None) -> int:
                    help="also run the transformer cases under this memory budget "
                         "(default 0.5; none with --smoke)")
     p.add_argument("--write-docs", action="store_true", help="write docs/performance.md and the plot")
+    p.add_argument("--rows-json", metavar="PATH",
+                   help="also write the measured rows and scaling runs there, with the torch "
+                        "version (bench/bench_releases.py collects one file per release)")
     p.add_argument("--from-json", help="re-render saved rows instead of measuring")
     p.add_argument("--eager-codegen", action="store_true",
                    help="generate the returned modules' code inside the timing (torch.compile "
@@ -375,6 +378,9 @@ def main(argv=None) -> int:
     scaling = run_scaling(sizes, scaling_repeat)
     print(format_table(rows) + "\n\n" + format_scaling(scaling) + "\n\n"
           + format_targets(targets(rows, scaling)))
+    if a.rows_json:
+        with open(a.rows_json, "w") as f:
+            json.dump({"torch": torch.__version__, "rows": rows, "scaling": scaling}, f, indent=1)
     if a.write_docs:
         write_docs(rows, scaling, docs)
     return 0 if all(r["identical"] or r.get("deliberate") for r in rows) else 1

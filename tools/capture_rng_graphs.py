@@ -95,6 +95,8 @@ class _StandInCudaGenerator:
 
 # torch.cuda.get_rng_state(): a Philox generator's seed and offset, 8 bytes each.
 CUDA_RNG_STATE_BYTES = 16
+# The CUDA devices the stand-ins answer for (the stored graphs use cuda:0 and cuda:1).
+STAND_IN_DEVICES = 8
 
 
 @contextlib.contextmanager
@@ -116,12 +118,16 @@ def cuda_stand_ins() -> Iterator[None]:
     def get_rng_state(device: Any = "cuda") -> torch.Tensor:
         return torch.zeros(CUDA_RNG_STATE_BYTES, dtype=torch.uint8)
 
-    saved = (torch.cuda._get_generator, torch.cuda.get_rng_state)
+    # torch 2.11 and 2.12 read the generators from torch.cuda.default_generators
+    # (get_cuda_generator_meta_val); 2.13 on through _get_generator.
+    generators = tuple(_StandInCudaGenerator(torch.device("cuda", i)) for i in range(STAND_IN_DEVICES))
+    saved = (torch.cuda._get_generator, torch.cuda.get_rng_state, torch.cuda.default_generators)
     torch.cuda._get_generator, torch.cuda.get_rng_state = get_generator, get_rng_state
+    torch.cuda.default_generators = generators
     try:
         yield
     finally:
-        torch.cuda._get_generator, torch.cuda.get_rng_state = saved
+        torch.cuda._get_generator, torch.cuda.get_rng_state, torch.cuda.default_generators = saved
 
 
 # --------------------------------------------------------------------------- re-deviceing

@@ -16,6 +16,13 @@ Contents (all names use remat's target spelling, see src/ops/registry.cc):
   * overloads whose mutability the name rule (op name ends in a single "_",
     or the overload name mentions "out") gets wrong.
 
+One table, of the newest supported release: run this under that release's
+torch. What an older release lacks is not a second table but a list in
+src/ops/registry.cc (kReleaseGatedPointwise, kReleaseGatedDefaults), each
+entry under the TorchBehavior switch that added it. RELEASE_GATED below
+names those entries; the tool refuses a torch that lacks any of them, since
+its table would take them away from every release.
+
 Usage: python tools/gen_default_ops.py [output path]
 """
 import os
@@ -24,6 +31,16 @@ import sys
 import torch
 import torch._functorch.partitioners as partitioners
 from torch.fx.experimental.sym_node import magic_methods, method_to_operator
+
+
+# src/ops/registry.cc's release-gated entries: (list, name). "pointwise" is a
+# packet with a pointwise overload, "recomputable" an entry of
+# get_default_op_list().recomputable_ops as written there.
+RELEASE_GATED = [
+    ("pointwise", p) for p in (
+        "aten.leaky_relu", "aten._conj_physical", "aten.celu_", "aten.elu_",
+        "aten.hardsigmoid_", "aten.hardtanh_", "aten.leaky_relu_", "aten.selu_")
+] + [("recomputable", "prims.prepare_softmax_online")]
 
 
 def callable_name(fn) -> str:
@@ -116,6 +133,11 @@ def main() -> None:
     assert fusible == ({target_name(t) for t in ops.recomputable_ops}
                        | set(random)), "fusible != recomputable | random"
     assert pointwise <= {p for p in pw_any if p.startswith("aten.")}
+    has = {"pointwise": pw_any, "recomputable": set(recomputable)}
+    missing = [name for kind, name in RELEASE_GATED if name not in has[kind]]
+    if missing:
+        sys.exit(f"torch {torch.__version__} lacks {missing}: generate the table under the "
+                 "newest supported release (src/ops/registry.cc gates what older ones lack)")
 
     def block(cname, items, comment):
         lines = [f"// {comment}", f"inline constexpr std::string_view {cname}[] = {{"]

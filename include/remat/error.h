@@ -56,4 +56,31 @@ class NoFiniteCutError : public Error {
   std::string edge_list_;
 };
 
+// A failure torch raises at the same point with a Python exception of its
+// own (a FLOP formula's AssertionError, a formula signature's TypeError,
+// materialize_arg's KeyError): `python_type` names the builtin exception
+// ("AssertionError", "TypeError", "KeyError"), `torch_message` is what torch
+// constructs it with, exactly (its str(), but for KeyError's quotes: the
+// key "val"), and `context` says where remat met it (the node), for what()
+// and for the Python exception's notes. The drop-in
+// raises a RematError that is also that builtin, named like it, with
+// torch's text: what torch's own partitioner would raise there.
+class TorchError : public Error {
+ public:
+  TorchError(ErrorCode code, std::string python_type, std::string torch_message,
+             std::string context)
+      : Error(code, context.empty() ? torch_message : torch_message + " (" + context + ")"),
+        python_type_(std::move(python_type)),
+        torch_message_(std::move(torch_message)),
+        context_(std::move(context)) {}
+  const std::string& python_type() const { return python_type_; }
+  const std::string& torch_message() const { return torch_message_; }
+  const std::string& context() const { return context_; }
+
+ private:
+  std::string python_type_;
+  std::string torch_message_;
+  std::string context_;
+};
+
 }  // namespace remat

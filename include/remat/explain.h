@@ -12,7 +12,7 @@
 
 #include "remat/graph.h"
 #include "remat/options.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 
 namespace remat::report {
 

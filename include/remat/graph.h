@@ -62,6 +62,8 @@ enum class ValueKind : uint8_t {
   kBackwardState,  // torch.fx.experimental._backward_state.BackwardState
   kConstant,       // a plain Python value (int, float, ...)
   kGenerator,      // a torch.Generator (the state of a graph-safe RNG input)
+  kDevice,         // a torch.device (an op returning one, as compile-on-one-rank's
+                   // current_device)
 };
 
 // torch.utils.checkpoint.CheckpointPolicy, or none.
@@ -92,6 +94,11 @@ enum class OpKind : uint8_t {
   kOverload,     // torch._ops.OpOverload: "aten.mm.default"
   kHigherOrder,  // HigherOrderOperator: "higher_order.auto_functionalized"
   kFunction,     // a Python callable: "operator.getitem", "torch.sym_sum"
+  // torch._ops.OpOverloadPacket: "aten.rand" (AOTAutograd traces overloads;
+  // a joint pass may insert a packet). torch's checks for an OpOverload do
+  // not apply to it; its categories are its own (get_aten_target is the
+  // packet itself).
+  kPacket,
 };
 
 // Op tags the reference reads.
@@ -109,11 +116,18 @@ struct OpInfo {
   bool is_mutable = false;  // schema.is_mutable
   bool is_view = false;     // schema aliases its first input without writing
   int16_t num_returns = -1; // len(schema.returns); -1 when unknown
-  uint8_t tags = 0;         // OpTag bits of this overload
+  uint8_t tags = 0;         // OpTag bits of this overload (a packet: of its .default, if any)
   uint8_t packet_tags = 0;  // OpTag bits carried by any overload of the packet
   // Schema argument names the op writes to (auto_functionalized reads them).
   uint32_t mutable_args_begin = 0;
   uint32_t mutable_args_count = 0;
+  // The schema argument named "dropout_p" (the SDPA family): its position,
+  // -1 when the schema has none or is unknown, and its default when it has
+  // one. torch 2.14 on reads it to tell a random op from one whose dropout
+  // is statically zero (graph/random_op.h).
+  int16_t dropout_p_index = -1;
+  bool dropout_p_has_default = false;
+  double dropout_p_default = 0;
 };
 
 // One dimension of a shape or stride: a constant, or a symbol with its hint.
@@ -176,6 +190,16 @@ enum NodeFlag : uint16_t {
   kFlagRegionBudget = 1 << 7,    // a region_activation_memory_budget annotation
   kFlagShouldOffload = 1 << 8,   // meta["should_offload"]: a joint pass asks for CPU offloading
   kFlagSavedForOffloading = 1 << 9,  // meta["saved_for_offloading"] (result graphs)
+  // meta["aot_runtime_epilogue_input_mutation"]: a primal whose data AOT
+  // Autograd's runtime epilogue overwrites after the forward (torch 2.15
+  // stamps it before calling the partitioner).
+  kFlagEpilogueMutation = 1 << 10,
+  // A kConstant value that is no int, float or bool (an Enum member torch
+  // does not count opaque, a string ...): torch's free_symbols cannot read it.
+  kFlagNonScalarConstant = 1 << 11,
+  // A control_deps call whose subgraph calls a stream synchronization op
+  // (torch's _SYNC_OPS: record/wait events, wait_stream, synchronize_*).
+  kFlagStreamSync = 1 << 12,
 };
 
 // What a node's value and meta hold beyond the common case: symbolic
@@ -191,9 +215,20 @@ struct NodeExtra {
   // tensor: "j1", "2*j1") has no numeric hint; this keeps its name.
   StrId nested_hint = 0;
   StrId binds_symbol = 0; // the symbol this node binds (is_symbol_binding_fx_node)
+  // torch 2.14 on (TorchBehavior::bind_unreplaced_symbols) reads symbols
+  // from the value's raw expressions, before ShapeEnv's replacements:
+  // the symbols those add to free_symbols (a range in the value pool's
+  // symbols, sorted by name), and, when `binds_unreplaced_differs`, the
+  // symbol the node binds by its raw expression (0: none) in place of
+  // binds_symbol.
+  uint32_t unreplaced_symbols_begin = 0;
+  uint32_t unreplaced_symbols_count = 0;
+  StrId binds_unreplaced = 0;
+  bool binds_unreplaced_differs = false;
   StrId repr = 0;         // kConstant/kOpaque values: a printable form
   // kGenerator values: the generator's device, and the host's handle of the
   // very object (-1: none; the host makes a fresh one for the device).
+  // kDevice values: the device itself ("cuda:0"), in `device`.
   StrId device = 0;
   int64_t handle = -1;
   int64_t ac_graph_id = 0;
@@ -202,11 +237,21 @@ struct NodeExtra {
   // (node.meta["custom"]["_region_activation_memory_budget"]), when
   // kFlagRegionBudget is set.
   double region_memory_budget = 0;
+  // fx_graph_cse's custom_context_key: (stream, mempool, mempool_device) of
+  // node.meta["custom"], as the JSON array that holds it (minified), when it
+  // is not (0, None, None); 0 otherwise. Nodes of different contexts (a CUDA
+  // stream, a memory pool) are never merged from torch 2.14 on.
+  StrId custom_context = 0;
   // A backward placeholder that receives an offloaded activation: the tensor
   // it stood for before offloading (torch's meta original_device /
   // original_size / original_stride), as an index into the value pool's
   // tensors; kNoTensor otherwise.
+  // A forward node marked saved_for_offloading may hold its own tensor here
+  // (torch 2.11 and 2.12 record its device as meta original_device).
   uint32_t original_tensor = std::numeric_limits<uint32_t>::max();
+  // Whether original_tensor's size and stride are meta too (original_size /
+  // original_stride, torch 2.13 on), or only its device.
+  bool original_layout = false;
 
   bool operator==(const NodeExtra&) const = default;
 };
@@ -393,6 +438,18 @@ class Graph {
   std::span<const StrId> free_symbols(NodeId id) const {
     const Node& n = nodes_[id];
     return {values_->symbols(n.symbols_begin), n.symbols_count};
+  }
+  // The symbols of the value's raw expressions that free_symbols lacks
+  // (NodeExtra::unreplaced_symbols_*).
+  std::span<const StrId> unreplaced_symbols(NodeId id) const {
+    const NodeExtra& x = extra(id);
+    return {values_->symbols(x.unreplaced_symbols_begin), x.unreplaced_symbols_count};
+  }
+  // The symbol the node binds: by its replaced expression, or with
+  // `unreplaced` by its raw one (torch 2.14's is_symbol_binding_fx_node).
+  StrId binds_symbol(NodeId id, bool unreplaced) const {
+    const NodeExtra& x = extra(id);
+    return unreplaced && x.binds_unreplaced_differs ? x.binds_unreplaced : x.binds_symbol;
   }
 
   // Arguments, as pre-order trees. children() lists direct children.

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "remat/ops.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 
 namespace remat {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "remat/options.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 
 namespace remat {
 
@@ -59,7 +59,9 @@ std::string read_file(const std::string& path, uint64_t max_bytes = kDefaultMaxI
 // The options object (docs/format.md "Options",
 // schema/partition_options.v1.schema.json): {"activation_memory_budget": 0.5,
 // "recompute_views": true, ...}, one key per PartitionOptions field that has
-// a JSON form.
+// a JSON form, plus "torch_release" ("2.14": TorchBehavior::of, applied
+// before every other key) and "torch_switches" ({"switch": bool}: single
+// TorchBehavior switches over the release's).
 
 // The engine's callbacks, which have no JSON form: a front door (the Python
 // binding) converts its callables and passes them here.
@@ -78,10 +80,22 @@ struct OptionHooks {
 // Does not validate: ranges and names are validate()'s.
 void apply_options(std::string_view json, PartitionOptions& options);
 
-// Torch's defaults, then `json` (empty: none), then the hooks given (a
-// solver or estimator hook selects "custom", as torch's config holding a
-// CustomKnapsackSolver does), then PartitionOptions::validate().
-PartitionOptions read_options(std::string_view json, const OptionHooks& hooks = {});
+// The options a front door starts from for `joint`: torch's defaults, for
+// the release the graph records (JointGraph::torch_version) or, when it
+// records none, for the newest supported release. A recorded release remat
+// does not reproduce (older, newer, a pre-release) is Error(kUnsupported)
+// naming it and the supported range: the caller must choose a release.
+PartitionOptions default_options(const JointGraph& joint);
+// Whether an options object names "torch_release" (an explicit choice,
+// which wins over the graph's); false for malformed JSON.
+bool names_torch_release(std::string_view json);
+
+// Torch's defaults (for `joint`'s recorded release, default_options, unless
+// `json` names a torch_release), then `json` (empty: none), then the hooks
+// given (a solver or estimator hook selects "custom", as torch's config
+// holding a CustomKnapsackSolver does), then PartitionOptions::validate().
+PartitionOptions read_options(std::string_view json, const OptionHooks& hooks = {},
+                              const JointGraph* joint = nullptr);
 
 // A torch._functorch.config flag remat honors and the options key it sets
 // (the same name, except torch's private _sync_decision_cross_ranks).

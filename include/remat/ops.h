@@ -8,10 +8,14 @@
 // the module "_operator" spelled "operator" ("operator.add", "math.floor",
 // "builtins.round", "torch.sym_float", "torch._sym_sqrt"); a
 // HigherOrderOperator is "higher_order." + its name().
-// OpRegistry::defaults() holds torch 2.13's `get_default_op_list()`; a packet
-// whose op facts carry the pointwise tag is recomputable and fusible, as there.
-// Users may add ops or override categories; an override replaces the
-// packet's categories entirely.
+// OpRegistry::defaults() holds the newest release's `get_default_op_list()`;
+// a packet whose op facts carry the pointwise tag is recomputable and
+// fusible, as there. What an older release lacks (a default entry, a
+// pointwise tag) is taken away by categories() under that release's
+// switches (TorchBehavior: leaky_relu_family_pointwise,
+// prepare_softmax_online_recomputable). Users may add ops or override
+// categories; an override replaces the packet's categories entirely, in
+// every release.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "remat/graph.h"
+#include "remat/torch_release.h"
 
 namespace remat {
 
@@ -49,7 +54,7 @@ std::string op_category_names(uint8_t categories);  // "recomputable|fusible"
 
 class OpRegistry {
  public:
-  // torch 2.13's default op lists (partitioners.get_default_op_list).
+  // The newest release's default op lists (partitioners.get_default_op_list).
   static const OpRegistry& defaults();
 
   // Replaces the categories of a packet (or function) name.
@@ -57,18 +62,23 @@ class OpRegistry {
   // Adds categories to what the packet already has.
   void add(std::string_view key, uint8_t categories);
 
-  // Categories of one op of a graph. Pointwise-tagged packets count as
-  // recomputable and fusible unless overridden.
-  uint8_t categories(const Graph& g, const OpInfo& op) const;
+  // Categories of one op of a graph, as `torch`'s release lists them.
+  // Pointwise-tagged packets count as recomputable and fusible unless
+  // overridden.
+  uint8_t categories(const Graph& g, const OpInfo& op, const TorchBehavior& torch) const;
   // Categories of every op of g, indexed by OpId.
-  std::vector<uint8_t> classify(const Graph& g) const;
+  std::vector<uint8_t> classify(const Graph& g, const TorchBehavior& torch) const;
 
-  // Categories registered for a key, without the pointwise rule.
+  // Categories registered for a key (the newest release's defaults and
+  // additions, or its override), without the pointwise rule.
   uint8_t lookup(std::string_view key) const;
   bool has_override(std::string_view key) const;
 
  private:
+  uint8_t added(std::string_view key) const;  // what add() gave the key
+
   std::unordered_map<std::string, uint8_t> by_key_;
+  std::unordered_map<std::string, uint8_t> added_;
   std::unordered_map<std::string, uint8_t> overrides_;
 };
 

@@ -1,11 +1,12 @@
 // remat/options.h — every knob of the partitioner.
 //
-// Contract: one field per flag the reference reads from
-// torch._functorch.config (same name, same default as torch 2.13), plus the
+// Contract: the torch release to reproduce (its behavioral switches,
+// remat/torch_release.h), one field per flag the reference reads from
+// torch._functorch.config (same name, same default as torch's), plus the
 // few facts torch takes from its runtime (whether the DCE treats random ops
 // as impure, whether torch.distributed is available), plus remat's own
 // choices, which default to torch's behavior. The Python front door fills
-// these from torch's config at call time.
+// these from the running torch's version and config at call time.
 #pragma once
 
 #include <functional>
@@ -18,6 +19,7 @@
 
 #include "remat/cut_side.h"
 #include "remat/ops.h"
+#include "remat/torch_release.h"
 
 namespace remat {
 
@@ -104,6 +106,12 @@ struct ActivationQuantizationOptions {
 };
 
 struct PartitionOptions {
+  // --- the torch release -------------------------------------------------
+  // Whose partitioner to reproduce: TorchBehavior::of(release) sets every
+  // switch for one release (default: the newest supported). Stages read the
+  // switches, never the release.
+  TorchBehavior torch = TorchBehavior::of(kNewestTorchRelease);
+
   // --- torch._functorch.config -------------------------------------------
   bool cse = true;
   bool unsafe_allow_optimization_of_collectives = false;
@@ -120,6 +128,12 @@ struct PartitionOptions {
   bool unsafe_treat_script_objects_as_zero_size = false;
   bool graphsafe_rng_functionalization = true;
   double activation_memory_budget = 1.0;
+  // A region_activation_memory_budget annotation must cover every forward op
+  // of its graph; False applies a partial annotation's budget to the whole
+  // graph. torch 2.15's flag: earlier releases lack it and always require
+  // the coverage, so only TorchBehavior::region_budget_full_coverage_flag
+  // reads it.
+  bool activation_memory_budget_require_full_coverage = true;
   // A torch solver name, or "custom" for `custom_knapsack` below.
   std::string activation_memory_budget_solver = "dp";
   // A torch estimator name, or "custom" for `custom_runtime_estimator`.
@@ -195,7 +209,8 @@ struct PartitionOptions {
   // remat.torch), used by the one-call partitioners when
   // sync_decision_cross_ranks is set; null when not distributed.
   std::shared_ptr<RankGroup> rank_group;
-  // Op categories; defaults to torch 2.13's lists.
+  // Op categories; defaults to the newest release's lists, which
+  // OpRegistry::categories narrows to `torch`'s release.
   OpRegistry ops = OpRegistry::defaults();
 
   // Throws Error(kInvalidOption) naming the field when out of range, and

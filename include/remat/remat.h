@@ -14,5 +14,7 @@
 #include "remat/pareto.h"
 #include "remat/partition.h"
 #include "remat/report.h"
+#include "remat/result.h"
 #include "remat/sync.h"
+#include "remat/torch_release.h"
 #include "remat/version.h"

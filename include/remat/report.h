@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "remat/options.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 
 namespace remat {
 

@@ -21,8 +21,9 @@
 //    the engine and reaches the caller unchanged.
 //  * partition() takes an optional rank group (remat/sync.h), a Python object
 //    with rank(), world_size(), all_gather(str | list[str]) -> list,
-//    all_reduce_max(list[int]) -> list[int], target_repr(name) -> str and
-//    agreed(picked_rank, payload); the same GIL and exception rules apply.
+//    all_reduce_max(list[int]) -> list[int], target_repr(name) -> str,
+//    target_qualified_name(name) -> str and agreed(picked_rank, payload);
+//    the same GIL and exception rules apply.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -48,6 +49,7 @@ namespace {
 // (module objects are never torn down before interpreter exit).
 PyObject* g_errors_by_code = nullptr;
 PyObject* g_base_error = nullptr;
+PyObject* g_torch_raises = nullptr;  // remat.errors.TORCH_RAISES
 
 std::string_view view_of(const nb::bytes& b) {
   return {static_cast<const char*>(b.data()), b.size()};
@@ -167,6 +169,9 @@ class PyRankGroup final : public remat::RankGroup {
   std::string target_repr(std::string_view qualified) const override {
     return call<std::string>("target_repr", "a str", std::string(qualified));
   }
+  std::string target_qualified_name(std::string_view qualified) const override {
+    return call<std::string>("target_qualified_name", "a str", std::string(qualified));
+  }
   void agreed(int picked_rank, const std::string& payload) override {
     nb::gil_scoped_acquire gil;
     nb::borrow(group_).attr("agreed")(picked_rank, payload);
@@ -230,6 +235,26 @@ void raise_error(const remat::Error& e, const char* explanation, const char* dot
   Py_DECREF(inst);
 }
 
+// A TorchError: the remat.errors class named like torch's builtin exception
+// (a RematError too), with torch's text; where remat met it is a note.
+void raise_torch_error(const remat::TorchError& e) {
+  PyObject* cls = g_torch_raises ? PyDict_GetItemString(g_torch_raises, e.python_type().c_str())
+                                 : nullptr;
+  if (!cls) {
+    raise_error(e, nullptr, nullptr, nullptr);
+    return;
+  }
+  PyObject* inst = PyObject_CallFunction(cls, "s", e.torch_message().c_str());
+  if (!inst) return;
+  if (!e.context().empty()) {
+    PyObject* r = PyObject_CallMethod(inst, "add_note", "s", e.context().c_str());
+    Py_XDECREF(r);
+    if (!r) PyErr_Clear();  // a note is a courtesy, never the error
+  }
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(inst)), inst);
+  Py_DECREF(inst);
+}
+
 // --- the engine calls, one per exported function ------------------------------
 // Each releases the GIL while the engine runs: bytes objects are immutable
 // and held by the caller, so their buffers stay valid meanwhile.
@@ -242,6 +267,8 @@ void translate_exception(const std::exception_ptr& p, void*) {
     std::rethrow_exception(p);
   } catch (const remat::NoFiniteCutError& e) {
     raise_error(e, e.explanation().c_str(), e.dot().c_str(), e.edge_list().c_str());
+  } catch (const remat::TorchError& e) {
+    raise_torch_error(e);
   } catch (const remat::Error& e) {
     raise_error(e, nullptr, nullptr, nullptr);
   } catch (const nb::python_error&) {
@@ -264,8 +291,8 @@ nb::bytes partition(nb::bytes joint_json, nb::bytes options_json, const std::str
       knapsack_solver, runtime_estimator, offload_node_runtime, size_check, rank_group));
   {
     nb::gil_scoped_release release;
-    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks);
     remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks, &joint);
     remat::PartitionResult result;
     if (partitioner == "min_cut") {
       result = remat::min_cut_rematerialization_partition(joint, options);
@@ -295,8 +322,8 @@ nb::list pareto(nb::bytes joint_json, nb::bytes options_json, double resolution,
   const remat::OptionHooks hooks = engine_hooks(PyHooks(knapsack_solver, runtime_estimator));
   {
     nb::gil_scoped_release release;
-    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks);
     remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks, &joint);
     points = remat::memory_budget_pareto(joint, options, resolution, budgets);
   }
   nb::list out;
@@ -387,6 +414,28 @@ nb::dict info(nb::bytes joint_json) {
   return d;
 }
 
+// (major, minor, prerelease) of a torch version string, or None.
+nb::object parse_torch_version(const std::string& text) {
+  const std::optional<remat::TorchVersion> v = remat::parse_torch_version(text);
+  if (!v) return nb::none();
+  return nb::make_tuple(v->release.major, v->release.minor, v->prerelease);
+}
+
+// {"oldest": "2.11", "newest": "2.15",
+//  "switches": [(name, since, where, what, test), ...]}
+nb::dict torch_releases() {
+  nb::dict d;
+  d["oldest"] = remat::kOldestTorchRelease.str();
+  d["newest"] = remat::kNewestTorchRelease.str();
+  nb::list switches;
+  for (const remat::TorchSwitch& s : remat::torch_switches()) {
+    switches.append(nb::make_tuple(std::string(s.name), s.since.str(), std::string(s.where),
+                                   std::string(s.what), std::string(s.test)));
+  }
+  d["switches"] = switches;
+  return d;
+}
+
 }  // namespace
 
 NB_MODULE(_remat, m) {
@@ -397,6 +446,8 @@ NB_MODULE(_remat, m) {
   Py_INCREF(g_errors_by_code);
   g_base_error = errors.attr("RematError").ptr();
   Py_INCREF(g_base_error);
+  g_torch_raises = errors.attr("TORCH_RAISES").ptr();
+  Py_INCREF(g_torch_raises);
   nb::register_exception_translator(translate_exception);
 
   m.def("version", [] { return std::string(remat::kVersion); });
@@ -422,6 +473,10 @@ NB_MODULE(_remat, m) {
         "Simulates a forward/backward pair (two graph documents); returns\n"
         "{\"memory\": ..., \"hazards\": ...} as JSON bytes.");
   m.def("roundtrip", &roundtrip, nb::arg("joint_json"), "Reads a joint graph and writes it back.");
+  m.def("parse_torch_version", &parse_torch_version, nb::arg("text"),
+        "(major, minor, prerelease) of a torch version string, or None.");
+  m.def("torch_releases", &torch_releases,
+        "The supported torch releases and every behavioral switch between them.");
   m.def("info", &info, nb::arg("joint_json"),
         "What a joint graph holds (remat/info.h's GraphInfo, what `remat info` prints).");
 }

@@ -39,6 +39,7 @@ __all__ = [
     "roundtrip",
     "info",
     "version",
+    "torch_releases",
     "pareto_svg",
     "report",
 ]
@@ -69,6 +70,15 @@ def _to_bytes(doc: JsonLike) -> bytes:
 def version() -> str:
     """The engine's version string."""
     return _ext().version()
+
+
+def torch_releases() -> dict:
+    """The torch releases remat reproduces: {"oldest": "2.11", "newest":
+    "2.15", "switches": [(name, since, where, what, test), ...]}, every
+    behavioral difference between them: its name, the release that made it,
+    the torch function it lives in, what it changes and its parity test
+    (docs/torch-releases.md)."""
+    return _ext().torch_releases()
 
 
 def __getattr__(name: str) -> Any:
@@ -126,8 +136,11 @@ def partition(
     with ``rank()``, ``world_size()``, ``all_gather(obj) -> list`` (one str or
     list of str per rank), ``all_reduce_max(list[int]) -> list[int]``,
     ``target_repr(qualified_name) -> str`` (Python's str() of a callable
-    target) and ``agreed(picked_rank, payload)``. `remat.torch` builds one on
-    torch.distributed. Exceptions its methods raise propagate unchanged.
+    target, which torch up to 2.13 hashes),
+    ``target_qualified_name(qualified_name) -> str`` (FX's qualified name of
+    it, which torch 2.14 on hashes) and ``agreed(picked_rank, payload)``.
+    `remat.torch` builds one on torch.distributed. Exceptions its methods
+    raise propagate unchanged.
     """
     out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner,
                            knapsack_solver, runtime_estimator, offload_node_runtime, size_check,

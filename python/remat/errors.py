@@ -3,7 +3,11 @@
 Contract: every error of the engine is a `RematError`; the subclass follows the
 C++ ErrorCode. `NoFiniteCutError` carries `.explanation` (the infinite path, node
 by node), `.dot` (the capacity graph in Graphviz syntax) and `.edge_list` (the
-same graph as networkx's generate_edgelist prints it).
+same graph as networkx's generate_edgelist prints it). Where torch raises one
+of Python's builtin exceptions at the same point (a FLOP formula's
+AssertionError, say: C++ remat::TorchError), remat raises TORCH_RAISES[name]:
+an InvalidGraphError that is also that builtin and carries its name, with
+torch's text as str(); where remat met it is a note (PEP 678).
 """
 
 from __future__ import annotations
@@ -74,6 +78,21 @@ class BudgetUnreachableError(RematError):
     """No plan fits the peak memory budget; the message names the smallest reachable peak."""
 
     code = "budget_unreachable"
+
+
+def _torch_raises(builtin: type) -> type:
+    """An InvalidGraphError that is also `builtin` and named like it, so the
+    drop-in fails with the exception type and text torch's own partitioner
+    raises there (`except AssertionError` catches both)."""
+    return type(builtin.__name__, (InvalidGraphError, builtin), {
+        "__module__": __name__,
+        "__qualname__": f"TORCH_RAISES[{builtin.__name__!r}]",
+        "__doc__": f"torch raises {builtin.__name__} here; so does remat, with torch's text.",
+    })
+
+
+# Keyed by the builtin's name, as C++ TorchError::python_type() spells it.
+TORCH_RAISES = {cls.__name__: _torch_raises(cls) for cls in (AssertionError, TypeError, KeyError)}
 
 
 # Keyed by the C++ error_code_name() spelling; the bindings look classes up here.

@@ -37,7 +37,8 @@ NodeInfo classify_nodes(const Graph& g, const std::vector<int>& static_lifetime_
 inline constexpr int64_t kFarFromBackward = 1000000000;
 std::vector<int64_t> dist_from_bw(const Graph& g, const NodeInfo& info);
 
-// `_size_of`: throws Error naming the node when torch would raise.
+// `_size_of`: throws Error naming the node when torch would raise (what it
+// sizes depends on the release: options.torch).
 int64_t size_of(const Graph& g, NodeId n, const PartitionOptions& options);
 
 // Placeholder roles, by FX target as in aot_autograd.utils.
@@ -47,20 +48,17 @@ bool is_fwd_seed_offset(const Graph& g, NodeId n);
 bool is_bwd_seed_offset(const Graph& g, NodeId n);
 bool is_backward_state(const Graph& g, NodeId n);
 bool is_sym_node(const Graph& g, NodeId n);          // val is SymInt/SymFloat/SymBool
-bool is_opaque_node(const Graph& g, NodeId n);       // script object, opaque value, generator
+// graph_compile.is_opaque_node: a script object or another opaque value, and
+// from 2.13 on a generator (switches opaque_values_saved, generator_is_opaque;
+// 2.11 has no such notion: false for every node).
+bool is_opaque_node(const Graph& g, NodeId n, const TorchBehavior& torch);
 bool is_assert_only_symbool(const Graph& g, NodeId n);
+// A wait on a functional collective's result (_c10d_functional.wait_tensor;
+// from 2.15 on, switch wait_tensors_like_wait_tensor, also the multi-tensor
+// wait_tensors, an op 2.15 added): impure to FX, but safe to duplicate and
+// reorder (SPMD), so default_partition does not count it impure and the
+// extraction prunes a saved value only dead waits read.
+bool is_collective_wait(const Graph& g, NodeId n, const TorchBehavior& torch);
 
-// The pytree leaves of the joint output node, split at num_fwd_outputs as
-// torch's `_extract_fwd_bwd_outputs` splits them. A leaf is a node, or a value
-// FX passes through unchanged (None, an int such as a specialized SymInt, a
-// float, an opaque object ...): then its node is kNoNode and its arg is the
-// output node's argument item that holds it, which extraction copies into
-// the output of the graph it builds. For a node leaf, arg is that node's
-// item too.
-struct OutputLeaves {
-  std::vector<NodeId> fwd, bwd;          // kNoNode for a non-node leaf
-  std::vector<ArgId> fwd_args, bwd_args; // the leaf's item in g's output args
-};
-OutputLeaves split_outputs(const Graph& g, int num_fwd_outputs);
 
 }  // namespace remat

@@ -1,11 +1,12 @@
-// analyze/classify.cc — classify_nodes, dist_from_bw and split_outputs
-// (analyze.h).
+// analyze/classify.cc — classify_nodes and dist_from_bw (analyze.h).
 //
 // Contract: classify_nodes is partitioners.classify_nodes:
 //  * required_bw: tangent placeholders and must-be-in-backward nodes, closed
 //    over users (one forward walk: a node's users come after it);
 //    tangents_closure is that set; required_bw then also gets the backward
-//    outputs.
+//    outputs. From torch 2.14 (control_deps_extraction) a required control_deps
+//    call passes the mark to a getitem of one of its dependencies only when
+//    that dependency is required itself (its other users always).
 //  * inputs: primal placeholders, then forward seed/offset placeholders.
 //  * required_fw: the nodes of the forward-only graph extracted from the
 //    inputs to the forward outputs (select_subgraph, with DCE).
@@ -19,67 +20,35 @@
 
 namespace remat {
 
-OutputLeaves split_outputs(const Graph& g, int num_fwd_outputs) {
-  const NodeId out = g.output();
-  std::vector<ArgId> leaves;
-  if (out != kNoNode && g.node(out).args != kNoArg) {
-    // pytree leaves in pre-order: lists, tuples and dict values are walked
-    // into; dict keys are not leaves; everything else (a slice included) is
-    // one leaf. Explicit stack of (container, next child).
-    struct Frame {
-      ArgId at;    // next child
-      ArgId stop;  // end of the container
-      bool dict;
-      bool next_is_key;
-    };
-    const ArgId root = g.node(out).args;
-    std::vector<Frame> stack{{root + 1, root + g.arg(root).span, false, false}};
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      if (f.at >= f.stop) {
-        stack.pop_back();
-        continue;
-      }
-      const ArgId a = f.at;
-      const Arg& arg = g.arg(a);
-      f.at += arg.span;
-      if (f.dict) {
-        const bool key = f.next_is_key;
-        f.next_is_key = !f.next_is_key;
-        if (key) continue;
-      }
-      switch (arg.kind) {
-        case ArgKind::kList:
-        case ArgKind::kTuple:
-        case ArgKind::kDict:
-          stack.push_back({a + 1, a + arg.span, arg.kind == ArgKind::kDict, true});
-          break;
-        default:
-          leaves.push_back(a);
-          break;
-      }
-    }
-  }
-  const size_t split =
-      std::min(leaves.size(), static_cast<size_t>(num_fwd_outputs < 0 ? 0 : num_fwd_outputs));
-  OutputLeaves out_leaves;
-  out_leaves.fwd_args.assign(leaves.begin(), leaves.begin() + split);
-  out_leaves.bwd_args.assign(leaves.begin() + split, leaves.end());
-  auto node_of = [&](ArgId a) { return g.arg(a).kind == ArgKind::kNode ? g.arg(a).id : kNoNode; };
-  for (ArgId a : out_leaves.fwd_args) out_leaves.fwd.push_back(node_of(a));
-  for (ArgId a : out_leaves.bwd_args) out_leaves.bwd.push_back(node_of(a));
-  return out_leaves;
+namespace {
+
+// Whether required_bw passes from `id` to its user `u`. torch 2.14 on, a
+// control_deps call, which carries forward and backward values through,
+// passes it to getitem(cd, k) only when deps[k - 1] is required itself.
+bool passes_required_bw(const Graph& g, NodeId id, NodeId u, const std::vector<uint8_t>& required_bw,
+                        bool control_deps_rules) {
+  if (!control_deps_rules || !is_control_deps(g, id)) return true;
+  const std::optional<int64_t> k = getitem_index(g, u);
+  const size_t args = g.children(g.node(id).args).size();
+  const size_t deps = args >= 2 ? args - 2 : 0;
+  if (!k || *k < 1 || static_cast<size_t>(*k) > deps) return true;  // chained deps and the like
+  const NodeId dep = control_deps_dep(g, id, *k);
+  return dep != kNoNode && required_bw[dep];
 }
+
+}  // namespace
 
 NodeInfo classify_nodes(const Graph& g, const std::vector<int>& static_lifetime_input_indices,
                         int num_fwd_outputs, const PartitionOptions& options) {
   const size_t n = g.size();
+  const bool control_deps_rules = options.torch.control_deps_extraction;
   NodeInfo info;
   info.required_bw.assign(n, 0);
   for (NodeId id = 0; id < n; ++id) {
     if (is_tangent(g, id) || must_be_in_backward(g, id)) info.required_bw[id] = 1;
-    if (info.required_bw[id]) {
-      for (NodeId u : g.users(id)) info.required_bw[u] = 1;
+    if (!info.required_bw[id]) continue;
+    for (NodeId u : g.users(id)) {
+      if (passes_required_bw(g, id, u, info.required_bw, control_deps_rules)) info.required_bw[u] = 1;
     }
   }
   info.tangents_closure = info.required_bw;
@@ -99,7 +68,8 @@ NodeInfo classify_nodes(const Graph& g, const std::vector<int>& static_lifetime_
   }
 
   const SubgraphSelection fw = select_subgraph(g, info.inputs, outputs.fwd, Subgraph::kForward,
-                                               options.dce_impure_random);
+                                               impurity(options.dce_impure_random, options.torch),
+                                               false, options.torch.control_deps_extraction);
   info.required_fw.assign(n, 0);
   for (NodeId id : fw.inputs) info.required_fw[id] = 1;
   for (NodeId id : fw.body) info.required_fw[id] = 1;

@@ -211,6 +211,9 @@ int run_info(const CommonSettings& common) {
   std::printf("nodes: %zu (placeholder %zu, call_function %zu, get_attr %zu, output %zu)\n",
               info.nodes, k[0], k[1], k[2], k[3]);
   std::printf("forward outputs: %d\n", info.num_fwd_outputs);
+  if (!joint.torch_version.empty()) {
+    std::printf("captured under: torch %s\n", joint.torch_version.c_str());
+  }
   // Op categories, counted over call_function nodes.
   std::printf("ops: %zu distinct;", info.ops);
   for (size_t i = 0; i < info.by_category.size(); ++i) {
@@ -377,7 +380,8 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   }
 
   std::printf("graph: %s (%zu nodes)\n", path.c_str(), g.size());
-  std::printf("partitioner: %s\n", r.partitioner.c_str());
+  std::printf("partitioner: %s, as torch %s's\n", r.partitioner.c_str(),
+              options.torch.release.str().c_str());
   print_saved(g, r, options, common.verbose);
   print_recomputed(g, r, common.verbose);
   print_banned(g, r, common.verbose);

@@ -62,6 +62,12 @@ const CLI::Validator kPositive(
 // --options FILE and --config KEY=VALUE, the same on every command that
 // partitions; the footer states the precedence and the accepted flags.
 void add_option_sources(CLI::App* cmd, remat::cli::OptionSources& sources) {
+  cmd->add_option("--torch", sources.torch,
+                  fmt::format("the torch release whose partitioner to reproduce ({}; e.g. 2.14). "
+                              "Default: the release the graph records (its torch_version), "
+                              "else the newest",
+                              remat::supported_torch_releases()))
+      ->type_name("RELEASE");
   cmd->add_option("--options", sources.file,
                   "read options from this JSON file: the options object of docs/format.md "
                   "(schema/partition_options.v1.schema.json), e.g. "

@@ -87,11 +87,22 @@ std::string config_entry_json(const std::string& entry) {
 
 PartitionOptions options_from(const JointGraph& joint, const OptionSources& sources,
                               uint64_t max_input_bytes) {
+  const std::string file = sources.file.empty() ? "" : read_file(sources.file, max_input_bytes);
+  // The release first: it sets every switch the later sources may flip.
   PartitionOptions options;
+  if (!sources.torch.empty()) {
+    try {
+      apply_options(fmt::format("{{\"torch_release\": {}}}", json_string(sources.torch)), options);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("--torch {}: {}", sources.torch, e.what()));
+    }
+  } else if (!names_torch_release(file)) {
+    options = default_options(joint);
+  }
   for (const auto& [key, cats] : joint.op_overrides) options.ops.set(key, cats);
   if (!sources.file.empty()) {
     try {
-      apply_options(read_file(sources.file, max_input_bytes), options);
+      apply_options(file, options);
     } catch (const Error& e) {
       throw Error(e.code(), fmt::format("--options {}: {}", sources.file, e.what()));
     }

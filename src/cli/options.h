@@ -3,9 +3,11 @@
 // dedicated flags (--memory-budget, --solver, ...).
 //
 // Contract: precedence is fixed and stated in --help (kOptionPrecedence):
-// torch's defaults with the graph's own op categories, then the --options
-// file (the options object of docs/format.md), then each --config in the
-// order given, then the dedicated flags. --config accepts exactly the
+// torch's defaults for one release (--torch, else the --options file's
+// torch_release, else the release the graph records, else the newest) with
+// the graph's own op categories, then the --options file (the options
+// object of docs/format.md), then each --config in the order given, then
+// the dedicated flags. --config accepts exactly the
 // torch._functorch.config flags remat honors (remat::torch_config_flags),
 // under torch's names; every bad key or value is Error(kInvalidOption)
 // naming the entry.
@@ -20,12 +22,15 @@
 namespace remat::cli {
 
 struct OptionSources {
+  std::string torch;                // --torch RELEASE ("" = none)
   std::string file;                 // --options FILE ("" = none)
   std::vector<std::string> config;  // --config KEY=VALUE, in order
 };
 
 inline constexpr const char* kOptionPrecedence =
-    "Options are applied in this order, later ones winning: torch's defaults, --options FILE, "
+    "Options are applied in this order, later ones winning: torch's defaults for the release "
+    "(--torch, else the --options file's torch_release, else the graph's torch_version, else "
+    "the newest), --options FILE, "
     "each --config KEY=VALUE in the order given, then the dedicated flags (--memory-budget, "
     "--solver, ...).";
 

@@ -127,6 +127,10 @@ const char* BanRules::should_ban(NodeId n) {
   if (opt_.recompute_views && is_view(n)) return nullptr;
   std::string_view target = target_name(g_, n);
   if (target == "aten.lift_fresh_copy.default" || target == "aten.lift_fresh.default") return nullptr;
+  // 2.15: a node that computes a torch.device is never banned (it cannot be
+  // saved either, being no tensor, so it is recomputed wherever the backward
+  // needs it). 2.14 bans it by the rules below (not in the allowlist).
+  if (opt_.torch.device_valued_nodes && node.value == ValueKind::kDevice) return nullptr;
 
   const uint8_t cat = fusion_.categories(n);
   if (mc_.ban_if_not_in_allowlist) {

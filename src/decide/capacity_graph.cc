@@ -10,8 +10,8 @@
 
 namespace remat {
 
-CapacityGraph::CapacityGraph(const Graph& g)
-    : g_(g), vertex_of_(2 * g.size(), kNoVertex), source_edge_(g.size(), kNoVertex) {
+CapacityGraph::CapacityGraph(const Graph& g, const TorchBehavior& torch)
+    : g_(g), torch_(torch), vertex_of_(2 * g.size(), kNoVertex), source_edge_(g.size(), kNoVertex) {
   key_.reserve(2 * g.size() + 2);
   tail_.reserve(4 * g.size());
   head_.reserve(4 * g.size());
@@ -121,7 +121,12 @@ CapacityGraph::Diagnosis CapacityGraph::diagnose() const {
   std::vector<uint32_t> pos(off.begin(), off.end() - 1);
   for (size_t e = 0; e < tail_.size(); ++e) adj[pos[tail_[e]]++] = static_cast<uint32_t>(e);
 
-  // Breadth-first over edges torch considers infinite (inf and INT_INF).
+  // Breadth-first over the edges torch considers infinite: math.inf ones,
+  // and before 2.15 also INT_INF ones (a SymFloat's finite weight), so an
+  // older release may report a path no flow is actually unbounded on.
+  auto infinite = [&](int64_t cap) {
+    return cap == kInf || (!torch_.infinite_path_exact_inf && cap == kIntInf);
+  };
   std::vector<uint32_t> parent_edge(n, kNoVertex);
   std::vector<uint8_t> visited(n, 0);
   std::vector<uint32_t> queue{source_};
@@ -132,7 +137,7 @@ CapacityGraph::Diagnosis CapacityGraph::diagnose() const {
     for (uint32_t k = off[u]; k < off[u + 1]; ++k) {
       uint32_t e = adj[k], v = head_[e];
       if (visited[v]) continue;
-      if (cap_[e] != kInf && cap_[e] != kIntInf) continue;
+      if (!infinite(cap_[e])) continue;
       if (v == sink_) {
         last_edge = e;
         break;

@@ -11,7 +11,8 @@
 //    the source are ever re-added by the partitioner, so only those are
 //    looked up.
 //  * Capacities: kInf is math.inf. kIntInf is torch's INT_INF (1e6): a finite
-//    capacity for networkx, but torch's diagnosis walks it as if infinite.
+//    capacity for networkx, which the diagnosis of torch before 2.15 walks as
+//    if infinite (TorchBehavior::infinite_path_exact_inf).
 //  * cut() returns the FX nodes whose X_in -> X_out edge crosses the minimum
 //    cut (graph order), or throws NoFiniteCutError with torch's diagnosis.
 #pragma once
@@ -25,6 +26,7 @@
 #include "decide/maxflow.h"
 #include "remat/graph.h"
 #include "remat/cut_side.h"
+#include "remat/torch_release.h"
 
 namespace remat {
 
@@ -34,7 +36,8 @@ class CapacityGraph {
   static constexpr int64_t kIntInf = 1000000;
   static constexpr uint32_t kNoVertex = std::numeric_limits<uint32_t>::max();
 
-  explicit CapacityGraph(const Graph& g);
+  // `torch` picks the release's diagnosis; it must outlive the graph.
+  CapacityGraph(const Graph& g, const TorchBehavior& torch);
 
   uint32_t source();
   uint32_t sink();
@@ -77,6 +80,7 @@ class CapacityGraph {
   uint32_t intern_reason(std::string_view r);
 
   const Graph& g_;
+  const TorchBehavior& torch_;
   std::vector<uint32_t> vertex_of_;  // 2 * node + (0 in, 1 out) -> vertex
   std::vector<uint32_t> key_;        // vertex -> key
   uint32_t source_ = kNoVertex, sink_ = kNoVertex;

@@ -75,6 +75,16 @@ double python_sum(const std::vector<double>& xs) {
   return total;
 }
 
+// Whether budget 0 may simply save the inputs. From 2.15 not when one of
+// them is overwritten by the runtime epilogue (it cannot be saved): budget 0
+// then runs the tiers and the knapsack like any other budget.
+bool inputs_saveable(const DecideContext& ctx) {
+  if (!ctx.options.torch.epilogue_mutation_unsaveable) return true;
+  for (NodeId n : ctx.info.inputs)
+    if (ctx.graph.node(n).has(kFlagEpilogueMutation)) return false;
+  return true;
+}
+
 // A min-cut's log lines, appended to the trace (when there is one).
 void replay_log(const DecideContext& ctx, const MinCutResult& cut) {
   if (ctx.trace) ctx.trace->log.insert(ctx.trace->log.end(), cut.log.begin(), cut.log.end());
@@ -171,7 +181,7 @@ class BudgetStage {
       for (NodeId n : items_) runtimes_.push_back(o.custom_runtime_estimator(joint_id(n)));
     } else {
       runtimes_ =
-          estimate_runtimes(g, items_, o.activation_memory_budget_runtime_estimator, profiled);
+          estimate_runtimes(g, items_, o.activation_memory_budget_runtime_estimator, o.torch, profiled);
     }
     total_runtime_ = python_sum(runtimes_);
   }
@@ -295,7 +305,7 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
       ctx.trace->budget_step = step;
     }
   };
-  if (memory_budget == 0) {
+  if (memory_budget == 0 && inputs_saveable(ctx)) {
     decided("inputs");
     return ctx.info.inputs;
   }
@@ -318,6 +328,12 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
   if (aggressive_ratio < memory_budget) return out.saved_values;
 
   stage.set_items(out);
+  // Nothing left for the knapsack to trade: 2.14 on, the aggressive tier's
+  // cut stands (what the knapsack would give unbanning nothing); before,
+  // the inputs and the MUST_SAVE banned nodes.
+  if (stage.items().empty() && ctx.options.torch.knapsack_empty_returns_aggressive) {
+    return out.saved_values;
+  }
   if (stage.items().empty()) {
     decided("inputs_and_must_save");
     std::vector<NodeId> result = ctx.info.inputs;
@@ -410,7 +426,9 @@ std::optional<BudgetPlan> BudgetPlanList::next() {
         if (s.stage.has_range()) {
           s.stage.set_items(s.aggressive);
           s.knapsack = !s.stage.items().empty();
-          if (!s.knapsack) s.step = 4;  // "inputs and MUST_SAVE" next
+          // Without items torch's answer under every budget is this cut
+          // (2.14 on) or the inputs and MUST_SAVE nodes, next.
+          if (!s.knapsack) s.step = ctx.options.torch.knapsack_empty_returns_aggressive ? 5 : 4;
         } else {
           s.step = 5;
         }
@@ -437,10 +455,20 @@ std::optional<BudgetPlan> BudgetPlanList::next() {
         s.step = 5;
         break;
       case 5:  // activation budget 0
+        s.step = 6;
+        if (!inputs_saveable(ctx)) {
+          // Budget 0 is the knapsack at 0 then, or a tier already listed.
+          if (!s.knapsack) continue;
+          const BudgetStage::Choice c = s.stage.solve(0.0);
+          p.label = "knapsack 0";
+          p.cut = *c.cut;
+          p.overrides.dont_ban.assign(ctx.graph.size(), 0);
+          for (int idx : *c.unbanned) p.overrides.dont_ban[s.stage.items()[idx]] = 1;
+          break;
+        }
         p.label = "inputs only";
         p.saved = ctx.info.inputs;
         p.from_cut = false;
-        s.step = 6;
         break;
       default:
         return std::nullopt;

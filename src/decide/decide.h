@@ -162,7 +162,12 @@ struct BudgetPlan {
 // knapsack's estimated recompute runtime grows as its budget shrinks). Each
 // saved set comes once (a repeat is skipped). Plans are cut one at a time, as
 // next() asks for them. Budgets in (0, 1) need a range of activation sizes
-// and knapsack items; a graph without them gets the tiers and "inputs only".
+// and knapsack items; a graph without them gets the tiers, then what the
+// release returns when the knapsack has no items (before 2.14: the inputs
+// and the MUST_SAVE banned nodes; from 2.14 the fully aggressive cut, already
+// listed), then "inputs only". Budget 0 is "inputs only" unless the release
+// cannot save an input (2.15's runtime-epilogue mutation): then it is the
+// knapsack at budget 0 (or a tier already listed).
 class BudgetPlanList {
  public:
   BudgetPlanList(const DecideContext& ctx, std::span<const double> budgets);
@@ -181,9 +186,11 @@ struct SavedSets {
 };
 
 // The min-cut's chosen values (ids of `g`) split by kind, as torch splits
-// them after its cross-rank sync: sym nodes (assert-only SymBools dropped),
-// opaque values, and tensors, each in the order chosen.
-SavedSets split_saved_values(const Graph& g, const std::vector<NodeId>& chosen);
+// them after its cross-rank sync: sym nodes (assert-only SymBools dropped
+// from 2.12 on), opaque values (2.12 on), and tensors, each in the order
+// chosen.
+SavedSets split_saved_values(const Graph& g, const std::vector<NodeId>& chosen,
+                             const TorchBehavior& torch);
 
 // default_partition's selection (the loop over forward nodes). Throws
 // Error naming the node where torch asserts. `graph_has_recomputable_ops`

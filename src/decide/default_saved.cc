@@ -6,10 +6,11 @@
 // is_forward, or the last primal / forward seed. Each forward value with a
 // use outside the forward is saved, except: symbolic values go to the sym
 // list; a tensor whose backward uses are all symbolic (sizes/strides) saves
-// those sym uses instead; opaque values go to their own list; multi-output
-// nodes (every use a getitem) save their getitems instead; asserts and
-// profiler spans are skipped; MUST/PREFER_RECOMPUTE values are not saved.
-// MUST_SAVE and impure values are saved unconditionally.
+// those sym uses instead; opaque values go to their own list (2.12 on);
+// multi-output nodes (every use a getitem) save their getitems instead;
+// asserts and profiler spans are skipped; MUST/PREFER_RECOMPUTE values are
+// not saved. MUST_SAVE and impure values are saved unconditionally. What
+// differs between releases is read from options.torch where it applies.
 //
 // Orchestration (falling back to the min-cut when recompute tags meet a
 // non-functional graph, cleanup of tags) belongs to the pipeline.
@@ -25,13 +26,18 @@
 namespace remat {
 namespace {
 
-bool is_skipped_target(std::string_view t) {
-  return t == "aten._assert_scalar.default" || t == "aten._assert_async.default" ||
-         t == "aten._assert_async.msg" || t == "profiler._record_function_enter_new.default" ||
+// Targets the loop passes over: runtime asserts and profiler spans, safe to
+// duplicate into the backward. 2.12 and older do not skip _assert_async,
+// which is then an impure value (saved, or an error under recompute tags).
+bool is_skipped_target(std::string_view t, const TorchBehavior& torch) {
+  if (t == "aten._assert_async.default" || t == "aten._assert_async.msg")
+    return torch.default_skips_assert_async;
+  return t == "aten._assert_scalar.default" || t == "profiler._record_function_enter_new.default" ||
          t == "profiler._record_function_enter.default" ||
          t == "profiler._record_function_exit.default" ||
          t == "profiler._record_function_exit._RecordFunction";
 }
+
 
 // Keeps the first occurrence of each id, in order (dict.fromkeys).
 void dedup(std::vector<NodeId>& v, std::vector<uint8_t>& mark) {
@@ -84,7 +90,7 @@ class DefaultSelection {
         !node.has(kFlagTensorMeta))
       return;
     const std::string_view target = target_name(g_, n);
-    if (is_skipped_target(target)) return;
+    if (is_skipped_target(target, options_.torch)) return;
     if (is_sym_node(g_, n)) {
       out_.saved_sym_nodes.push_back(n);
       return;
@@ -92,7 +98,7 @@ class DefaultSelection {
     bool multi_output = !g_.users(n).empty();
     for (NodeId u : g_.users(n)) multi_output &= target_name(g_, u) == "operator.getitem";
     if (multi_output) return;  // its getitems are visited instead
-    const bool opaque = is_opaque_node(g_, n);
+    const bool opaque = is_opaque_node(g_, n, options_.torch);
     if (node.recompute == RecomputePolicy::kMustSave || is_impure(n, target)) {
       (opaque ? out_.saved_opaque_nodes : out_.saved_values).push_back(n);
       return;
@@ -105,12 +111,13 @@ class DefaultSelection {
   }
 
   // Impure values are saved unconditionally, and activation checkpointing
-  // (recompute tags) cannot apply to a graph holding one.
+  // (recompute tags) cannot apply to a graph holding one. A collective's
+  // wait is not impure here when torch.distributed is available.
   bool is_impure(NodeId n, std::string_view target) const {
     const Node& node = g_.node(n);
     const bool impure = node.has(kFlagImpure) && node.kind != NodeKind::kPlaceholder &&
                         (!options_.distributed_available ||
-                         target != "_c10d_functional.wait_tensor.default");
+                         !is_collective_wait(g_, n, options_.torch));
     if (impure && recomputable_ops_)
       throw Error(ErrorCode::kInvalidGraph, "Trying to apply AC on a graph with impure op: " +
                                                 std::string(g_.name(n)) + ", " + std::string(target));
@@ -141,15 +148,19 @@ class DefaultSelection {
     }
   }
 
-  // First occurrences only, in order; sym values that only feed asserts go.
+  // First occurrences only, in order; from 2.13 on, sym values that only
+  // feed asserts go (2.12 saves them, and the backward runs the assert on
+  // the saved value).
   void finish() {
     std::vector<uint8_t> mark(g_.size(), 0);
     dedup(out_.saved_values, mark);
     dedup(out_.saved_sym_nodes, mark);
-    size_t k = 0;
-    for (NodeId n : out_.saved_sym_nodes)
-      if (!is_assert_only_symbool(g_, n)) out_.saved_sym_nodes[k++] = n;
-    out_.saved_sym_nodes.resize(k);
+    if (options_.torch.default_skips_assert_only_symbool) {
+      size_t k = 0;
+      for (NodeId n : out_.saved_sym_nodes)
+        if (!is_assert_only_symbool(g_, n)) out_.saved_sym_nodes[k++] = n;
+      out_.saved_sym_nodes.resize(k);
+    }
     dedup(out_.saved_opaque_nodes, mark);
   }
 

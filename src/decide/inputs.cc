@@ -14,7 +14,7 @@ MinCutInputs min_cut_inputs(const Graph& g, const JointGraph& joint,
   in.info = classify_nodes(g, joint.static_lifetime_input_indices, joint.num_fwd_outputs, options);
   if (!in.has_cut()) return in;
   in.dist_from_bw = dist_from_bw(g, in.info);
-  in.op_categories = options.ops.classify(g);
+  in.op_categories = options.ops.classify(g, options.torch);
   return in;
 }
 

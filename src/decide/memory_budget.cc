@@ -1,10 +1,14 @@
 // decide/memory_budget.cc — resolve_memory_budget: which activation memory
 // budget the min-cut applies to one joint graph (see decide.h).
 //
-// Contract: torch 2.13's precedence and messages (the region annotation's
-// errors quote torch's text, with the budgets as Python prints them); a
-// per-graph budget out of range fails through ops/memory_budget.h, naming
-// the node it came from.
+// Contract: torch's precedence and messages, per release (the region
+// annotation's errors quote torch's text, with the budgets as Python prints
+// them); a per-graph budget out of range fails through ops/memory_budget.h,
+// naming the node it came from. Region annotations exist from 2.13
+// (TorchBehavior::region_memory_budget); 2.15 lets a partial annotation
+// apply to the whole graph under
+// activation_memory_budget_require_full_coverage=False, with a new text for
+// the coverage error (region_budget_full_coverage_flag).
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -62,8 +66,9 @@ Regions collect_regions(const Graph& g, const std::vector<NestedGraph>& nested,
   return r;
 }
 
-// torch's two checks of the annotations: one budget, covering every op.
-void check_regions(const Regions& r) {
+// torch's two checks of the annotations: one budget, covering every op
+// (2.15: unless the options waive the coverage).
+void check_regions(const Regions& r, const PartitionOptions& options) {
   if (r.budgets.size() > 1) {
     std::vector<double> sorted = r.budgets;
     std::sort(sorted.begin(), sorted.end());
@@ -76,19 +81,25 @@ void check_regions(const Regions& r) {
                             "budgets.",
                             list));
   }
-  if (!r.budgets.empty() && !r.unannotated.empty()) {
-    std::string names;
-    for (std::string_view name : r.unannotated)
-      names += fmt::format("{}'{}'", names.empty() ? "" : ", ", name);
-    throw Error(ErrorCode::kInvalidGraph,
-                fmt::format("torch.autograd.graph.region_activation_memory_budget: must cover "
-                            "the entire forward of a graph (including HOP bodies), but {} "
-                            "forward op(s) are unannotated. Wrap the whole forward in a single "
-                            "region; use a graph break to scope different budgets to different "
-                            "graphs. Note that a graph break inside the annotated region can "
-                            "also cause unannotated ops here. Unannotated ops: [{}].",
-                            r.unannotated.size(), names));
-  }
+  if (r.budgets.empty() || r.unannotated.empty()) return;
+  const bool flag = options.torch.region_budget_full_coverage_flag;
+  if (flag && !options.activation_memory_budget_require_full_coverage) return;
+  std::string names;
+  for (std::string_view name : r.unannotated)
+    names += fmt::format("{}'{}'", names.empty() ? "" : ", ", name);
+  // 2.15 names the flag that lifts the requirement; 2.13 and 2.14 have none.
+  const std::string_view advice =
+      flag ? "Wrap the whole forward in a single region, or set "
+             "torch._functorch.config.activation_memory_budget_require_full_coverage=False to "
+             "apply the budget to the entire graph."
+           : "Wrap the whole forward in a single region; use a graph break to scope different "
+             "budgets to different graphs. Note that a graph break inside the annotated region "
+             "can also cause unannotated ops here.";
+  throw Error(ErrorCode::kInvalidGraph,
+              fmt::format("torch.autograd.graph.region_activation_memory_budget: must cover the "
+                          "entire forward of a graph (including HOP bodies), but {} forward "
+                          "op(s) are unannotated. {} Unannotated ops: [{}].",
+                          r.unannotated.size(), advice, names));
 }
 
 }  // namespace
@@ -104,8 +115,13 @@ double resolve_memory_budget(const Graph& g, const std::vector<NestedGraph>& nes
       break;
     }
   }
+  // Before 2.13 there are no region budgets: the annotation is not read.
+  if (!options.torch.region_memory_budget) {
+    if (!from.empty()) check_memory_budget(budget, from, ErrorCode::kInvalidGraph);
+    return budget;
+  }
   const Regions regions = collect_regions(g, nested, info);
-  check_regions(regions);
+  check_regions(regions, options);
   if (!regions.budgets.empty()) {
     budget = regions.budgets[0];
     from = regions.from;

@@ -49,7 +49,7 @@ class MinCutSolver {
         dist_(ctx.dist_from_bw),
         opt_(ctx.options),
         mc_(mc),
-        cg_(ctx.graph),
+        cg_(ctx.graph, ctx.options.torch),
         rules_(ctx, mc, dont_ban, force_ban, force_recompute, cg_, result_),
         fusion_(rules_.fusion()),
         tracing_(ctx.trace != nullptr) {
@@ -86,6 +86,10 @@ class MinCutSolver {
   };
 
   Weight get_node_weight(NodeId n) {
+    // 2.15: saving an input the runtime epilogue overwrites after the forward
+    // would hand the backward the overwritten data; before, it weighs as any.
+    if (opt_.torch.epilogue_mutation_unsaveable && g_.node(n).has(kFlagEpilogueMutation))
+      return {CapacityGraph::kInf, "input mutation replayed after forward", true};
     if (opt_.treat_parameters_as_free_to_save && info_.static_lifetime[n]) return {0, nullptr, false};
     const int64_t mem = size(n);
     if (opt_.recompute_views && is_view(n))
@@ -159,7 +163,7 @@ class MinCutSolver {
         w = {node.value == ValueKind::kSymFloat ? 4 : 1, nullptr, true};
       } else if (non_tensor) {
         if (node.value == ValueKind::kBackwardState || node.value == ValueKind::kScriptObject ||
-            is_opaque_node(g_, n))
+            is_opaque_node(g_, n, opt_.torch))
           w = {0, nullptr, true};
         else
           w = {CapacityGraph::kInf, "non-tensor output", true};

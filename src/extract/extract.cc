@@ -7,12 +7,13 @@
 //     saved_values + tangents + bwd seed offsets. Its placeholders decide the
 //     pruning, each matched back *by name* as torch's `_remove_by_name` does:
 //     unused ones leave all three saved lists; with distributed available, so
-//     do ones whose only users are wait_tensor nodes nobody uses; a
+//     do ones whose only users are collective waits nobody uses; a
 //     BackwardState leaves saved_values (the backward takes it directly).
 //  2. Symbol bindings: saved sym nodes that bind a symbol go first; then the
 //     free symbols of the derived sym nodes, saved values and tangents, in
 //     that order, each node's new symbols sorted by name and mapped to the
-//     first node of the graph that binds them.
+//     first node of the graph that binds them (2.14 on: the symbols of the
+//     raw expressions too, bound by raw expression).
 //  3. Saved tensors: version-counter-checked first, then no-vc-check ones;
 //     script objects move to their own list, after the tensors.
 //  4. The final forward and backward selections, built into Graphs whose
@@ -83,9 +84,10 @@ struct Built {
 // `passthrough[i]`, when not kNoArg, is the argument item of g's output node
 // that output i stands for when it is no node (a constant, None, ...): it is
 // copied as is, as torch's extraction appends non-node outputs unchanged.
-Built build(const Graph& g, const SubgraphSelection& sel, std::span<const ArgId> passthrough) {
+Built build(const Graph& g, const SubgraphSelection& sel, std::span<const ArgId> passthrough,
+            const TorchBehavior& torch) {
   const size_t n = g.size();
-  Built out{Graph(), FxNamespace(g.shared_strings())};
+  Built out{Graph(), FxNamespace(g.shared_strings(), torch.fx_name_count_by_base)};
   // Names first, in creation order: placeholders, every copy (even those
   // DCE removed afterwards), then the output node.
   std::vector<StrId> input_names;
@@ -112,9 +114,19 @@ Built build(const Graph& g, const SubgraphSelection& sel, std::span<const ArgId>
   for (size_t i = 0; i < sel.inputs.size(); ++i) {
     remap[sel.inputs[i]] = copier.copy_as_placeholder(sel.inputs[i], kNoNode, input_names[i]);
   }
+  // A node standing for another reads that one's copy (its dependency comes
+  // first in graph order, so its copy exists by the time a user is copied).
+  size_t next_alias = 0;
+  auto alias_up_to = [&](NodeId stop) {
+    for (; next_alias < std::min<size_t>(stop, sel.stands_for.size()); ++next_alias) {
+      if (sel.stands_for[next_alias] != kNoNode) remap[next_alias] = remap[sel.stands_for[next_alias]];
+    }
+  };
   for (NodeId id : sel.body) {
+    alias_up_to(id);
     remap[id] = copier.copy(id, remap, kNoNode, copy_name[id]);
   }
+  alias_up_to(static_cast<NodeId>(n));
 
   // graph.output(tuple(values)): args is (values,), as FX stores it.
   Node output;
@@ -172,11 +184,6 @@ void remove_first_occurrences(std::vector<NodeId>& list, std::vector<uint32_t>& 
   list.resize(w);
 }
 
-bool is_wait_tensor(const Graph& g, NodeId id) {
-  const OpInfo* op = g.op(id);
-  return op != nullptr && g.str(op->name) == "_c10d_functional.wait_tensor.default";
-}
-
 // Step 1: prunes the saved lists with a first backward selection.
 void prune_saved(const Graph& g, SavedSets& saved, const std::vector<NodeId>& tangents,
                  const std::vector<NodeId>& bwd_seeds, const std::vector<NodeId>& bwd_outputs,
@@ -187,7 +194,8 @@ void prune_saved(const Graph& g, SavedSets& saved, const std::vector<NodeId>& ta
       concat({&saved.saved_sym_nodes, &saved.saved_opaque_nodes, &saved.saved_values, &tangents,
               &bwd_seeds});
   const SubgraphSelection sel = select_subgraph(g, inputs, bwd_outputs, Subgraph::kBackward,
-                                                options.dce_impure_random);
+                                                impurity(options.dce_impure_random, options.torch),
+                                                false, options.torch.control_deps_extraction);
 
   // Uses inside the selected backward: by live copies, or by the output.
   std::vector<uint8_t> in_body(n, 0), in_output(n, 0);
@@ -195,18 +203,34 @@ void prune_saved(const Graph& g, SavedSets& saved, const std::vector<NodeId>& ta
   for (NodeId x : sel.outputs) {
     if (x != kNoNode) in_output[x] = 1;
   }
-  auto has_users = [&](NodeId x) {
-    if (in_output[x]) return true;
-    for (NodeId u : g.users(x)) {
-      if (in_body[u]) return true;
+  // x's users in that backward: live copies reading x, also through a node
+  // that stands for x (a see-through getitem: its users read x).
+  std::vector<std::vector<NodeId>> users_through(sel.stands_for.empty() ? 0 : n);
+  for (NodeId a = 0; a < sel.stands_for.size(); ++a) {
+    if (sel.stands_for[a] == kNoNode) continue;
+    for (NodeId w : g.users(a)) {
+      if (in_body[w]) users_through[sel.stands_for[a]].push_back(w);
     }
-    return false;
+  }
+  auto body_users = [&](NodeId x, auto&& visit) {
+    for (NodeId u : g.users(x)) {
+      if (in_body[u]) visit(u);
+    }
+    if (!users_through.empty()) {
+      for (NodeId w : users_through[x]) visit(w);
+    }
+  };
+  auto has_users = [&](NodeId x) {
+    bool any = in_output[x] != 0;
+    body_users(x, [&](NodeId) { any = true; });
+    return any;
   };
   // The placeholder that takes the uses of an input listed twice is the last.
   std::vector<uint32_t> last(n, kNone32);
   for (size_t i = 0; i < inputs.size(); ++i) last[inputs[i]] = static_cast<uint32_t>(i);
 
-  FxNamespace names(g.shared_strings());  // the placeholders' names in that backward
+  // The placeholders' names in that backward.
+  FxNamespace names(g.shared_strings(), options.torch.fx_name_count_by_base);
   std::vector<uint32_t> drop_values(n, 0), drop_syms(n, 0), drop_opaque(n, 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const NodeId x = inputs[i];
@@ -215,15 +239,12 @@ void prune_saved(const Graph& g, SavedSets& saved, const std::vector<NodeId>& ta
     const bool used = last[x] == i && has_users(x);
     bool drop_all = !used;
     if (used && options.distributed_available && !in_output[x]) {
-      // A dead collective's activation: every use is a wait_tensor that
+      // A dead collective's activation: every use is a collective wait that
       // nothing uses.
       drop_all = true;
-      for (NodeId u : g.users(x)) {
-        if (in_body[u] && (!is_wait_tensor(g, u) || has_users(u))) {
-          drop_all = false;
-          break;
-        }
-      }
+      body_users(x, [&](NodeId u) {
+        if (!is_collective_wait(g, u, options.torch) || has_users(u)) drop_all = false;
+      });
     }
     if (drop_all) {
       if (named != kNoNode) {
@@ -247,14 +268,20 @@ void prune_saved(const Graph& g, SavedSets& saved, const std::vector<NodeId>& ta
 }
 
 // Step 2: puts the nodes binding every symbol the backward inputs mention
-// first in saved_sym_nodes.
+// first in saved_sym_nodes. 2.13 and older read symbols and bindings from
+// the values' expressions after ShapeEnv's replacements; 2.14 on
+// (bind_unreplaced_symbols) also binds the symbols of their raw
+// expressions, and a node binds the symbol of its raw expression (so a
+// symbol replaced by another still gets a binder of its own).
 void bind_symbols(const Graph& g, std::vector<NodeId>& saved_sym_nodes,
-                  const std::vector<NodeId>& saved_values, const std::vector<NodeId>& tangents) {
+                  const std::vector<NodeId>& saved_values, const std::vector<NodeId>& tangents,
+                  const TorchBehavior& torch) {
+  const bool raw = torch.bind_unreplaced_symbols;
   const size_t num_strings = g.strings().size();
   std::vector<uint8_t> saved_symbol(num_strings, 0);
   std::vector<NodeId> binding, derived;
   for (NodeId x : saved_sym_nodes) {
-    const StrId s = g.extra(x).binds_symbol;
+    const StrId s = g.binds_symbol(x, raw);
     if (s != 0) {
       saved_symbol[s] = 1;
       binding.push_back(x);
@@ -266,7 +293,7 @@ void bind_symbols(const Graph& g, std::vector<NodeId>& saved_sym_nodes,
   std::vector<NodeId> binder(num_strings, kNoNode);
   for (NodeId id = 0; id < g.size(); ++id) {
     if (g.node(id).extra == kNoExtra) continue;
-    const StrId s = g.extra(id).binds_symbol;
+    const StrId s = g.binds_symbol(id, raw);
     if (s != 0 && binder[s] == kNoNode) binder[s] = id;
   }
   std::vector<StrId> fresh;
@@ -274,9 +301,23 @@ void bind_symbols(const Graph& g, std::vector<NodeId>& saved_sym_nodes,
        std::initializer_list<const std::vector<NodeId>*>{&derived, &saved_values, &tangents}) {
     for (NodeId x : *list) {
       if (g.node(x).value == ValueKind::kMissing) continue;
+      if (g.node(x).has(kFlagNonScalarConstant)) {
+        // torch's free_symbols asserts on such a value (in 2.11 an Enum
+        // member saved by default_partition, 2.12 on any constant it does
+        // not count opaque).
+        throw Error(ErrorCode::kInvalidGraph,
+                    fmt::format("node '{}': cannot extract sympy expressions from its value {} "
+                                "(a saved constant that is no int, float or bool)",
+                                g.name(x), g.str(g.extra(x).repr)));
+      }
       fresh.clear();
       for (StrId s : g.free_symbols(x)) {
         if (!saved_symbol[s]) fresh.push_back(s);
+      }
+      if (raw) {
+        for (StrId s : g.unreplaced_symbols(x)) {
+          if (!saved_symbol[s]) fresh.push_back(s);
+        }
       }
       std::sort(fresh.begin(), fresh.end(),
                 [&](StrId a, StrId b) { return g.str(a) < g.str(b); });
@@ -310,7 +351,7 @@ Extracted extract_fwd_bwd(const Graph& g, SavedSets saved, int num_fwd_outputs,
   }
 
   prune_saved(g, saved, tangents, bwd_seeds, bwd_outputs, backward_states, options);
-  bind_symbols(g, saved.saved_sym_nodes, saved.saved_values, tangents);
+  bind_symbols(g, saved.saved_sym_nodes, saved.saved_values, tangents, options.torch);
 
   Extracted e;
   // Step 3: vc-checked tensors, then no-vc-check ones (stable); script
@@ -339,15 +380,18 @@ Extracted extract_fwd_bwd(const Graph& g, SavedSets saved, int num_fwd_outputs,
               &e.saved_sym_nodes});
   // The forward's outputs start with the joint's forward leaves, so their
   // pass-through items line up; saved values are all nodes.
+  const bool control_deps = options.torch.control_deps_extraction;
   Built fw = build(g, select_subgraph(g, fw_inputs, fw_outputs, Subgraph::kForward,
-                                      options.dce_impure_random),
-                   leaves.fwd_args);
+                                      impurity(options.dce_impure_random, options.torch),
+                                      false, control_deps),
+                   leaves.fwd_args, options.torch);
   const std::vector<NodeId> bw_inputs =
       concat({&e.saved_sym_nodes, &e.saved_values, &e.saved_script_objects,
               &e.saved_opaque_nodes, &tangents, &bwd_seeds, &backward_states});
   Built bw = build(g, select_subgraph(g, bw_inputs, bwd_outputs, Subgraph::kBackward,
-                                      options.dce_impure_random),
-                   leaves.bwd_args);
+                                      impurity(options.dce_impure_random, options.torch),
+                                      false, control_deps),
+                   leaves.bwd_args, options.torch);
   e.forward = std::move(fw.graph);
   e.forward_names = std::move(fw.names);
   e.backward = std::move(bw.graph);

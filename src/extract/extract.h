@@ -7,9 +7,11 @@
 // symbols referenced by backward inputs are bound (bindings first, sorted by
 // symbol name), saved tensors are ordered version-counter-checked first,
 // opaque script objects after them; then the final forward and backward are
-// extracted with select_subgraph. The graphs' node `origin` follows
-// NodeCopier: the source node's own origin when it has one, else its id in
-// the graph passed in.
+// extracted with select_subgraph (with torch 2.14's control_deps rules when
+// options.torch.control_deps_extraction: a forward sync leaves the
+// backward, its getitems reading their dependencies, in the pruning too).
+// The graphs' node `origin` follows NodeCopier: the source node's own origin
+// when it has one, else its id in the graph passed in.
 #pragma once
 
 #include <vector>

@@ -140,9 +140,11 @@ void NodeCopier::copy_value(NodeId id, Node& out) {
   if (in.extra != kNoExtra) {
     NodeExtra x = src_.extra(id);
     for (StrId* s : {&x.tag_name, &x.sym_expr, &x.binds_symbol, &x.repr, &x.nested_hint,
-                     &x.device})
+                     &x.device, &x.binds_unreplaced})
       *s = str(*s);
     x.original_tensor = original;
+    x.unreplaced_symbols_begin = static_cast<uint32_t>(dst_.symbol_count());
+    for (StrId s : src_.unreplaced_symbols(id)) dst_.add_symbol(str(s));
     out.extra = dst_.add_extra(x);
   }
   out.tensors_begin = static_cast<uint32_t>(dst_.tensor_count());

@@ -100,9 +100,10 @@ std::string sanitize(std::string_view s) {
 
 }  // namespace
 
-FxNamespace::FxNamespace() : FxNamespace(std::make_shared<StringPool>()) {}
+FxNamespace::FxNamespace() : FxNamespace(std::make_shared<StringPool>(), true) {}
 
-FxNamespace::FxNamespace(std::shared_ptr<StringPool> pool) : pool_(std::move(pool)) {}
+FxNamespace::FxNamespace(std::shared_ptr<StringPool> pool, bool count_by_base)
+    : pool_(std::move(pool)), count_by_base_(count_by_base) {}
 
 StrId FxNamespace::take(StrId s) {
   if (s >= used_.size()) used_.resize(std::max<size_t>(pool_->size(), s + 1), 0);
@@ -146,8 +147,11 @@ StrId FxNamespace::create_slow(std::string candidate) {
     if (parts.has_num) base_count_[base_name] = parts.num;
     return take(pool_->intern(candidate));
   }
-  // Otherwise: continue counting from the base's last number.
-  const auto it = base_count_.find(base_name);
+  // Otherwise: continue counting from the base's last number (2.12 on). 2.11
+  // reads the count under the whole candidate: a taken "add_5" finds none
+  // (unless some "add_5_K" was created) and takes the smallest free "add_K";
+  // the count is stored under the base in both.
+  const auto it = base_count_.find(count_by_base_ ? base_name : candidate);
   long num = it == base_count_.end() ? 0 : it->second;
   std::string name = candidate;
   if (is_illegal(name)) {

@@ -4,7 +4,9 @@
 // Contract: mirrors torch.fx.graph._Namespace.create_name: a candidate that
 // is not an identifier is sanitized first; a name "base_N" or a legal "base"
 // is taken as is when free; otherwise the next free "base_K" after the last
-// number used for that base. Every name a graph ever held counts as used,
+// number used for that base (torch 2.12 on; 2.11 looks the number up under
+// the whole taken candidate "base_N", which normally has none, so it takes
+// the smallest free "base_K"). Every name a graph ever held counts as used,
 // including nodes that dead-code elimination later removed, as in FX.
 //
 // Names live in a StringPool, normally the one the graphs share, so that
@@ -32,8 +34,10 @@ constexpr bool is_word_char(char c) {
 
 class FxNamespace {
  public:
-  FxNamespace();  // over a string pool of its own
-  explicit FxNamespace(std::shared_ptr<StringPool> pool);
+  FxNamespace();  // over a string pool of its own, the newest release's rule
+  // `count_by_base`: the release's rule for a taken "base_N"
+  // (TorchBehavior::fx_name_count_by_base).
+  FxNamespace(std::shared_ptr<StringPool> pool, bool count_by_base);
 
   // The name FX gives a node created with this candidate name (equal to it
   // unless taken or not an identifier), as an id in the pool.
@@ -54,6 +58,7 @@ class FxNamespace {
   // (in order); the map is brought up to date before a collision reads it.
   std::vector<StrId> pending_counts_;
   std::unordered_map<std::string, long> base_count_;
+  bool count_by_base_ = true;
 };
 
 }  // namespace remat

@@ -412,6 +412,7 @@ const char* value_kind_name(ValueKind k) {
     case ValueKind::kBackwardState: return "backward_state";
     case ValueKind::kConstant: return "constant";
     case ValueKind::kGenerator: return "generator";
+    case ValueKind::kDevice: return "device";
   }
   return "?";
 }

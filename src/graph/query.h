@@ -1,6 +1,7 @@
 // graph/query.h — small questions about one node that every stage asks: its
 // target, its arguments, its checkpoint policy, where it must run, and the
-// joint node it stands for.
+// joint node it stands for; and the leaves of the joint output, which
+// prepare, analyze, extract and memory all split at num_fwd_outputs.
 //
 // Contract: the answers read node records and argument trees only (no
 // users, no options), so the lowest stage owns them and every stage above
@@ -9,6 +10,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -51,6 +54,38 @@ inline NodeId node_arg(const Graph& g, NodeId id, size_t i) {
 // first such entry), or kNoArg when `dict` is absent, not a dict, or has no
 // such key.
 ArgId dict_lookup(const Graph& g, ArgId dict, std::string_view key);
+
+// inductor's control_deps higher-order op: control_deps(additional_deps,
+// subgraph, *deps) runs the subgraph after its dependencies and returns
+// (subgraph result, *deps), so getitem(cd, k) for k >= 1 is deps[k - 1].
+inline bool is_control_deps(const Graph& g, NodeId id) {
+  return target_is(g, id, "higher_order.control_deps");
+}
+
+// The node deps[k - 1] of control_deps `cd` that getitem index `k` passes
+// through, or kNoNode (k out of range, or that dependency is no node).
+inline NodeId control_deps_dep(const Graph& g, NodeId cd, int64_t k) {
+  return k >= 1 ? node_arg(g, cd, static_cast<size_t>(k) + 1) : kNoNode;
+}
+
+// The integer index of getitem(x, k), or nullopt (no getitem, or a key that
+// is no int).
+std::optional<int64_t> getitem_index(const Graph& g, NodeId id);
+
+// --- the joint output ----------------------------------------------------------
+
+// The pytree leaves of the joint output node, split at num_fwd_outputs as
+// torch's `_extract_fwd_bwd_outputs` splits them. A leaf is a node, or a value
+// FX passes through unchanged (None, an int such as a specialized SymInt, a
+// float, an opaque object ...): then its node is kNoNode and its arg is the
+// output node's argument item that holds it, which extraction copies into
+// the output of the graph it builds. For a node leaf, arg is that node's
+// item too.
+struct OutputLeaves {
+  std::vector<NodeId> fwd, bwd;          // kNoNode for a non-node leaf
+  std::vector<ArgId> fwd_args, bwd_args; // the leaf's item in g's output args
+};
+OutputLeaves split_outputs(const Graph& g, int num_fwd_outputs);
 
 // --- policies and placement -------------------------------------------------------
 

@@ -39,6 +39,8 @@ class JsonWriter {
   void number(double v);  // finite only
   void boolean(bool v) { value_prefix(); out_ += v ? "true" : "false"; }
   void null() { value_prefix(); out_ += "null"; }
+  // A value already serialized as JSON (a document's minified text of it).
+  void raw(std::string_view json) { value_prefix(); out_ += json; }
 
   // A line break and `indent` spaces before the next member or element;
   // purely cosmetic (one node per line keeps big files diffable).

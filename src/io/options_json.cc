@@ -194,6 +194,37 @@ void set_ops(PartitionOptions& o, std::string_view k, element v) {
   }
 }
 
+// "2.14", "2.14.1", "2.14.1+cu132": a supported release (a pre-release is
+// not one: its partitioner may sit anywhere between two releases).
+TorchRelease option_release(std::string_view k, element v) {
+  const std::string text = option_string(k, v);
+  const std::optional<TorchVersion> parsed = parse_torch_version(text);
+  if (!parsed) bad_option(k, fmt::format("\"{}\" is not a torch release such as \"2.15\"", text));
+  if (parsed->prerelease || !is_supported(parsed->release)) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("option '{}': torch {} is not a supported release (remat reproduces "
+                            "{})",
+                            k, text, supported_torch_releases()));
+  }
+  return parsed->release;
+}
+void set_torch_release(PartitionOptions& o, std::string_view k, element v) {
+  o.torch = TorchBehavior::of(option_release(k, v));
+}
+// {"cse_partition_key": false, ...}: single switches over the release's.
+void set_torch_switches(PartitionOptions& o, std::string_view k, element v) {
+  simdjson::dom::object switches;
+  if (v.get(switches)) bad_option(k, "expected an object of switch names and bools");
+  for (simdjson::dom::key_value_pair kv : switches) {
+    const TorchSwitch* s = find_torch_switch(kv.key);
+    if (s == nullptr) {
+      bad_option(k, fmt::format("'{}' is not a switch (docs/torch-releases.md lists them)",
+                                std::string_view(kv.key)));
+    }
+    o.torch.*s->member = option_bool(k, kv.value);
+  }
+}
+
 using Setter = void (*)(PartitionOptions&, std::string_view, element);
 struct OptionKey {
   std::string_view key;
@@ -202,6 +233,8 @@ struct OptionKey {
 
 // Every key of the options object, in options.h's order.
 constexpr OptionKey kOptionKeys[] = {
+    {"torch_release", set_torch_release},  // applied first, whatever its place
+    {"torch_switches", set_torch_switches},
     {"cse", set_bool<&PartitionOptions::cse>},
     {"unsafe_allow_optimization_of_collectives",
      set_bool<&PartitionOptions::unsafe_allow_optimization_of_collectives>},
@@ -223,6 +256,8 @@ constexpr OptionKey kOptionKeys[] = {
     {"graphsafe_rng_functionalization",
      set_bool<&PartitionOptions::graphsafe_rng_functionalization>},
     {"activation_memory_budget", set_double<&PartitionOptions::activation_memory_budget>},
+    {"activation_memory_budget_require_full_coverage",
+     set_bool<&PartitionOptions::activation_memory_budget_require_full_coverage>},
     {"activation_memory_budget_solver",
      set_string<&PartitionOptions::activation_memory_budget_solver>},
     {"activation_memory_budget_runtime_estimator",
@@ -265,6 +300,8 @@ constexpr TorchConfigFlag kTorchFlags[] = {
     {"unsafe_treat_script_objects_as_zero_size", "unsafe_treat_script_objects_as_zero_size"},
     {"graphsafe_rng_functionalization", "graphsafe_rng_functionalization"},
     {"activation_memory_budget", "activation_memory_budget"},
+    {"activation_memory_budget_require_full_coverage",
+     "activation_memory_budget_require_full_coverage"},
     {"activation_memory_budget_solver", "activation_memory_budget_solver"},
     {"activation_memory_budget_runtime_estimator", "activation_memory_budget_runtime_estimator"},
     {"visualize_memory_budget_pareto", "visualize_memory_budget_pareto"},
@@ -302,18 +339,53 @@ void apply_options(std::string_view json, PartitionOptions& options) {
   }
   simdjson::dom::object obj;
   if (root.get(obj)) bad_option("<root>", "expected a JSON object");
+  // The release sets every switch, so it goes before the single switches
+  // (and everything else) whatever the object's order.
+  element release;
+  if (obj["torch_release"].get(release) == simdjson::SUCCESS) {
+    set_torch_release(options, "torch_release", release);
+  }
   for (auto [key, value] : obj) {
     const OptionKey* found = nullptr;
     for (const OptionKey& k : kOptionKeys) {
       if (k.key == key) found = &k;
     }
     if (found == nullptr) bad_option(key, "unknown option");
-    found->set(options, key, value);
+    if (found->set != set_torch_release) found->set(options, key, value);
   }
 }
 
-PartitionOptions read_options(std::string_view json, const OptionHooks& hooks) {
+bool names_torch_release(std::string_view json) {
+  if (json.empty()) return false;
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  // Malformed JSON is apply_options' to report.
+  if (parser.parse(json.data(), json.size()).get(obj)) return false;
+  element release;
+  return obj["torch_release"].get(release) == simdjson::SUCCESS;
+}
+
+PartitionOptions default_options(const JointGraph& joint) {
   PartitionOptions o;
+  if (joint.torch_version.empty()) return o;
+  const std::optional<TorchVersion> v = parse_torch_version(joint.torch_version);
+  if (!v || v->prerelease || !is_supported(v->release)) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("joint graph: field 'torch_version': the graph was captured under "
+                            "torch {}, and remat reproduces {}; choose the release to reproduce "
+                            "(torch_release, the command line's --torch)",
+                            joint.torch_version, supported_torch_releases()));
+  }
+  o.torch = TorchBehavior::of(v->release);
+  return o;
+}
+
+PartitionOptions read_options(std::string_view json, const OptionHooks& hooks,
+                              const JointGraph* joint) {
+  PartitionOptions o;
+  // An explicit release wins over the graph's, so a graph captured under
+  // an unsupported torch can still be partitioned as a supported one.
+  if (joint != nullptr && !names_torch_release(json)) o = default_options(*joint);
   if (!json.empty()) apply_options(json, o);
   attach_hooks(o, hooks);
   o.validate();

@@ -13,6 +13,8 @@
 // format version other than 1. Nesting is bounded by simdjson's depth limit,
 // so no input can exhaust the stack.
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -31,6 +33,7 @@
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/ops.h"
+#include "remat/torch_release.h"
 
 namespace remat {
 
@@ -134,9 +137,11 @@ class Reader {
   void read_op(const OpFields& f);
   OpKind read_op_kind(dom::element e) const;
   uint8_t read_op_tags(dom::element e, std::string_view field) const;
+  void read_dropout_p(dom::element e, OpInfo& info) const;
   void record_op_categories(dom::element e, std::string key);
   Graph read_nodes(dom::array nodes);
   std::vector<NodeId> read_mutated_inputs(dom::element list, const Graph& g);
+  std::string read_torch_version(dom::element e);
   void collect_names(dom::array nodes);
   void read_node(dom::element e);
   void read_args(dom::element e, bool kwargs);
@@ -144,10 +149,15 @@ class Reader {
   void read_tagged_arg(dom::object o, std::string_view field);
   void read_container_arg(std::string_view tag, dom::element v, std::string_view field);
   double read_float_arg(dom::element v, std::string_view field) const;
+  double read_nan_bits(dom::element v, double value, std::string_view field) const;
+  StrId read_custom_context(dom::element v);
   void read_value(dom::element e, Node& n);
   void read_container_value(dom::object o, ValueKind kind);
   void read_sym_value(dom::object o, ValueKind kind);
   void read_generator_value(dom::object o);
+  std::vector<std::string_view> read_symbol_names(dom::element e, std::string_view field) const;
+  void read_unreplaced_symbols(dom::element e, const std::vector<std::string_view>& replaced);
+  StrId read_device_value(dom::object o);
   void check_nested_value(dom::element e, std::string_view field);
   void read_tensor(dom::object o, std::string_view field, int32_t index, bool record);
   uint16_t read_itemsize(std::string_view dtype, std::optional<dom::element> itemsize,
@@ -177,7 +187,8 @@ class Reader {
 
 JointGraph Reader::read(dom::element root) {
   dom::object top = as_object(root, "(document)");
-  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes, subgraphs, mutated;
+  std::optional<dom::element> format, version, num_fwd, statics, ops, nodes, subgraphs, mutated,
+      torch_version;
   for (dom::key_value_pair kv : top) {
     if (kv.key == "format") format = kv.value;
     else if (kv.key == "version") version = kv.value;
@@ -187,6 +198,7 @@ JointGraph Reader::read(dom::element root) {
     else if (kv.key == "nodes") nodes = kv.value;
     else if (kv.key == "subgraphs") subgraphs = kv.value;
     else if (kv.key == "mutated_inputs") mutated = kv.value;
+    else if (kv.key == "torch_version") torch_version = kv.value;
   }
   if (!format) fail(ErrorCode::kParse, "format", "missing (expected \"remat.joint_graph\")");
   const std::string_view fmt_name = as_string(*format, "format");
@@ -222,6 +234,7 @@ JointGraph Reader::read(dom::element root) {
   out.graph = read_nodes(node_list);
   out.op_overrides = std::move(overrides_);
   if (mutated) out.mutated_inputs = read_mutated_inputs(*mutated, out.graph);
+  if (torch_version) out.torch_version = read_torch_version(*torch_version);
   if (subgraphs) {
     size_t index = 0;
     for (dom::element e : as_array(*subgraphs, "subgraphs")) {
@@ -286,10 +299,22 @@ std::vector<NodeId> Reader::read_mutated_inputs(dom::element list, const Graph& 
   return out;
 }
 
+// "torch_version": torch.__version__ at capture. Any release is read (a
+// graph from a newer torch is still a graph); whether remat reproduces that
+// release is the front door's question (default_options).
+std::string Reader::read_torch_version(dom::element e) {
+  const std::string_view text = as_string(e, "torch_version");
+  if (!parse_torch_version(text)) {
+    fail(ErrorCode::kParse, "torch_version",
+         fmt::format("\"{}\" is not a torch version (such as \"2.15.0\")", text));
+  }
+  return std::string(text);
+}
+
 // The fields of one "ops" entry, by key; unknown keys are ignored.
 struct OpFields {
   std::optional<dom::element> name, kind, ns, packet, is_mut, view, returns, tags, packet_tags,
-      mutable_args, categories;
+      mutable_args, categories, dropout_p;
 };
 
 OpFields op_fields(dom::object o) {
@@ -307,6 +332,7 @@ OpFields op_fields(dom::object o) {
     else if (k == "packet_tags") f.packet_tags = kv.value;
     else if (k == "mutable_args") f.mutable_args = kv.value;
     else if (k == "categories") f.categories = kv.value;
+    else if (k == "dropout_p") f.dropout_p = kv.value;
   }
   return f;
 }
@@ -347,6 +373,9 @@ void Reader::read_op(const OpFields& f) {
   }
   info.tags = f.tags ? read_op_tags(*f.tags, "tags") : facts.tags;
   info.packet_tags = f.packet_tags ? read_op_tags(*f.packet_tags, "packet_tags") : facts.packet_tags;
+  if (f.dropout_p && f.dropout_p->type() != element_type::NULL_VALUE) {
+    read_dropout_p(*f.dropout_p, info);
+  }
   std::vector<std::string> margs;
   if (f.mutable_args) {
     for (dom::element x : as_array(*f.mutable_args, "mutable_args")) {
@@ -367,8 +396,29 @@ OpKind Reader::read_op_kind(dom::element e) const {
   if (k == "overload") return OpKind::kOverload;
   if (k == "higher_order") return OpKind::kHigherOrder;
   if (k == "function") return OpKind::kFunction;
+  if (k == "packet") return OpKind::kPacket;
   fail(ErrorCode::kParse, "kind",
-       fmt::format("unknown op kind '{}' (expected overload, higher_order or function)", k));
+       fmt::format("unknown op kind '{}' (expected overload, higher_order, function or packet)", k));
+}
+
+// "dropout_p": {"index": 3, "default": 0.0}: the schema argument named
+// dropout_p, its position and its default (null or absent: none).
+void Reader::read_dropout_p(dom::element e, OpInfo& info) const {
+  std::optional<dom::element> index, fallback;
+  for (dom::key_value_pair kv : as_object(e, "dropout_p")) {
+    if (kv.key == "index") index = kv.value;
+    else if (kv.key == "default") fallback = kv.value;
+  }
+  if (!index) fail(ErrorCode::kParse, "dropout_p.index", "missing");
+  const int64_t i = as_int(*index, "dropout_p.index");
+  if (i < 0 || i > std::numeric_limits<int16_t>::max()) {
+    fail(ErrorCode::kInvalidGraph, "dropout_p.index", fmt::format("{} is out of range", i));
+  }
+  info.dropout_p_index = static_cast<int16_t>(i);
+  if (fallback && fallback->type() != element_type::NULL_VALUE) {
+    info.dropout_p_has_default = true;
+    info.dropout_p_default = read_float_arg(*fallback, "dropout_p.default");
+  }
 }
 
 uint8_t Reader::read_op_tags(dom::element e, std::string_view field) const {
@@ -436,7 +486,8 @@ NodeId Reader::resolve(std::string_view name, std::string_view field) {
 void Reader::read_node(dom::element e) {
   dom::object o = e.get_object().value_unsafe();  // checked by collect_names
   std::optional<dom::element> name, op, target, args, kwargs, val, tensor_meta, free_symbols,
-      binds_symbol, impure, meta;
+      binds_symbol, impure, stream_sync, meta, free_symbols_unreplaced,
+      binds_symbol_unreplaced;
   for (dom::key_value_pair kv : o) {
     const std::string_view k = kv.key;
     if (k == "name") name = kv.value;
@@ -448,7 +499,10 @@ void Reader::read_node(dom::element e) {
     else if (k == "tensor_meta") tensor_meta = kv.value;
     else if (k == "free_symbols") free_symbols = kv.value;
     else if (k == "binds_symbol") binds_symbol = kv.value;
+    else if (k == "free_symbols_unreplaced") free_symbols_unreplaced = kv.value;
+    else if (k == "binds_symbol_unreplaced") binds_symbol_unreplaced = kv.value;
     else if (k == "impure") impure = kv.value;
+    else if (k == "stream_sync") stream_sync = kv.value;
     else if (k == "meta") meta = kv.value;
     // "origin" (result graphs) and unknown keys are ignored.
   }
@@ -490,26 +544,49 @@ void Reader::read_node(dom::element e) {
   if (val) read_value(*val, n);
   if (tensor_meta && as_bool(*tensor_meta, "tensor_meta")) n.flags |= kFlagTensorMeta;
   if (impure && as_bool(*impure, "impure")) n.flags |= kFlagImpure;
-  if (free_symbols) {
-    std::vector<StrId> syms;
-    std::vector<std::string_view> names;
-    for (dom::element x : as_array(*free_symbols, "free_symbols")) {
-      names.push_back(as_string(x, "free_symbols"));
-    }
-    // The IR keeps them sorted by name and distinct; tolerate any input order.
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    n.symbols_begin = static_cast<uint32_t>(b_.symbol_count());
-    n.symbols_count = static_cast<uint32_t>(names.size());
-    for (std::string_view s : names) b_.add_symbol(b_.intern(s));
-  } else {
-    n.symbols_begin = static_cast<uint32_t>(b_.symbol_count());
-  }
+  if (stream_sync && as_bool(*stream_sync, "stream_sync")) n.flags |= kFlagStreamSync;
+  std::vector<std::string_view> names;
+  if (free_symbols) names = read_symbol_names(*free_symbols, "free_symbols");
+  n.symbols_begin = static_cast<uint32_t>(b_.symbol_count());
+  n.symbols_count = static_cast<uint32_t>(names.size());
+  for (std::string_view s : names) b_.add_symbol(b_.intern(s));
   if (binds_symbol && binds_symbol->type() != element_type::NULL_VALUE) {
     extra_.binds_symbol = b_.intern(as_string(*binds_symbol, "binds_symbol"));
   }
+  if (free_symbols_unreplaced) read_unreplaced_symbols(*free_symbols_unreplaced, names);
+  if (binds_symbol_unreplaced) {
+    // Present: the raw expression's answer, null for "binds nothing".
+    extra_.binds_unreplaced_differs = true;
+    if (binds_symbol_unreplaced->type() != element_type::NULL_VALUE) {
+      extra_.binds_unreplaced =
+          b_.intern(as_string(*binds_symbol_unreplaced, "binds_symbol_unreplaced"));
+    }
+  }
   if (meta) read_meta(*meta, n);
   b_.add_node(n, extra_);
+}
+
+// A list of symbol names, sorted and distinct as the IR keeps them (any
+// input order is accepted).
+std::vector<std::string_view> Reader::read_symbol_names(dom::element e, std::string_view field) const {
+  std::vector<std::string_view> names;
+  for (dom::element x : as_array(e, field)) names.push_back(as_string(x, field));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+// "free_symbols_unreplaced": the symbols of the value's raw expressions;
+// the IR keeps those free_symbols (`replaced`, sorted) lacks.
+void Reader::read_unreplaced_symbols(dom::element e, const std::vector<std::string_view>& replaced) {
+  std::vector<std::string_view> raw = read_symbol_names(e, "free_symbols_unreplaced");
+  extra_.unreplaced_symbols_begin = static_cast<uint32_t>(b_.symbol_count());
+  for (std::string_view s : raw) {
+    if (std::binary_search(replaced.begin(), replaced.end(), s)) continue;
+    b_.add_symbol(b_.intern(s));
+    ++extra_.unreplaced_symbols_count;
+  }
+  if (extra_.unreplaced_symbols_count == 0) extra_.unreplaced_symbols_begin = 0;  // no extra needed
 }
 
 void Reader::read_args(dom::element e, bool kwargs) {
@@ -570,12 +647,16 @@ void Reader::read_tagged_arg(dom::object o, std::string_view field) {
   const std::string_view tag = it.key();
   const dom::element v = it.value();
   const size_t size = o.size();
-  std::optional<dom::element> handle;
+  // The one optional second key: an opaque's "handle", a NaN's "bits".
+  std::optional<dom::element> handle, bits;
   if (tag == "opaque" || tag == "handle") {
     dom::element h;
     if (o.at_key("handle").get(h) == simdjson::SUCCESS) handle = h;
+  } else if (tag == "float" || tag == "bits") {
+    dom::element b;
+    if (o.at_key("bits").get(b) == simdjson::SUCCESS) bits = b;
   }
-  const size_t allowed = handle ? 2 : 1;
+  const size_t allowed = handle || bits ? 2 : 1;
   if (size != allowed) {
     fail(ErrorCode::kParse, field,
          fmt::format("argument object with tag '{}' has {} keys; tagged arguments have one", tag,
@@ -589,9 +670,14 @@ void Reader::read_tagged_arg(dom::object o, std::string_view field) {
   if (tag == "node") {
     a.kind = ArgKind::kNode;
     a.id = resolve(as_string(v, field), field);
-  } else if (tag == "float") {
+  } else if (tag == "float" || tag == "bits") {
+    dom::element value;
+    if (o.at_key("float").get(value) != simdjson::SUCCESS) {
+      fail(ErrorCode::kParse, field, "argument object with 'bits' but no 'float'");
+    }
     a.kind = ArgKind::kFloat;
-    a.f = read_float_arg(v, field);
+    a.f = read_float_arg(value, field);
+    if (bits) a.f = read_nan_bits(*bits, a.f, field);
   } else if (tag == "dtype" || tag == "device" || tag == "layout" || tag == "memory_format" ||
              tag == "target") {
     a.kind = tag == "dtype"    ? ArgKind::kDtype
@@ -656,6 +742,42 @@ double Reader::read_float_arg(dom::element v, std::string_view field) const {
   fail(ErrorCode::kParse, field, fmt::format("unknown float '{}' (expected inf, -inf or nan)", s));
 }
 
+// A NaN's "bits": its IEEE-754 pattern as 16 hex digits, for a NaN other
+// than Python's float("nan") (a sign or a payload: CSE tells them apart from
+// torch 2.14 on). Only a NaN has them.
+double Reader::read_nan_bits(dom::element v, double value, std::string_view field) const {
+  const std::string_view hex = as_string(v, field);
+  uint64_t pattern = 0;
+  const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), pattern, 16);
+  const double bits = std::bit_cast<double>(pattern);
+  if (hex.size() != 16 || ec != std::errc() || end != hex.data() + hex.size() || !std::isnan(bits)) {
+    fail(ErrorCode::kParse, field,
+         fmt::format("float bits '{}' are not 16 hex digits of a NaN", hex));
+  }
+  if (!std::isnan(value)) {
+    fail(ErrorCode::kParse, field, "float 'bits' are given for a NaN only (\"float\": \"nan\")");
+  }
+  return bits;
+}
+
+// meta "custom_context": [stream, mempool, mempool_device], each an integer,
+// null or a string (another Python value, by its repr). Kept as the array's
+// minified text: CSE only asks whether two nodes' contexts are equal.
+StrId Reader::read_custom_context(dom::element v) {
+  dom::array items = as_array(v, "meta.custom_context");
+  bool valid = items.size() == 3;
+  for (dom::element item : items) {
+    const element_type t = item.type();
+    valid &= t == element_type::INT64 || t == element_type::UINT64 ||
+             t == element_type::NULL_VALUE || t == element_type::STRING;
+  }
+  if (!valid) {
+    fail(ErrorCode::kParse, "meta.custom_context",
+         "expected [stream, mempool, mempool_device], each an integer, null or a string");
+  }
+  return b_.intern(simdjson::minify(v));
+}
+
 // --- values ---------------------------------------------------------------------
 
 // The kind a "val" object's "kind" names; nullopt for an unknown name.
@@ -672,12 +794,13 @@ std::optional<ValueKind> value_kind_from_name(std::string_view k) {
   if (k == "none") return ValueKind::kNone;
   if (k == "constant") return ValueKind::kConstant;
   if (k == "generator") return ValueKind::kGenerator;
+  if (k == "device") return ValueKind::kDevice;
   return std::nullopt;
 }
 
 constexpr const char* kValueKinds =
     "tensor, symint, symfloat, symbool, sequence, dict, script_object, opaque, "
-    "backward_state, none, constant or generator";
+    "backward_state, none, constant, generator or device";
 
 void Reader::read_value(dom::element e, Node& n) {
   dom::object o = as_object(e, "val");
@@ -705,10 +828,17 @@ void Reader::read_value(dom::element e, Node& n) {
     case ValueKind::kConstant: {
       dom::element repr;
       if (o.at_key("repr").get(repr) == simdjson::SUCCESS) extra_.repr = b_.intern(as_string(repr, "val.repr"));
+      dom::element scalar;
+      if (o.at_key("scalar").get(scalar) == simdjson::SUCCESS && !as_bool(scalar, "val.scalar")) {
+        n.flags |= kFlagNonScalarConstant;
+      }
       break;
     }
     case ValueKind::kGenerator:
       read_generator_value(o);
+      break;
+    case ValueKind::kDevice:
+      extra_.device = read_device_value(o);
       break;
     default:
       break;
@@ -767,13 +897,18 @@ void Reader::read_sym_value(dom::object o, ValueKind kind) {
   }
 }
 
-// A torch.Generator: its device and, in the exporting process, its handle.
-void Reader::read_generator_value(dom::object o) {
+// The "device" of a generator or device value ("cuda:0").
+StrId Reader::read_device_value(dom::object o) {
   dom::element device;
   if (o.at_key("device").get(device) != simdjson::SUCCESS) fail(ErrorCode::kParse, "val.device", "missing");
   const std::string_view d = as_string(device, "val.device");
   if (d.empty()) fail(ErrorCode::kInvalidGraph, "val.device", "empty device");
-  extra_.device = b_.intern(d);
+  return b_.intern(d);
+}
+
+// A torch.Generator: its device and, in the exporting process, its handle.
+void Reader::read_generator_value(dom::object o) {
+  extra_.device = read_device_value(o);
   dom::element handle;
   if (o.at_key("handle").get(handle) == simdjson::SUCCESS && handle.type() != element_type::NULL_VALUE) {
     extra_.handle = as_int(handle, "val.handle");
@@ -987,6 +1122,10 @@ void Reader::read_meta(dom::element e, Node& n) {
       if (as_bool(kv.value, "meta.saved_tensor_with_no_vc_check")) n.flags |= kFlagNoVcCheck;
     } else if (k == "should_offload") {
       if (as_bool(kv.value, "meta.should_offload")) n.flags |= kFlagShouldOffload;
+    } else if (k == "aot_runtime_epilogue_input_mutation") {
+      if (as_bool(kv.value, "meta.aot_runtime_epilogue_input_mutation")) {
+        n.flags |= kFlagEpilogueMutation;
+      }
     } else if (k == "memory_budget") {
       if (kv.value.type() == element_type::NULL_VALUE) continue;
       extra_.memory_budget = as_number(kv.value, "meta.memory_budget");
@@ -995,6 +1134,8 @@ void Reader::read_meta(dom::element e, Node& n) {
       if (kv.value.type() == element_type::NULL_VALUE) continue;
       extra_.region_memory_budget = as_number(kv.value, "meta.region_memory_budget");
       n.flags |= kFlagRegionBudget;
+    } else if (k == "custom_context") {
+      extra_.custom_context = read_custom_context(kv.value);
     }
   }
 }

@@ -7,7 +7,9 @@
 // derivable "numel_hint", a known dtype's "itemsize", ...), so that reading a
 // written document and writing it again gives the same bytes. The writer is
 // streaming (io/json_writer.h): memory is the output string and nothing else.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 
@@ -52,6 +54,12 @@ void write_float_arg(JsonWriter& w, double f) {
   w.begin_object();
   w.key("float");
   w.string(std::isnan(f) ? "nan" : (f > 0 ? "inf" : "-inf"));
+  // A NaN other than Python's float("nan") keeps its sign and payload.
+  constexpr uint64_t kPythonNan = 0x7ff8000000000000ull;
+  if (std::isnan(f) && std::bit_cast<uint64_t>(f) != kPythonNan) {
+    w.key("bits");
+    w.string(fmt::format("{:016x}", std::bit_cast<uint64_t>(f)));
+  }
   w.end_object();
 }
 
@@ -110,8 +118,23 @@ class GraphWriter {
       w_.key("binds_symbol");
       w_.string(str(x.binds_symbol));
     }
+    if (x.unreplaced_symbols_count != 0) {
+      w_.key("free_symbols_unreplaced");
+      w_.begin_array();
+      for (StrId s : g_.unreplaced_symbols(id)) w_.string(str(s));
+      w_.end_array();
+    }
+    if (x.binds_unreplaced_differs) {
+      w_.key("binds_symbol_unreplaced");
+      if (x.binds_unreplaced != 0) w_.string(str(x.binds_unreplaced));
+      else w_.null();
+    }
     if (n.has(kFlagImpure)) {
       w_.key("impure");
+      w_.boolean(true);
+    }
+    if (n.has(kFlagStreamSync)) {
+      w_.key("stream_sync");
       w_.boolean(true);
     }
     meta(n, x);
@@ -127,7 +150,8 @@ class GraphWriter {
                      n.tag != PartitionerTag::kNone || n.has(kFlagBackwardHook) ||
                      n.has(kFlagNoVcCheck) || n.has(kFlagMemoryBudget) ||
                      n.has(kFlagRegionBudget) || n.has(kFlagShouldOffload) ||
-                     n.has(kFlagSavedForOffloading);
+                     n.has(kFlagSavedForOffloading) || n.has(kFlagEpilogueMutation) ||
+                     x.custom_context != 0;
     if (!any) return;
     w_.key("meta");
     w_.begin_object();
@@ -160,6 +184,10 @@ class GraphWriter {
       w_.key("region_memory_budget");
       if (std::isfinite(x.region_memory_budget)) w_.number(x.region_memory_budget); else w_.null();
     }
+    if (x.custom_context != 0) {
+      w_.key("custom_context");
+      w_.raw(str(x.custom_context));
+    }
     if (n.has(kFlagShouldOffload)) {
       w_.key("should_offload");
       w_.boolean(true);
@@ -168,10 +196,17 @@ class GraphWriter {
       w_.key("saved_for_offloading");
       w_.boolean(true);
     }
+    if (n.has(kFlagEpilogueMutation)) {
+      w_.key("aot_runtime_epilogue_input_mutation");
+      w_.boolean(true);
+    }
     if (x.original_tensor < g_.values().sizes().tensors) {
       const TensorMeta& t = *g_.values().tensors(x.original_tensor);
       w_.key("original_device");
       w_.string(str(t.device));
+    }
+    if (x.original_layout && x.original_tensor < g_.values().sizes().tensors) {
+      const TensorMeta& t = *g_.values().tensors(x.original_tensor);
       w_.key("original_size");
       w_.begin_array();
       for (const Dim& d : g_.shape(t)) dim(d);
@@ -357,6 +392,10 @@ class GraphWriter {
           w_.key("repr");
           w_.string(str(x.repr));
         }
+        if (n.has(kFlagNonScalarConstant)) {
+          w_.key("scalar");
+          w_.boolean(false);
+        }
         w_.end_object();
         break;
       case ValueKind::kGenerator:
@@ -367,6 +406,12 @@ class GraphWriter {
           w_.key("handle");
           w_.integer(x.handle);
         }
+        w_.end_object();
+        break;
+      case ValueKind::kDevice:
+        begin_value("device");
+        w_.key("device");
+        w_.string(str(x.device));
         w_.end_object();
         break;
       default:
@@ -434,6 +479,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::kOverload: return "overload";
     case OpKind::kHigherOrder: return "higher_order";
     case OpKind::kFunction: return "function";
+    case OpKind::kPacket: return "packet";
   }
   return "overload";
 }
@@ -485,6 +531,19 @@ void write_ops(JsonWriter& w, const JointGraph& joint) {
     w.begin_array();
     for (StrId a : g.mutable_args(op)) w.string(g.str(a));
     w.end_array();
+    if (op.dropout_p_index >= 0) {
+      w.key("dropout_p");
+      w.begin_object();
+      w.key("index");
+      w.integer(op.dropout_p_index);
+      if (op.dropout_p_has_default) {
+        w.key("default");
+        const double d = op.dropout_p_default;  // JSON spells non-finite ones as strings
+        if (std::isfinite(d)) w.number(d);
+        else w.string(std::isnan(d) ? "nan" : (d > 0 ? "inf" : "-inf"));
+      }
+      w.end_object();
+    }
     const std::string_view key = op.packet != 0 ? g.str(op.packet) : g.str(op.name);
     if (auto it = overrides.find(key); it != overrides.end()) {
       w.key("categories");
@@ -584,6 +643,11 @@ std::string write_joint_graph(const JointGraph& joint) {
   for (int i : joint.static_lifetime_input_indices) w.integer(i);
   w.end_array();
   w.newline(2);
+  if (!joint.torch_version.empty()) {
+    w.key("torch_version");
+    w.string(joint.torch_version);
+    w.newline(2);
+  }
   if (!joint.mutated_inputs.empty()) {
     w.key("mutated_inputs");
     w.begin_array();

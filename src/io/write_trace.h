@@ -7,7 +7,7 @@
 #pragma once
 
 #include "io/json_writer.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 
 namespace remat::io {
 

@@ -290,7 +290,7 @@ PeakBudgetPlan plan_peak_budget(const DecideContext& ctx, int64_t limit, size_t 
     const std::vector<std::string_view> ban_reason =
         cut != nullptr ? ban_reasons_by_joint_id(g, *cut, joint_size)
                        : std::vector<std::string_view>(joint_size);
-    return build(split_saved_values(g, chosen), ban_reason);
+    return build(split_saved_values(g, chosen, ctx.options.torch), ban_reason);
   };
   PeakBudgetPlan plan;
   plan.result = solve_peak_budget(ctx, limit, build_candidate);

@@ -42,7 +42,7 @@ void measure_plan(const Graph& decided, const std::vector<NodeId>& mutated_input
       // Measured runtimes are per joint node; the others read the node.
       total += estimator == "profile"
                    ? options.profiled_runtimes.at(joint_id)
-                   : estimate_runtime(decided, id, estimator);
+                   : estimate_runtime(decided, id, estimator, options.torch);
     } catch (const Error&) {
       total += 1;  // a shape torch's flop formula rejects: priced as a pointwise op
     } catch (const std::out_of_range&) {

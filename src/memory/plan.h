@@ -14,7 +14,7 @@
 #pragma once
 
 #include "remat/options.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 
 namespace remat {
 

@@ -29,15 +29,6 @@ constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
 
 bool is_getitem(const Graph& g, NodeId n) { return target_is(g, n, "operator.getitem"); }
 
-// The getitem's index argument, or -1.
-int64_t getitem_index(const Graph& g, NodeId n) {
-  const Node& node = g.node(n);
-  if (node.args == kNoArg) return -1;
-  const std::vector<ArgId> args = g.children(node.args);
-  if (args.size() < 2 || g.arg(args[1]).kind != ArgKind::kInt) return -1;
-  return g.arg(args[1]).i;
-}
-
 class Simulator {
  public:
   MemoryProfile run(const Graph& fw, const Graph& bw, int num_fwd_outputs) {
@@ -186,7 +177,7 @@ class Simulator {
     if (inputs.empty()) return -1;
     const NodeId in = inputs[0];
     if (is_getitem(g, n)) {
-      const int64_t index = getitem_index(g, n);
+      const int64_t index = getitem_index(g, n).value_or(-1);
       const auto its = g.tensors(in);
       for (size_t j = 0; j < its.size(); ++j)
         if (its[j].index == index) return s.storage[s.first[in] + j];

@@ -1,5 +1,5 @@
-// ops/registry.cc — the op registry (remat/ops.h): torch 2.13's default op
-// categories, and op facts guessed from an op's name.
+// ops/registry.cc — the op registry (remat/ops.h): torch's default op
+// categories, per release, and op facts guessed from an op's name.
 //
 // Target names. Categories are keyed by what torch's get_aten_target returns,
 // spelled as a string:
@@ -20,7 +20,10 @@
 // unless its key was replaced with set().
 //
 // The data (category lists, tags, views, mutability exceptions) is generated
-// from torch by tools/gen_default_ops.py into default_ops.inc.
+// from torch by tools/gen_default_ops.py into default_ops.inc: one table, of
+// the newest release. What older releases lack is below (kReleaseGated*),
+// each entry under the TorchBehavior switch that added it, and taken away
+// in categories() when the switch is off.
 #include <string_view>
 #include <unordered_set>
 
@@ -74,6 +77,49 @@ bool name_rule_mutable(std::string_view op, std::string_view overload) {
 
 constexpr uint8_t kRecomputableFusible = kCatRecomputable | kCatFusible;
 
+// Packets whose pointwise tag a release added. Before it the packet has no
+// pointwise overload at all, so pointwise_ops() skips it and, being in no
+// other list, it is neither recomputable nor fusible. The tag is torch's
+// (a graph file records it per op): the switch overrides what a graph
+// captured under a newer torch says.
+struct PointwiseSince {
+  std::string_view packet;
+  bool TorchBehavior::*since;
+};
+constexpr PointwiseSince kReleaseGatedPointwise[] = {
+    // 2.12 tagged leaky_relu.default and _conj_physical.default pointwise
+    // (not their .out overloads), and six in-place activations.
+    {"aten.leaky_relu", &TorchBehavior::leaky_relu_family_pointwise},
+    {"aten._conj_physical", &TorchBehavior::leaky_relu_family_pointwise},
+    {"aten.celu_", &TorchBehavior::leaky_relu_family_pointwise},
+    {"aten.elu_", &TorchBehavior::leaky_relu_family_pointwise},
+    {"aten.hardsigmoid_", &TorchBehavior::leaky_relu_family_pointwise},
+    {"aten.hardtanh_", &TorchBehavior::leaky_relu_family_pointwise},
+    {"aten.leaky_relu_", &TorchBehavior::leaky_relu_family_pointwise},
+    {"aten.selu_", &TorchBehavior::leaky_relu_family_pointwise},
+};
+
+// Entries of get_default_op_list() a release added: the categories they
+// bring, taken away before it (an override of the key still wins).
+struct DefaultSince {
+  std::string_view key;
+  uint8_t categories;
+  bool TorchBehavior::*since;
+};
+constexpr DefaultSince kReleaseGatedDefaults[] = {
+    // 2.13 listed prims.prepare_softmax_online in default_recomputable_ops
+    // (so also fusible); 2.12 bans recomputing it under the allowlist rule.
+    {"prims.prepare_softmax_online", kRecomputableFusible,
+     &TorchBehavior::prepare_softmax_online_recomputable},
+};
+
+bool pointwise_in(std::string_view packet, const TorchBehavior& torch) {
+  for (const PointwiseSince& p : kReleaseGatedPointwise) {
+    if (p.packet == packet) return torch.*p.since;
+  }
+  return true;
+}
+
 }  // namespace
 
 uint8_t op_category_from_name(std::string_view name) {
@@ -97,10 +143,12 @@ const OpRegistry& OpRegistry::defaults() {
   static const OpRegistry reg = [] {
     OpRegistry r;
     // fusible = recomputable | random, as get_default_op_list builds it.
-    for (std::string_view k : kDefaultRecomputable) r.add(k, kRecomputableFusible);
-    for (std::string_view k : kDefaultRandom) r.add(k, kCatRandom | kCatFusible);
-    for (std::string_view k : kDefaultView) r.add(k, kCatView);
-    for (std::string_view k : kDefaultComputeIntensive) r.add(k, kCatComputeIntensive);
+    for (std::string_view k : kDefaultRecomputable) r.by_key_[std::string(k)] |= kRecomputableFusible;
+    for (std::string_view k : kDefaultRandom) r.by_key_[std::string(k)] |= kCatRandom | kCatFusible;
+    for (std::string_view k : kDefaultView) r.by_key_[std::string(k)] |= kCatView;
+    for (std::string_view k : kDefaultComputeIntensive) {
+      r.by_key_[std::string(k)] |= kCatComputeIntensive;
+    }
     return r;
   }();
   return reg;
@@ -117,6 +165,12 @@ void OpRegistry::add(std::string_view key, uint8_t categories) {
     return;
   }
   by_key_[std::string(key)] |= categories;
+  added_[std::string(key)] |= categories;
+}
+
+uint8_t OpRegistry::added(std::string_view key) const {
+  auto it = added_.find(std::string(key));
+  return it == added_.end() ? 0 : it->second;
 }
 
 uint8_t OpRegistry::lookup(std::string_view key) const {
@@ -130,23 +184,30 @@ bool OpRegistry::has_override(std::string_view key) const {
   return overrides_.count(std::string(key)) != 0;
 }
 
-uint8_t OpRegistry::categories(const Graph& g, const OpInfo& op) const {
+uint8_t OpRegistry::categories(const Graph& g, const OpInfo& op,
+                               const TorchBehavior& torch) const {
   // get_aten_target: the packet of an overload, the target itself otherwise.
   const std::string_view key = g.str(op.packet != 0 ? op.packet : op.name);
   if (has_override(key)) return lookup(key);
   uint8_t cats = lookup(key);
-  // pointwise_ops() enumerates torch.ops.aten only.
-  if (op.kind == OpKind::kOverload && (op.packet_tags & kTagPointwise) &&
-      g.str(op.ns) == "aten") {
+  for (const DefaultSince& d : kReleaseGatedDefaults) {
+    // Only what the default list gave: categories a caller add()ed stay.
+    if (d.key == key && !(torch.*d.since)) cats &= static_cast<uint8_t>(~d.categories | added(key));
+  }
+  // pointwise_ops() enumerates torch.ops.aten only, by packet (which a
+  // packet target is).
+  if ((op.kind == OpKind::kOverload || op.kind == OpKind::kPacket) &&
+      (op.packet_tags & kTagPointwise) &&
+      g.str(op.ns) == "aten" && pointwise_in(key, torch)) {
     cats |= kRecomputableFusible;
   }
   return cats;
 }
 
-std::vector<uint8_t> OpRegistry::classify(const Graph& g) const {
+std::vector<uint8_t> OpRegistry::classify(const Graph& g, const TorchBehavior& torch) const {
   std::vector<uint8_t> out;
   out.reserve(g.ops().size());
-  for (const OpInfo& op : g.ops()) out.push_back(categories(g, op));
+  for (const OpInfo& op : g.ops()) out.push_back(categories(g, op, torch));
   return out;
 }
 
@@ -174,21 +235,25 @@ OpFacts default_op_facts(std::string_view name) {
     // "module.fn" outside torch's op namespaces: a plain Python callable.
     return f;
   }
-  // An overload ("ns.op.overload"), or a bare packet of a known namespace.
-  f.kind = OpKind::kOverload;
+  // An overload ("ns.op.overload"), or a bare packet of a known namespace,
+  // whose tags are those of its .default overload (schema facts are an
+  // OpOverload's only).
+  const bool is_overload = !overload.empty();
+  f.kind = is_overload ? OpKind::kOverload : OpKind::kPacket;
   f.packet = std::string(packet);
   const std::string_view op = packet.substr(first + 1);
   const OpLibrary& lib = library();
-  const bool is_overload = !overload.empty();
+  const std::string tagged = is_overload ? std::string(name) : std::string(packet) + ".default";
   if (lib.pointwise_packets.count(packet)) {
     f.packet_tags |= kTagPointwise;
-    if (is_overload && !lib.non_pointwise.count(name)) f.tags |= kTagPointwise;
+    if (!lib.non_pointwise.count(tagged)) f.tags |= kTagPointwise;
   }
   if (lib.seeded_packets.count(packet)) f.packet_tags |= kTagNondeterministicSeeded;
-  if (is_overload && lib.seeded.count(name)) f.tags |= kTagNondeterministicSeeded;
-  f.is_view = is_overload && lib.views.count(name) != 0;
+  if (lib.seeded.count(tagged)) f.tags |= kTagNondeterministicSeeded;
+  if (!is_overload) return f;
+  f.is_view = lib.views.count(name) != 0;
   f.is_mutable = name_rule_mutable(op, overload);
-  if (is_overload && lib.mutability_exceptions.count(name)) f.is_mutable = !f.is_mutable;
+  if (lib.mutability_exceptions.count(name)) f.is_mutable = !f.is_mutable;
   return f;
 }
 

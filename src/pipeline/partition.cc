@@ -229,7 +229,7 @@ void peak_budget_on(PlanState& s, const DecideContext& ctx);
 std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOptions& options,
                                       std::unique_ptr<PlanState> s) {
   // prepare: its graph's nodes point at the joint graph's ids.
-  Prepared p = prepare_for_min_cut(joint.graph, options);
+  Prepared p = prepare_for_min_cut(joint.graph, joint.num_fwd_outputs, options);
   const Graph& g = p.graph;
   s->clock.lap("prepare");
 
@@ -274,7 +274,7 @@ std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
                                       const PartitionOptions& options,
                                       std::unique_ptr<PlanState> s, bool from_min_cut) {
   const bool recomputable = has_recomputable_ops(p.graph);
-  if (recomputable && !is_functional_graph(p.graph)) {
+  if (recomputable && !is_functional_graph(p.graph, options.torch)) {
     // torch warns and falls back to the min-cut partitioner here. Coming from
     // the min-cut, torch would bounce between the two until Python's
     // recursion limit; say so instead.
@@ -323,7 +323,7 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved,
     quantized = quantize_activations(g, e, s.info.static_lifetime, s.num_fwd_outputs,
                                      options.activation_quantization,
                                      options.keep_snapshots ? &snapshots : nullptr,
-                                     options.trace ? &trace.log : nullptr);
+                                     options.trace ? &trace.log : nullptr, options.torch);
     clock.lap("quantize");
   }
   if (s.dce_collectives) {
@@ -334,7 +334,7 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved,
   int rng_states = 0;
   if (p.had_recomputable_ops && p.had_recomputable_rng_ops) {
     rng_states = functionalize_rng_ops(g, e, options.graphsafe_rng_functionalization,
-                                       options.graphsafe_rng_device_types);
+                                       options.graphsafe_rng_device_types, options.torch);
     clock.lap("rng");
   }
   if (s.reorder) {
@@ -383,7 +383,7 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved,
 // The plan's own (or replaced) decision, built.
 PartitionResult emit(PlanState& s) {
   SavedSets saved = s.partitioner == std::string_view("min_cut")
-                        ? split_saved_values(s.prepared.graph, s.chosen)
+                        ? split_saved_values(s.prepared.graph, s.chosen, s.options.torch)
                         : std::move(s.sets);
   return build_plan(s, std::move(saved), s.ban_reason, s.clock, std::move(s.trace));
 }
@@ -451,7 +451,7 @@ std::vector<NodeId> replacement(const PlanState& s, const std::vector<NodeId>& s
     if (g.node(id).kind == NodeKind::kOutput) refuse("is the output node");
     if (bw_only[id]) refuse("depends on the backward's inputs: the forward cannot compute it");
     if (seen[id]) refuse("is listed twice");
-    if (is_default && (is_sym_node(g, id) || is_opaque_node(g, id)))
+    if (is_default && (is_sym_node(g, id) || is_opaque_node(g, id, s.options.torch)))
       refuse("is a sym node or an opaque value: default_partition's decision lists tensors");
     seen[id] = 1;
     out.push_back(id);
@@ -503,6 +503,11 @@ PartitionResult plan_sync_emit(PartitionPlan plan, const PartitionOptions& optio
   if (options.sync_decision_cross_ranks && options.rank_group && options.peak_memory_budget <= 0) {
     SyncOutcome o = sync_decision_cross_ranks(plan, *options.rank_group);
     PlanAccess::state(plan).clock.lap("sync");
+    // torch logs the agreement's lines after deciding's, before extracting's.
+    if (options.trace) {
+      std::vector<LogRecord>& log = PlanAccess::state(plan).trace.log;
+      log.insert(log.end(), o.log.begin(), o.log.end());
+    }
     if (o.status == SyncOutcome::Status::kAgreed)
       return emit_partition(std::move(plan), std::move(o.saved));
   }
@@ -567,7 +572,7 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
   options.validate();
   check_joint(joint);
   const PartitionOptions o = with_overrides(joint, options);
-  const Prepared p = prepare_for_min_cut(joint.graph, o);
+  const Prepared p = prepare_for_min_cut(joint.graph, joint.num_fwd_outputs, o);
   const MinCutInputs in = min_cut_inputs(p.graph, joint, o);
   if (!in.has_cut()) {
     throw Error(ErrorCode::kUnsupported,

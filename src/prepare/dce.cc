@@ -12,7 +12,7 @@
 
 namespace remat {
 
-Graph eliminate_dead_code(const Graph& g, bool impure_random) {
+Graph eliminate_dead_code(const Graph& g, Impurity rule) {
   const size_t n = g.size();
   // Live user counts; users always come later, so a reverse walk sees each
   // node after every one of its users is decided.
@@ -20,7 +20,7 @@ Graph eliminate_dead_code(const Graph& g, bool impure_random) {
   for (NodeId id = 0; id < n; ++id) live_users[id] = static_cast<uint32_t>(g.users(id).size());
   std::vector<uint8_t> alive(n, 1);
   for (NodeId id = static_cast<NodeId>(n); id-- > 0;) {
-    if (live_users[id] != 0 || is_impure_node(g, id, impure_random)) continue;
+    if (live_users[id] != 0 || is_impure_node(g, id, rule)) continue;
     alive[id] = 0;
     for (NodeId in : g.inputs(id)) --live_users[in];
   }

@@ -12,8 +12,8 @@ namespace remat {
 namespace {
 
 // The name Python reports as `target.__name__`: an OpOverload's is
-// "op.overload", a HigherOrderOperator's its name, a function's the last
-// part of its qualname.
+// "op.overload", a HigherOrderOperator's its name, a packet's its op name, a
+// function's the last part of its qualname.
 std::string_view python_name(const Graph& g, const OpInfo& op) {
   std::string_view name = g.str(op.name);
   switch (op.kind) {
@@ -22,7 +22,8 @@ std::string_view python_name(const Graph& g, const OpInfo& op) {
       return dot == std::string_view::npos ? name : name.substr(dot + 1);
     }
     case OpKind::kHigherOrder:
-    case OpKind::kFunction: {
+    case OpKind::kFunction:
+    case OpKind::kPacket: {
       const size_t dot = name.rfind('.');
       return dot == std::string_view::npos ? name : name.substr(dot + 1);
     }

@@ -3,13 +3,19 @@
 // force_save_bw_mutation_src, and has_recomputable_ops / _rng_ops.
 //
 // Contract: each pass only changes recompute policies, in place, in the
-// order torch visits nodes. A node whose policy becomes MUST_SAVE (and was
-// not already) is appended to `forced` as its input-graph id (its origin,
-// or its own id in a graph without origins); so `forced` never holds a node
-// twice.
+// order torch visits nodes (force_save_effectful_ops raises torch 2.15's
+// error, as an Error of kind invalid_graph with torch's text, for an
+// effectful op tagged MUST_RECOMPUTE). A node whose policy becomes
+// MUST_SAVE (and was not already) is appended to `forced` as its
+// input-graph id (its origin, or its own id in a graph without origins); so
+// `forced` never holds a node twice.
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "graph/random_op.h"
 #include "prepare/prepare.h"
+#include "remat/error.h"
 
 namespace remat {
 namespace {
@@ -28,11 +34,30 @@ bool is_getitem_of_multi_output(const Graph& g, NodeId id) {
   return parent != kNoNode && !g.node(parent).has(kFlagTensorMeta);
 }
 
+// torch 2.15's RuntimeError, word for word: the drop-in raises what torch raises.
+constexpr std::string_view kEffectfulMustRecompute =
+    "AOTAutograd does not support MUST_RECOMPUTE for effectful operations because forward "
+    "effects cannot join the backward effect-token chain.";
+
 bool any_user_must_recompute(const Graph& g, NodeId id) {
   for (NodeId u : g.users(id)) {
     if (must_recompute(g.node(u))) return true;
   }
   return false;
+}
+
+// force_save_collectives' mark_leaf_tensor_outputs (2.15): the getitems
+// that take a collective's outputs apart, recursively, are saved instead of
+// the collective; a node without getitem users is saved unless its value is
+// a list or tuple.
+void save_leaf_outputs(Graph& g, NodeId id, std::vector<NodeId>& forced) {
+  bool has_getitems = false;
+  for (NodeId u : g.users(id)) {
+    if (!target_is(g, u, "operator.getitem")) continue;
+    has_getitems = true;
+    save_leaf_outputs(g, u, forced);  // as deep as the value's tuples nest
+  }
+  if (!has_getitems && g.node(id).value != ValueKind::kSequence) force_must_save(g, id, forced);
 }
 
 }  // namespace
@@ -44,12 +69,13 @@ bool has_recomputable_ops(const Graph& g) {
   return false;
 }
 
-bool has_recomputable_rng_ops(const Graph& g) {
-  // hasattr(target, "tags"): OpOverloads (and packets) only.
+bool has_recomputable_rng_ops(const Graph& g, const TorchBehavior& torch) {
+  // hasattr(target, "tags"): OpOverloads (and packets) only. Which of them
+  // are random is is_rng_op's (2.14 on: not attention without dropout).
   for (NodeId id = 0; id < g.size(); ++id) {
     const OpInfo* op = g.op(id);
     if (must_recompute(g.node(id)) && op != nullptr && op->kind == OpKind::kOverload &&
-        (op->tags & kTagNondeterministicSeeded)) {
+        is_rng_op(g, id, torch)) {
       return true;
     }
   }
@@ -87,17 +113,26 @@ void cleanup_recompute_tags(Graph& g, bool is_default_partition, std::vector<Nod
   }
 }
 
-void force_save_collectives(Graph& g, std::vector<NodeId>& forced) {
+void force_save_collectives(Graph& g, const TorchBehavior& torch, std::vector<NodeId>& forced) {
   for (NodeId id = 0; id < g.size(); ++id) {
     const OpInfo* op = g.op(id);
-    if (op != nullptr && op->kind == OpKind::kOverload && g.str(op->ns) == "_c10d_functional" &&
-        !must_recompute(g.node(id))) {
+    if (op == nullptr || op->kind != OpKind::kOverload || g.str(op->ns) != "_c10d_functional" ||
+        must_recompute(g.node(id))) {
+      continue;
+    }
+    // 2.15 saves what a multi-output collective's getitems take out of it
+    // (the collective itself then stays a candidate of the memory budget's
+    // knapsack); up to 2.14 the collective itself is saved, whatever it
+    // returns. Single-output collectives are saved either way.
+    if (torch.collective_leaf_getitems) {
+      save_leaf_outputs(g, id, forced);
+    } else {
       force_must_save(g, id, forced);
     }
   }
 }
 
-void force_save_effectful_ops(Graph& g, std::vector<NodeId>& forced) {
+void force_save_effectful_ops(Graph& g, const TorchBehavior& torch, std::vector<NodeId>& forced) {
   // torch recurses through getitem users depth-first, visiting a user's own
   // getitems before marking the user; an explicit stack keeps that order.
   struct Frame {
@@ -111,9 +146,18 @@ void force_save_effectful_ops(Graph& g, std::vector<NodeId>& forced) {
     // (an invoke_subgraph whose body has effects).
     const bool with_effects =
         target_is(g, id, "higher_order.with_effects") || n.has(kFlagWithEffects);
-    if (!with_effects || n.kind != NodeKind::kCallFunction ||
-        must_recompute(n) || n.tag == PartitionerTag::kIsBackward) {
+    if (!with_effects || n.kind != NodeKind::kCallFunction || n.tag == PartitionerTag::kIsBackward) {
       continue;
+    }
+    if (torch.effectful_recompute_policy) {
+      // 2.15: a forward effect cannot be recomputed (the backward's token
+      // chain is fixed before partitioning), so MUST_RECOMPUTE is an error
+      // and PREFER_RECOMPUTE no longer exempts the op from saving.
+      if (n.recompute == RecomputePolicy::kMustRecompute) {
+        throw Error(ErrorCode::kInvalidGraph, std::string(kEffectfulMustRecompute));
+      }
+    } else if (must_recompute(n)) {
+      continue;  // up to 2.14: either recompute policy skips the op
     }
     stack.push_back({id, 0});
     while (!stack.empty()) {

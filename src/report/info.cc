@@ -9,14 +9,15 @@
 
 #include "analyze/analyze.h"
 #include "remat/error.h"
+#include "remat/io.h"
 #include "remat/options.h"
 #include "remat/explain.h"
 
 namespace remat {
 namespace {
 
-void count_categories(const Graph& g, const OpRegistry& ops, GraphInfo& info) {
-  const std::vector<uint8_t> cats = ops.classify(g);
+void count_categories(const Graph& g, const PartitionOptions& options, GraphInfo& info) {
+  const std::vector<uint8_t> cats = options.ops.classify(g, options.torch);
   for (NodeId id = 0; id < g.size(); ++id) {
     const OpId op = g.node(id).op;
     if (op == kNoOp || op >= cats.size()) continue;
@@ -61,7 +62,13 @@ void count_bytes(const Graph& g, const PartitionOptions& options, GraphInfo& inf
 
 GraphInfo graph_info(const JointGraph& joint) {
   const Graph& g = joint.graph;
+  // The categories of the release the graph records; a graph of a release
+  // remat does not reproduce is still described, as the newest one sees it.
   PartitionOptions options;
+  try {
+    options = default_options(joint);
+  } catch (const Error&) {
+  }
   for (const auto& [key, cats] : joint.op_overrides) options.ops.set(key, cats);
 
   GraphInfo info;
@@ -74,7 +81,7 @@ GraphInfo graph_info(const JointGraph& joint) {
   info.num_fwd_outputs = joint.num_fwd_outputs;
   info.static_lifetime_inputs = joint.static_lifetime_input_indices.size();
   info.op_overrides = joint.op_overrides.size();
-  count_categories(g, options.ops, info);
+  count_categories(g, options, info);
   count_split(joint, options, info);
   count_bytes(g, options, info);
   return info;

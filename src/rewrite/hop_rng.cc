@@ -28,6 +28,7 @@
 #include "graph/copy.h"
 #include "graph/query.h"
 #include "remat/error.h"
+#include "rewrite/node_builder.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -42,11 +43,7 @@ const NestedGraph* body_named(const std::vector<NestedGraph>& nested, std::strin
   return nullptr;
 }
 
-ArgId empty(GraphBuilder& b, ArgKind kind) {
-  const ArgId a = b.begin(kind);
-  b.end(a);
-  return a;
-}
+using build::empty;
 
 // A placeholder of the outer graph carrying the value of body placeholder
 // `p` (torch copies meta["val"] and nothing else).
@@ -174,12 +171,7 @@ Graph thread_graphsafe_rng_from_hops(Graph g, const std::vector<NestedGraph>& ne
     n.origin = joint_id(g, id);
     n.args = b.begin(ArgKind::kTuple);
     for (ArgId a : g.children(old.args)) copier.copy_args(a, remap);
-    for (size_t s = call_states[c].first; s < call_states[c].second; ++s) {
-      Arg ref;
-      ref.kind = ArgKind::kNode;
-      ref.id = made[s];
-      b.leaf(ref);
-    }
+    for (size_t s = call_states[c].first; s < call_states[c].second; ++s) build::node(b, made[s]);
     b.end(n.args);
     n.kwargs = empty(b, ArgKind::kDict);
     remap[id] = b.add_node(n);

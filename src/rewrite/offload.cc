@@ -23,6 +23,7 @@
 #include "graph/copy.h"
 #include "graph/query.h"
 #include "remat/error.h"
+#include "rewrite/node_builder.h"
 
 namespace remat {
 namespace {
@@ -41,7 +42,7 @@ bool calls(const Graph& g, NodeId id, std::string_view op_name) {
 bool is_view(const Graph& g, NodeId id, const PartitionOptions& options) {
   const OpInfo* op = g.op(id);
   return g.node(id).kind == NodeKind::kCallFunction && op != nullptr &&
-         (options.ops.categories(g, *op) & kCatView) != 0;
+         (options.ops.categories(g, *op, options.torch) & kCatView) != 0;
 }
 
 // Python's str.replace: every occurrence.
@@ -98,42 +99,14 @@ NodeId item_node(const Graph& g, ArgId item) {
 
 // --- building blocks for created nodes ------------------------------------
 
-OpId op_in(const Graph& src, NodeCopier& copier, GraphBuilder& b, std::string_view name) {
-  const OpId o = src.find_op(name);
-  return o != kNoOp ? copier.op(o) : b.add_op_by_name(name);
-}
-
-ArgId empty(GraphBuilder& b, ArgKind kind) {
-  const ArgId a = b.begin(kind);
-  b.end(a);
-  return a;
-}
-
-void leaf_node(GraphBuilder& b, NodeId id) {
-  Arg a;
-  a.kind = ArgKind::kNode;
-  a.id = id;
-  b.leaf(a);
-}
-
-void leaf_device(GraphBuilder& b, StrId device) {
-  Arg a;
-  a.kind = ArgKind::kDevice;
-  a.id = device;
-  b.leaf(a);
-}
+using build::empty;
+using build::op_in;
 
 // {"non_blocking": True}
 ArgId non_blocking_kwargs(GraphBuilder& b) {
   const ArgId d = b.begin(ArgKind::kDict);
-  Arg key;
-  key.kind = ArgKind::kStr;
-  key.id = b.intern("non_blocking");
-  b.leaf(key);
-  Arg yes;
-  yes.kind = ArgKind::kBool;
-  yes.i = 1;
-  b.leaf(yes);
+  build::str(b, "non_blocking");
+  build::boolean(b, true);
   b.end(d);
   return d;
 }
@@ -224,7 +197,9 @@ struct Offloaded {
   uint32_t cpu_tensor = 0;
 };
 
-Graph rewrite_forward(const Graph& fw, std::vector<Offloaded>& offs, bool async) {
+// `device_meta`: the offloaded nodes also record their own device as meta
+// original_device (torch 2.11 and 2.12; offload_reload_layout off).
+Graph rewrite_forward(const Graph& fw, std::vector<Offloaded>& offs, bool async, bool device_meta) {
   const size_t n = fw.size();
   // Insertions after one anchor run in reverse: FX's inserting_after puts
   // each new node right after the anchor, ahead of earlier ones.
@@ -260,7 +235,9 @@ Graph rewrite_forward(const Graph& fw, std::vector<Offloaded>& offs, bool async)
       x.args = copier.copy_args(src.args, remap);
       x.kwargs = copier.copy_args(src.kwargs, remap);
       x.origin = joint_id(fw, id);
-      remap[id] = b.add_node(x);
+      NodeExtra extra = fw.extra(id);
+      if (device_meta) extra.original_tensor = src.tensors_begin;
+      remap[id] = b.add_node(x, extra);
     } else {
       remap[id] = copier.copy(id, remap);
     }
@@ -270,8 +247,8 @@ Graph rewrite_forward(const Graph& fw, std::vector<Offloaded>& offs, bool async)
       if (!async) {
         Node put = created(b, o.offload_name, device_put, kDevicePut, o.cpu_tensor);
         put.args = b.begin(ArgKind::kTuple);
-        leaf_node(b, x);
-        leaf_device(b, cpu);
+        build::node(b, x);
+        build::device(b, cpu);
         b.end(put.args);
         put.kwargs = non_blocking_kwargs(b);
         o.made = b.add_node(put);
@@ -279,15 +256,15 @@ Graph rewrite_forward(const Graph& fw, std::vector<Offloaded>& offs, bool async)
       }
       Node off = created(b, o.offload_name, offload, kAoOffload, o.cpu_tensor);
       off.args = b.begin(ArgKind::kTuple);
-      leaf_node(b, x);
+      build::node(b, x);
       b.end(off.args);
       off.kwargs = empty(b, ArgKind::kDict);
       const NodeId off_id = b.add_node(off);
       // The keepalive argument holds x until the copy has finished.
       Node w = created(b, o.wait_name, wait, kAoWait, o.cpu_tensor);
       w.args = b.begin(ArgKind::kTuple);
-      leaf_node(b, off_id);
-      leaf_node(b, x);
+      build::node(b, off_id);
+      build::node(b, x);
       b.end(w.args);
       w.kwargs = empty(b, ArgKind::kDict);
       o.made = b.add_node(w);
@@ -335,29 +312,29 @@ NodeId add_sync_reload(GraphBuilder& b, const Reloaded& r, NodeId p, const Tenso
                        const ReloadOps& ops, uint32_t gpu) {
   Node put = created(b, r.reload_name, ops.device_put, kDevicePut, gpu);
   put.args = b.begin(ArgKind::kTuple);
-  leaf_node(b, p);
-  leaf_device(b, orig.device);
+  build::node(b, p);
+  build::device(b, orig.device);
   b.end(put.args);
   put.kwargs = non_blocking_kwargs(b);
   return b.add_node(put);
 }
 
-// An asynchronous reload of CPU placeholder `p`: reload(p, device, sizes,
-// strides), then the wait that yields the GPU tensor. Returns the wait.
+// An asynchronous reload of CPU placeholder `p`, then the wait that yields
+// the GPU tensor. Returns the wait. With `layout` (torch 2.13 on) the reload
+// is reload(p, device, sizes, strides), allocating the original layout, and
+// the wait keeps p alive: wait_tensor(reload, p); before, reload(p, device)
+// and wait_tensor(reload). The GPU value is the original layout either way
+// (only contiguous tensors are offloaded, and .to() keeps their strides).
 NodeId add_async_reload(GraphBuilder& b, const Graph& bw, const Reloaded& r, NodeId p,
-                        const TensorMeta& orig, const ReloadOps& ops, uint32_t gpu) {
+                        const TensorMeta& orig, const ReloadOps& ops, uint32_t gpu, bool layout) {
   Node rl = created(b, r.reload_name, ops.reload, kAoReload, gpu);
   rl.args = b.begin(ArgKind::kTuple);
-  leaf_node(b, p);
-  leaf_device(b, orig.device);
+  build::node(b, p);
+  build::device(b, orig.device);
   for (bool sizes : {true, false}) {
+    if (!layout) break;
     const ArgId list = b.begin(ArgKind::kList);
-    for (const Dim& d : sizes ? bw.shape(orig) : bw.stride(orig)) {
-      Arg i;
-      i.kind = ArgKind::kInt;
-      i.i = d.value;
-      b.leaf(i);
-    }
+    for (const Dim& d : sizes ? bw.shape(orig) : bw.stride(orig)) build::integer(b, d.value);
     b.end(list);
   }
   b.end(rl.args);
@@ -365,15 +342,17 @@ NodeId add_async_reload(GraphBuilder& b, const Graph& bw, const Reloaded& r, Nod
   const NodeId rl_id = b.add_node(rl);
   Node w = created(b, r.wait_name, ops.wait, kAoWait, gpu);
   w.args = b.begin(ArgKind::kTuple);
-  leaf_node(b, rl_id);
-  leaf_node(b, p);
+  build::node(b, rl_id);
+  if (layout) build::node(b, p);
   b.end(w.args);
   w.kwargs = empty(b, ArgKind::kDict);
   return b.add_node(w);
 }
 
-// The saved value's placeholder, now receiving its CPU copy.
-NodeId add_cpu_placeholder(GraphBuilder& b, const Reloaded& r) {
+// The saved value's placeholder, now receiving its CPU copy. Its meta names
+// the original tensor's device, and with `layout` (2.13 on) its size and
+// stride.
+NodeId add_cpu_placeholder(GraphBuilder& b, const Reloaded& r, bool layout) {
   Node p;
   p.name = b.intern(r.placeholder_name);
   p.kind = NodeKind::kPlaceholder;
@@ -388,10 +367,12 @@ NodeId add_cpu_placeholder(GraphBuilder& b, const Reloaded& r) {
   p.origin = kCreatedNode;
   NodeExtra x;
   x.original_tensor = r.original;
+  x.original_layout = layout;
   return b.add_node(p, x);
 }
 
-Graph rewrite_backward(const Graph& bw, const std::vector<Reloaded>& rels, bool async) {
+Graph rewrite_backward(const Graph& bw, const std::vector<Reloaded>& rels, bool async,
+                       bool layout) {
   const size_t n = bw.size();
   std::vector<int32_t> rel_of(n, -1);
   std::vector<std::vector<size_t>> before(n);
@@ -418,14 +399,15 @@ Graph rewrite_backward(const Graph& bw, const std::vector<Reloaded>& rels, bool 
       const Reloaded& r = rels[k];
       const TensorMeta& orig = *bw.values().tensors(r.original);
       const uint32_t gpu = tensor_on(b, orig, orig.device, storage++);
-      remap[r.placeholder] = async ? add_async_reload(b, bw, r, new_placeholder[k], orig, ops, gpu)
-                                   : add_sync_reload(b, r, new_placeholder[k], orig, ops, gpu);
+      remap[r.placeholder] = async
+          ? add_async_reload(b, bw, r, new_placeholder[k], orig, ops, gpu, layout)
+          : add_sync_reload(b, r, new_placeholder[k], orig, ops, gpu);
     }
     if (rel_of[id] < 0) {
       remap[id] = copier.copy(id, remap);
       continue;
     }
-    new_placeholder[rel_of[id]] = add_cpu_placeholder(b, rels[rel_of[id]]);
+    new_placeholder[rel_of[id]] = add_cpu_placeholder(b, rels[rel_of[id]], layout);
     // Until its reload exists (just before the first user), uses would read
     // the placeholder itself; a first user always comes after the reload.
     remap[id] = new_placeholder[rel_of[id]];
@@ -514,8 +496,8 @@ std::vector<NodeId> prefetch_order(const Graph& bw, const PartitionOptions& opti
 }
 
 // The namespace of a graph FX built by copying `g`'s nodes one by one.
-FxNamespace names_of(const Graph& g) {
-  FxNamespace ns(g.shared_strings());
+FxNamespace names_of(const Graph& g, const TorchBehavior& torch) {
+  FxNamespace ns(g.shared_strings(), torch.fx_name_count_by_base);
   for (const Node& node : g.nodes()) ns.create(node.name);
   return ns;
 }
@@ -612,7 +594,8 @@ void check_static_shape(const Graph& bw, const Reloaded& r) {
 
 // Reloads, in placeholder order, each placed before its placeholder's first
 // user and named in the backward's namespace.
-std::vector<Reloaded> order_reloads(const Graph& bw, Matched matched, bool async, FxNamespace& names) {
+std::vector<Reloaded> order_reloads(const Graph& bw, Matched matched, bool async, bool layout,
+                                    FxNamespace& names) {
   std::vector<Reloaded> ordered;
   for (NodeId id = 0; id < bw.size(); ++id) {
     if (matched.placeholder_rel[id] < 0) continue;
@@ -626,7 +609,7 @@ std::vector<Reloaded> order_reloads(const Graph& bw, Matched matched, bool async
     r.before = users.empty() ? bw.output() : *std::min_element(users.begin(), users.end());
     const std::string reload = replace_all(r.placeholder_name, kCpuOffloadPrefix, kGpuReloadPrefix);
     if (async) {
-      check_static_shape(bw, r);
+      if (layout) check_static_shape(bw, r);
       r.reload_name = names.create_name("async_" + reload);
       r.wait_name = names.create_name(reload);
     } else {
@@ -635,6 +618,20 @@ std::vector<Reloaded> order_reloads(const Graph& bw, Matched matched, bool async
     ordered.push_back(std::move(r));
   }
   return ordered;
+}
+
+// torch 2.11 runs the separate stream as the synchronous rewrite plus
+// streams.* bookkeeping whose stream and event ids are indices into
+// dynamo's process-wide registry of graph-created objects: they depend on
+// every object created before, which a partitioner cannot know.
+[[noreturn]] void refuse_stream_registry_ids(const Graph& fw, NodeId first) {
+  throw Error(ErrorCode::kUnsupported,
+              fmt::format("node '{}': torch 2.11's separate-stream activation offloading "
+                          "(activation_offload_separate_stream) numbers its streams and events "
+                          "from dynamo's global registry of graph-created objects, which remat "
+                          "cannot compute; remat does not reproduce it (torch 2.12 on emits "
+                          "ao.offload / ao.reload / ao.wait_tensor, which remat does)",
+                          fw.name(first)));
 }
 
 }  // namespace
@@ -646,6 +643,11 @@ int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reorder
   const std::vector<NodeId> chosen = choose(fw, num_fwd_outputs, options);
   if (chosen.empty()) return 0;
   const bool async = options.activation_offload_separate_stream;
+  // 2.12 on the separate stream is ao.* ops; 2.11's stream ids are refused.
+  if (async && !options.torch.offload_async_ops) refuse_stream_registry_ids(fw, chosen.front());
+  // 2.13 on, reloads carry the original layout; before, forward nodes
+  // record their device instead.
+  const bool layout = options.torch.offload_reload_layout;
   for (NodeId x : chosen) {
     if (tensor_value(fw, x) == nullptr) {
       throw Error(ErrorCode::kInvalidGraph,
@@ -655,13 +657,14 @@ int offload_activations(Extracted& e, int num_fwd_outputs, bool backward_reorder
     }
   }
   std::vector<Offloaded> offs = plan_offloads(fw, chosen, options, e.forward_names);
-  Graph new_fw = rewrite_forward(fw, offs, async);
+  Graph new_fw = rewrite_forward(fw, offs, async, !layout);
 
   // Backward: torch matches forward outputs to backward placeholders by name.
-  if (backward_reordered && some_tangent_used(bw)) e.backward_names = names_of(bw);
+  if (backward_reordered && some_tangent_used(bw)) e.backward_names = names_of(bw, options.torch);
   Matched matched = match_placeholders(new_fw, bw, e.backward_names);
-  const std::vector<Reloaded> ordered = order_reloads(bw, std::move(matched), async, e.backward_names);
-  Graph new_bw = rewrite_backward(bw, ordered, async);
+  const std::vector<Reloaded> ordered =
+      order_reloads(bw, std::move(matched), async, layout, e.backward_names);
+  Graph new_bw = rewrite_backward(bw, ordered, async, layout);
 
   if (async && options.activation_offload_sink_wait) new_fw = sink_waits(std::move(new_fw));
   if (async && options.activation_reload_prefetch) {

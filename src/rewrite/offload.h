@@ -1,7 +1,20 @@
-// rewrite/offload.h — activation offloading: torch 2.13's
+// rewrite/offload.h — activation offloading: torch's
 // `_activation_offloading.activation_offloading.enable_activation_offloading`,
 // run by both partitioners after the backward is reordered and before
 // getitems are raised.
+//
+// Release switches (options.torch):
+//  * offload_async_ops (2.12): the separate stream is ao.offload / ao.reload
+//    / ao.wait_tensor. torch 2.11 instead brackets each device_put with
+//    streams.* ops numbered from dynamo's global object registry, which
+//    remat cannot compute: with it off, offloading something on the
+//    separate stream is an Error(kUnsupported). The synchronous path is the
+//    same in every release.
+//  * offload_reload_layout (2.13): the async reload passes the original size
+//    and stride and its wait keeps the CPU tensor alive, and the backward
+//    placeholder's meta holds original_size / original_stride. Off (2.12):
+//    reload(p, device), wait_tensor(reload), and the offloaded forward nodes
+//    record meta original_device instead; symbolic shapes are no obstacle.
 //
 // Contract: with options.enable_activation_offloading, on the extracted
 // graphs of `e`:
@@ -52,7 +65,7 @@
 // only the names it copied; the backward namespace is rebuilt that way
 // first. Created nodes get origin kCreatedNode. Symbolic sizes in an async
 // reload's size/stride arguments (torch passes raw SymInts there) are
-// refused with Error(kUnsupported).
+// refused with Error(kUnsupported). (Each release's own forms: above.)
 #pragma once
 
 #include "extract/extract.h"

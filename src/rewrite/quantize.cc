@@ -1,4 +1,4 @@
-// rewrite/quantize.cc — quantize_activations: torch 2.13's
+// rewrite/quantize.cc — quantize_activations: torch's
 // enable_activation_quantization / perform_fp8_activation_quantization
 // (quantize_activation_fw, quantize_activation_bw).
 //
@@ -23,6 +23,7 @@
 #include "graph/dtypes.h"
 #include "graph/query.h"
 #include "remat/error.h"
+#include "rewrite/node_builder.h"
 #include "rewrite/value_meta.h"
 
 namespace remat {
@@ -193,40 +194,14 @@ class NodeMaker {
   struct IntList { int64_t value; };
 
  private:
-  OpId op_id(std::string_view name) {
-    const OpId o = src_.find_op(name);
-    return o != kNoOp ? copier_.op(o) : b_.add_op_by_name(name);
-  }
-  void add(NodeRef r) {
-    Arg a;
-    a.kind = ArgKind::kNode;
-    a.id = r.id;
-    b_.leaf(a);
-  }
-  void add(DtypeRef r) {
-    Arg a;
-    a.kind = ArgKind::kDtype;
-    a.id = r.dtype;
-    b_.leaf(a);
-  }
-  void add(double f) {
-    Arg a;
-    a.kind = ArgKind::kFloat;
-    a.f = f;
-    b_.leaf(a);
-  }
-  void add(bool v) {
-    Arg a;
-    a.kind = ArgKind::kBool;
-    a.i = v ? 1 : 0;
-    b_.leaf(a);
-  }
+  OpId op_id(std::string_view name) { return build::op_in(src_, copier_, b_, name); }
+  void add(NodeRef r) { build::node(b_, r.id); }
+  void add(DtypeRef r) { build::dtype(b_, r.dtype); }
+  void add(double f) { build::real(b_, f); }
+  void add(bool v) { build::boolean(b_, v); }
   void add(IntList l) {
     const ArgId list = b_.begin(ArgKind::kList);
-    Arg a;
-    a.kind = ArgKind::kInt;
-    a.i = l.value;
-    b_.leaf(a);
+    build::integer(b_, l.value);
     b_.end(list);
   }
 
@@ -335,18 +310,12 @@ Graph rewrite_forward(const Graph& fw, std::vector<Chain>& chains, bool scaling,
       copier.copy_args(items[i], remap);
       return;
     }
-    Arg a;
-    a.kind = ArgKind::kNode;
-    a.id = quant_at[i];
-    b.leaf(a);
+    build::node(b, quant_at[i]);
   };
   for (size_t i = 0; i < split; ++i) item(i);
   for (const Chain& c : chains) {
     if (c.scale == kNoNode) continue;
-    Arg a;
-    a.kind = ArgKind::kNode;
-    a.id = c.scale;
-    b.leaf(a);
+    build::node(b, c.scale);
   }
   for (size_t i = split; i < items.size(); ++i) item(i);
   b.end(values);
@@ -658,6 +627,18 @@ Graph rewrite_backward(const Graph& bw, const Graph& new_fw, BackwardPlan& plan,
   return b.finish();
 }
 
+// torch 2.11 quantizes a user output that is also a saved value, and its
+// graphs are broken (an fp8 tensor for the user; a dead backward
+// placeholder the runtime still expects a tangent for). Not reproduced.
+[[noreturn]] void refuse_quantized_user_output(const Graph& fw, NodeId x, size_t position) {
+  throw Error(ErrorCode::kUnsupported,
+              fmt::format("node '{}': torch 2.11's FP8 activation quantization also quantizes "
+                          "user output {}, which is also a saved value; the graphs it builds "
+                          "return an fp8 tensor to the user and fail at run time, and remat does "
+                          "not reproduce them (2.12 on, user outputs are left alone)",
+                          fw.name(x), position));
+}
+
 }  // namespace
 
 std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
@@ -665,7 +646,8 @@ std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
                                          int num_fwd_outputs,
                                          const ActivationQuantizationOptions& options,
                                          std::vector<GraphSnapshot>* snapshots,
-                                         std::vector<LogRecord>* log) {
+                                         std::vector<LogRecord>* log,
+                                         const TorchBehavior& torch) {
   const std::vector<Candidate> chosen = choose(g, e, static_lifetime, options, log);
   if (chosen.empty()) return {};
 
@@ -682,9 +664,13 @@ std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
   for (const Candidate& c : chosen) is_candidate[c.fw] = 1;
   std::vector<Chain> chains;
   const std::vector<ArgId> items = output_items(fw);
-  for (size_t i = static_cast<size_t>(std::max(num_fwd_outputs, 0)); i < items.size(); ++i) {
+  const size_t user_outputs = static_cast<size_t>(std::max(num_fwd_outputs, 0));
+  // 2.12 on, the walk skips the user's outputs; 2.11 walks them too.
+  const size_t first = torch.quantize_skips_user_outputs ? user_outputs : 0;
+  for (size_t i = first; i < items.size(); ++i) {
     const NodeId x = fw.arg(items[i]).id;
     if (!is_candidate[x]) continue;
+    if (i < user_outputs) refuse_quantized_user_output(fw, x, i);
     Chain c;
     c.node = x;
     c.position = i;

@@ -14,6 +14,15 @@
 //    Error(kInvalidGraph) (torch raises AttributeError on it).
 //  * Nothing qualifies: the graphs are left alone (torch runs nothing more:
 //    no counters, no trace artifacts).
+//  * User outputs (torch.quantize_skips_user_outputs, 2.12 on): the walk
+//    over output positions starts at num_fwd_outputs, so a value that is
+//    both a user output and a saved value is quantized only where it is
+//    saved. 2.11 starts at position 0 and quantizes the user's position
+//    too: it returns the user an fp8 tensor and builds a backward with an
+//    extra, dead placeholder that fails at run time. remat does not build
+//    that graph: under 2.11 such an overlap is an Error(kUnsupported)
+//    (the drop-in falls back to torch). Without an overlap the two walks
+//    are the same (only saved values are candidates).
 //  * Forward: at each output position past num_fwd_outputs holding a
 //    candidate x (position P), right after x: with scaling,
 //    abs -> amax([-1], keepdim) -> float64 -> clamp_min(1e-12) -> reciprocal
@@ -44,7 +53,8 @@
 #include "extract/extract.h"
 #include "remat/graph.h"
 #include "remat/options.h"
-#include "remat/partition.h"
+#include "remat/result.h"
+#include "remat/torch_release.h"
 
 namespace remat {
 
@@ -55,12 +65,14 @@ namespace remat {
 // forward before and after, then the backward before and after, under
 // torch's artifact names. With `log`, appends the debug line torch logs for
 // each static-lifetime input it skips ("Skipping quantization of static
-// input %s: "), once per forward output that holds one.
+// input %s: "), once per forward output that holds one. `torch` is the
+// release's behavior (its quantize_skips_user_outputs switch).
 std::vector<NodeId> quantize_activations(const Graph& g, Extracted& e,
                                          const std::vector<uint8_t>& static_lifetime,
                                          int num_fwd_outputs,
                                          const ActivationQuantizationOptions& options,
                                          std::vector<GraphSnapshot>* snapshots,
-                                         std::vector<LogRecord>* log = nullptr);
+                                         std::vector<LogRecord>* log = nullptr,
+                                         const TorchBehavior& torch = TorchBehavior{});
 
 }  // namespace remat

@@ -23,7 +23,7 @@
 
 #include "extract/extract.h"
 #include "remat/graph.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 
 namespace remat {
 
@@ -35,10 +35,12 @@ namespace remat {
 // `use_graphsafe` is torch's use_rng_graphsafe_rng_functionalization before
 // the device check (config.graphsafe_rng_functionalization, and inductor's
 // fallback_random off); `graphsafe_device_types` the device types torch's
-// supports_graphsafe_rng accepts. The paths, names and placement are in
+// supports_graphsafe_rng accepts; `torch` the release's switches (which ops
+// are random: graph/random_op.h). The paths, names and placement are in
 // rng.cc's contract.
 int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe = true,
-                          const std::vector<std::string>& graphsafe_device_types = {"cuda"});
+                          const std::vector<std::string>& graphsafe_device_types = {"cuda"},
+                          const TorchBehavior& torch = {});
 
 Graph reorder_to_mimic_autograd_engine(Graph bw);  // already in that order: returned as is
 Graph raise_getitems(Graph g);  // by value: unchanged graphs are not copied

@@ -2,7 +2,8 @@
 // which makes a random op recomputed in the backward draw the numbers its
 // forward drew, by one of two paths per op.
 //
-// Contract (rewrite.h). A random op (nondeterministic_seeded tag) of the
+// Contract (rewrite.h). A random op (graph/random_op.h: the nondeterministic_seeded
+// tag; from 2.14 on, not attention whose dropout is statically zero) of the
 // joint graph whose policy is MUST/PREFER_RECOMPUTE and that appears, by name,
 // in both extracted graphs is rewritten; k = 0, 1, ... counts these ops in
 // joint-graph order. An op's device is the device of its value's first
@@ -46,7 +47,9 @@
 
 #include "graph/copy.h"
 #include "graph/query.h"
+#include "graph/random_op.h"
 #include "remat/error.h"
+#include "rewrite/node_builder.h"
 #include "rewrite/rewrite.h"
 
 namespace remat {
@@ -56,10 +59,11 @@ constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kCpuRngStateBytes = 5056;   // torch.get_rng_state().numel()
 constexpr int64_t kCudaRngStateBytes = 16;    // seed + offset of a Philox generator
 
-bool is_seeded_call(const Graph& g, NodeId id) {
-  if (id == kNoNode || g.node(id).kind != NodeKind::kCallFunction) return false;
-  const OpInfo* op = g.op(id);
-  return op != nullptr && (op->tags & kTagNondeterministicSeeded) != 0;
+// torch's is_rng_op on a call_function node of any of the three graphs (an
+// op copied into the forward or backward keeps its arguments, so the three
+// agree).
+bool is_seeded_call(const Graph& g, NodeId id, const TorchBehavior& torch) {
+  return id != kNoNode && is_rng_op(g, id, torch);
 }
 
 bool recompute_requested(const Node& n) {
@@ -103,18 +107,8 @@ struct Pair {
   std::string bw_target;  // CPU-style path: the state placeholder's FX target
 };
 
-// An op usable in `b`: the source graph's own facts when it has the op,
-// the registry's defaults otherwise.
-OpId op_in(const Graph& src, NodeCopier& copier, GraphBuilder& b, std::string_view name) {
-  const OpId o = src.find_op(name);
-  return o != kNoOp ? copier.op(o) : b.add_op_by_name(name);
-}
-
-ArgId empty(GraphBuilder& b, ArgKind kind) {
-  const ArgId a = b.begin(kind);
-  b.end(a);
-  return a;
-}
+using build::empty;
+using build::op_in;
 
 // Sets `n` to a fresh uint8 CPU tensor of `bytes` elements (a fake RNG state).
 void set_rng_state_value(GraphBuilder& b, Node& n, int64_t bytes, int64_t storage) {
@@ -185,13 +179,6 @@ ArgId copy_kwargs(const Graph& src, NodeCopier& copier, GraphBuilder& b, NodeId 
   return root == kNoArg ? empty(b, ArgKind::kDict) : copier.copy_args(root, remap);
 }
 
-ArgId leaf_node(GraphBuilder& b, NodeId id) {
-  Arg a;
-  a.kind = ArgKind::kNode;
-  a.id = id;
-  return b.leaf(a);
-}
-
 // The kwargs of `id` with "rng_state" set to `state` (added last, or
 // replacing an existing entry in place, as a dict update does).
 ArgId kwargs_with_state(const Graph& src, NodeCopier& copier, GraphBuilder& b, NodeId id,
@@ -205,7 +192,7 @@ ArgId kwargs_with_state(const Graph& src, NodeCopier& copier, GraphBuilder& b, N
       copier.copy_args(items[i], remap);
       const Arg& key = src.arg(items[i]);
       if (key.kind == ArgKind::kStr && src.str(key.id) == "rng_state") {
-        leaf_node(b, state);
+        build::node(b, state);
         replaced = true;
       } else {
         copier.copy_args(items[i + 1], remap);
@@ -213,11 +200,8 @@ ArgId kwargs_with_state(const Graph& src, NodeCopier& copier, GraphBuilder& b, N
     }
   }
   if (!replaced) {
-    Arg key;
-    key.kind = ArgKind::kStr;
-    key.id = b.intern("rng_state");
-    b.leaf(key);
-    leaf_node(b, state);
+    build::str(b, "rng_state");
+    build::node(b, state);
   }
   b.end(dict);
   return dict;
@@ -304,11 +288,8 @@ RunAndSave add_run_and_save(const Graph& fw, NodeCopier& copier, GraphBuilder& b
       gi.origin = kCreatedNode;
     }
     gi.args = b.begin(ArgKind::kTuple);
-    leaf_node(b, rs_id);
-    Arg i;
-    i.kind = ArgKind::kInt;
-    i.i = index;
-    b.leaf(i);
+    build::node(b, rs_id);
+    build::integer(b, index);
     b.end(gi.args);
     gi.kwargs = empty(b, ArgKind::kDict);
     (index == 0 ? out.state : out.value) = b.add_node(gi);
@@ -335,7 +316,7 @@ void add_output_with_states(const Graph& fw, NodeCopier& copier, GraphBuilder& b
   out.args = b.begin(ArgKind::kTuple);
   const ArgId values = b.begin(ArgKind::kTuple);
   for (size_t k = 0; k < split; ++k) copier.copy_args(items[k], remap);
-  for (NodeId s : states) leaf_node(b, s);
+  for (NodeId s : states) build::node(b, s);
   for (size_t k = split; k < items.size(); ++k) copier.copy_args(items[k], remap);
   b.end(values);
   b.end(out.args);
@@ -448,7 +429,7 @@ Graph rewrite_backward(const Graph& bw, const std::vector<Pair>& pairs, NodeId t
     }
     Node rw = created_call(b, pairs[k].bw_run, run_with, "higher_order.run_with_rng_state");
     rw.args = b.begin(ArgKind::kTuple);
-    leaf_node(b, inputs[k]);
+    build::node(b, inputs[k]);
     Arg target;
     target.kind = ArgKind::kTarget;
     target.id = copier.str(bw.node(id).target);
@@ -479,7 +460,8 @@ int64_t state_bytes(const std::string& device, const std::vector<std::string>& t
 }  // namespace
 
 int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe,
-                          const std::vector<std::string>& graphsafe_device_types) {
+                          const std::vector<std::string>& graphsafe_device_types,
+                          const TorchBehavior& torch) {
   const Graph& fw = e.forward;
   const Graph& bw = e.backward;
   const std::vector<std::string>& types = graphsafe_device_types;
@@ -487,10 +469,10 @@ int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe,
   // Step 1: the random ops to replay, in joint order.
   std::vector<Pair> pairs;
   for (NodeId id = 0; id < joint.size(); ++id) {
-    if (!recompute_requested(joint.node(id)) || !is_seeded_call(joint, id)) continue;
+    if (!recompute_requested(joint.node(id)) || !is_seeded_call(joint, id, torch)) continue;
     const NodeId f = fw.find(joint.name(id));
     const NodeId w = bw.find(joint.name(id));
-    if (!is_seeded_call(fw, f) || !is_seeded_call(bw, w)) continue;
+    if (!is_seeded_call(fw, f, torch) || !is_seeded_call(bw, w, torch)) continue;
     Pair p;
     p.fw = f;
     p.bw = w;

@@ -1,12 +1,14 @@
 // sync/agree.cc — sync_decision_cross_ranks (remat/sync.h): ranks agree on
 // one partition decision.
 //
-// Contract: torch 2.13's `_sync_decision_cross_ranks`, step for step (see
-// remat/sync.h): the same collectives in the same order with the same
-// payloads, the same pick (smallest of the per-rank maxima of each list's
-// size, the first on a tie) and the same trace payload. It works on a plan
-// through its public interface only, as any caller of the stage boundary
-// would.
+// Contract: the reproduced release's `_sync_decision_cross_ranks`, step for
+// step (see remat/sync.h): the same collectives in the same order with the
+// same payloads, the same pick (smallest of the per-rank maxima of each
+// list's size, the first on a tie), the same trace payload and debug line.
+// It works on a plan through its public interface only, as any caller of the
+// stage boundary would. The release's switches are read here, once:
+// sync_canonical_names (how ranks name the graph) and sync_stable_target_str
+// (how they spell targets, and the debug line).
 #include <algorithm>
 #include <string>
 #include <unordered_map>
@@ -19,6 +21,7 @@
 #include "graph/query.h"
 #include "remat/error.h"
 #include "remat/sync.h"
+#include "remat/torch_release.h"
 #include "sync/canonical.h"
 
 namespace remat {
@@ -52,6 +55,39 @@ class PayloadDict {
   std::vector<std::pair<std::string, int64_t>> entries_;  // few: one per saved value
 };
 
+// What ranks exchange to recognise the same graph and the same nodes.
+struct RankNames {
+  std::vector<std::string> names;  // per NodeId of the prepared graph
+  std::string digest;              // all-gathered: equal on ranks with the same graph
+};
+
+RankNames rank_names(const Graph& g, const RankGroup& group, const TorchBehavior& torch) {
+  RankNames out;
+  if (torch.sync_canonical_names) {
+    // 2.13 on: names and a digest that do not depend on the order the ranks
+    // traced their graphs in, nor on the names tracing gave their nodes.
+    const TargetSpelling spelling =
+        torch.sync_stable_target_str ? TargetSpelling::kQualified : TargetSpelling::kStr;
+    out.names = canonical_node_names(g, &group, spelling);
+    out.digest = canonical_graph_digest(g, out.names, &group, spelling);
+    return out;
+  }
+  // 2.11 and 2.12: the nodes' own names, in graph order. Ranks that traced
+  // the same ops in another order differ here and keep their own decisions.
+  out.names.reserve(g.size());
+  for (NodeId id = 0; id < g.size(); ++id) out.names.emplace_back(g.name(id));
+  out.digest = node_name_digest(g);
+  return out;
+}
+
+// The first rank whose digest differs from rank 0's, or -1.
+int first_differing_rank(const std::vector<std::string>& digests) {
+  for (size_t r = 1; r < digests.size(); ++r) {
+    if (digests[r] != digests.front()) return static_cast<int>(r);
+  }
+  return -1;
+}
+
 }  // namespace
 
 SyncOutcome sync_decision_cross_ranks(const PartitionPlan& plan, RankGroup& group) {
@@ -67,17 +103,23 @@ SyncOutcome sync_decision_cross_ranks(const PartitionPlan& plan, RankGroup& grou
     return out;
   }
 
-  const std::vector<std::string> names = canonical_node_names(g, &group);
-  const std::string digest = canonical_graph_digest(g, names, &group);
-  const std::vector<std::string> digests = group.all_gather(digest);
-  for (const std::string& d : digests) {
-    if (d != digests.front()) {
-      out.status = SyncOutcome::Status::kGraphsDiffer;
-      return out;
+  const TorchBehavior& torch = plan.options().torch;
+  const RankNames named = rank_names(g, group, torch);
+  const std::vector<std::string>& names = named.names;
+  const int differing = first_differing_rank(group.all_gather(named.digest));
+  if (differing >= 0) {
+    out.status = SyncOutcome::Status::kGraphsDiffer;
+    // torch 2.14 added this line along with its stable target strings.
+    if (torch.sync_stable_target_str) {
+      out.log.push_back({LogRecord::Level::kDebug, false,
+                         "Skipping sync decision cross rank due to different inputs between "
+                         "rank 0 and rank %s",
+                         {std::to_string(differing)}});
     }
+    return out;
   }
 
-  // This rank's decision in canonical names.
+  // This rank's decision by those names.
   std::unordered_map<std::string_view, NodeId> by_name;
   by_name.reserve(names.size());
   for (NodeId id = 0; id < g.size(); ++id) by_name.emplace(names[id], id);

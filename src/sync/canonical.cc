@@ -1,10 +1,12 @@
 // sync/canonical.cc — names for a graph's nodes that every rank agrees on
 // (canonical_node_names, canonical_graph_digest in remat/sync.h).
 //
-// Contract: the same names and the same digest as torch 2.13's
-// `_canonical_node_names` / `_cone_hashes` and the hash in
-// `_sync_decision_cross_ranks`, bit for bit: ranks running remat and ranks
-// running torch exchange these strings and must recognise each other's.
+// Contract: the same names and the same digests as torch's
+// `_canonical_node_names` / `_cone_hashes` (2.13 on) and the hash in
+// `_sync_decision_cross_ranks` (every release), bit for bit, with targets
+// spelled as the release spells them (TargetSpelling): ranks running remat
+// and ranks running torch exchange these strings and must recognise each
+// other's.
 // That is why the hashes below are SHA-256 over the text of Python tuples:
 // torch hashes `str((self_key, user_hashes))`, and its heap orders ready
 // nodes by Python's tuple comparison; both are spelled out here.
@@ -178,41 +180,86 @@ std::string default_target_repr(std::string_view qualified) {
   return fmt::format("<function {}>", qualified);
 }
 
+// FX's _get_qualified_name of a Python callable from the IR's name of it
+// ("{module}.{qualname}", the operator module spelled "operator"):
+// operator's functions live in _operator, and builtins go bare.
+std::string default_qualified_name(std::string_view qualified) {
+  constexpr std::string_view kOperator = "operator.", kBuiltins = "builtins.";
+  if (qualified.substr(0, kOperator.size()) == kOperator)
+    return fmt::format("_operator.{}", qualified.substr(kOperator.size()));
+  if (qualified.substr(0, kBuiltins.size()) == kBuiltins)
+    return std::string(qualified.substr(kBuiltins.size()));
+  return std::string(qualified);
+}
+
 std::string RankGroup::target_repr(std::string_view qualified) const {
   return default_target_repr(qualified);
 }
 
+std::string RankGroup::target_qualified_name(std::string_view qualified) const {
+  return default_qualified_name(qualified);
+}
+
 void RankGroup::agreed(int, const std::string&) {}
 
-std::vector<std::string> python_targets(const Graph& g, const RankGroup* group) {
+namespace {
+
+// Python's str() of a call_function target, named `name` by the IR.
+std::string str_of_target(const OpInfo& op, std::string_view name, const RankGroup* group) {
+  switch (op.kind) {
+    case OpKind::kOverload:
+    case OpKind::kPacket: return std::string(name);  // "aten.mm.default", "aten.rand"
+    case OpKind::kHigherOrder: {
+      // str() of a HigherOrderOperator is its bare name.
+      constexpr std::string_view kPrefix = "higher_order.";
+      return std::string(name.substr(0, kPrefix.size()) == kPrefix ? name.substr(kPrefix.size())
+                                                                    : name);
+    }
+    case OpKind::kFunction:
+      return group ? group->target_repr(name) : default_target_repr(name);
+  }
+  return std::string(name);
+}
+
+// torch 2.14's _stable_target_str of a call_function target: FX's qualified
+// name, where operators live in torch.ops ("torch.ops.aten.mm.default",
+// "torch.ops.higher_order.invoke_subgraph").
+std::string qualified_target(const OpInfo& op, std::string_view name, const RankGroup* group) {
+  switch (op.kind) {
+    case OpKind::kOverload:
+    case OpKind::kPacket:
+    case OpKind::kHigherOrder: return fmt::format("torch.ops.{}", name);
+    case OpKind::kFunction:
+      return group ? group->target_qualified_name(name) : default_qualified_name(name);
+  }
+  return std::string(name);
+}
+
+}  // namespace
+
+std::vector<std::string> python_targets(const Graph& g, const RankGroup* group,
+                                        TargetSpelling spelling) {
   std::vector<std::string> out(g.size());
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     const OpInfo* op = g.op(id);
+    // Strings (get_attr's attribute, "output", a placeholder's name) print
+    // as themselves either way.
     if (n.kind != NodeKind::kCallFunction || op == nullptr) {
       out[id] = g.str(n.target);
       continue;
     }
     const std::string_view name = g.str(op->name);
-    switch (op->kind) {
-      case OpKind::kOverload: out[id] = name; break;
-      case OpKind::kHigherOrder: {
-        // str() of a HigherOrderOperator is its bare name.
-        constexpr std::string_view kPrefix = "higher_order.";
-        out[id] = name.substr(0, kPrefix.size()) == kPrefix ? name.substr(kPrefix.size()) : name;
-        break;
-      }
-      case OpKind::kFunction:
-        out[id] = group ? group->target_repr(name) : default_target_repr(name);
-        break;
-    }
+    out[id] = spelling == TargetSpelling::kQualified ? qualified_target(*op, name, group)
+                                                     : str_of_target(*op, name, group);
   }
   return out;
 }
 
-std::vector<std::string> canonical_node_names(const Graph& g, const RankGroup* group) {
+std::vector<std::string> canonical_node_names(const Graph& g, const RankGroup* group,
+                                              TargetSpelling spelling) {
   const size_t n = g.size();
-  const std::vector<std::string> targets = python_targets(g, group);
+  const std::vector<std::string> targets = python_targets(g, group, spelling);
   const std::vector<std::string> cone = cone_hashes(g, targets);
 
   // Kahn's algorithm; a node's in-degree is its number of distinct inputs.
@@ -267,8 +314,8 @@ std::vector<std::string> canonical_node_names(const Graph& g, const RankGroup* g
 }
 
 std::string canonical_graph_digest(const Graph& g, const std::vector<std::string>& names,
-                                   const RankGroup* group) {
-  const std::vector<std::string> targets = python_targets(g, group);
+                                   const RankGroup* group, TargetSpelling spelling) {
+  const std::vector<std::string> targets = python_targets(g, group, spelling);
   std::vector<NodeId> order(g.size());
   for (NodeId id = 0; id < g.size(); ++id) order[id] = id;
   // By name as a string, as torch sorts them ("node_10" before "node_2").
@@ -285,6 +332,15 @@ std::string canonical_graph_digest(const Graph& g, const std::vector<std::string
       text += ':';
       text += targets[id];
     }
+  }
+  return sha256_hex(text);
+}
+
+std::string node_name_digest(const Graph& g) {
+  std::string text;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (id) text += '/';
+    text += g.name(id);
   }
   return sha256_hex(text);
 }

@@ -24,7 +24,7 @@
 
 #include "extract/extract.h"
 #include "remat/graph.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 #include "remat/ops.h"
 
 namespace remat::testing {
@@ -100,6 +100,7 @@ struct NodeSpec {
   double region_memory_budget = 0;  // with kFlagRegionBudget
   std::string sym_expr;
   int64_t sym_hint = 0;
+  std::string custom_context;  // meta "custom_context" as JSON ("[1,null,null]"); "" = none
 };
 
 // Overrides of the op facts default_op_facts guesses from a name.
@@ -108,6 +109,9 @@ struct OpSpec {
   std::optional<bool> is_mutable;
   std::optional<uint8_t> tags;
   std::optional<uint8_t> packet_tags;
+  int16_t dropout_p_index = -1;              // the schema's dropout_p, when it has one
+  std::optional<double> dropout_p_default;   // and its default
+  std::vector<std::string> mutable_args;  // schema arguments the op writes to
 };
 
 class TestGraph {
@@ -165,6 +169,24 @@ class TestGraph {
     return add(std::move(n));
   }
 
+  // inductor's control_deps(additional_deps, subgraph, *deps): its value
+  // is (the subgraph's result, *deps), read through getitem(cd, k >= 1).
+  // `stream_sync`: the subgraph synchronizes streams (kFlagStreamSync).
+  Ref control_deps(std::vector<A> additional, Ref subgraph, std::vector<Ref> deps,
+                   bool stream_sync = true) {
+    std::vector<A> args{A::tuple(std::move(additional)), subgraph};
+    std::vector<std::vector<int64_t>> shapes;
+    for (Ref d : deps) {
+      args.push_back(d);
+      shapes.push_back(nodes_[d.id].tensors.empty() ? std::vector<int64_t>{4}
+                                                    : nodes_[d.id].tensors[0].shape);
+    }
+    Ref cd = call_multi("higher_order.control_deps", std::move(args), std::move(shapes),
+                        "control_deps");
+    nodes_[cd.id].flags |= kFlagImpure | (stream_sync ? kFlagStreamSync : 0);
+    return cd;
+  }
+
   void output(std::vector<A> values) {
     NodeSpec n;
     n.name = "output";
@@ -210,6 +232,7 @@ class TestGraph {
       x.ac_graph_id = s.ac_graph_id;
       x.memory_budget = s.memory_budget;
       x.region_memory_budget = s.region_memory_budget;
+      if (!s.custom_context.empty()) x.custom_context = b.intern(s.custom_context);
       if (!s.sym_expr.empty()) {
         x.sym_expr = b.intern(s.sym_expr);
         x.sym_hint = s.sym_hint;
@@ -260,6 +283,10 @@ class TestGraph {
       }
       b.add_node(n, x);
     }
+    // Ops given facts but called by no node (an op auto_functionalized
+    // wraps, named by an argument) are in the table too, as the exporter
+    // writes them.
+    for (const auto& [name, spec] : ops_) make_op(b, name);
     return b.finish();
   }
 
@@ -313,8 +340,11 @@ class TestGraph {
     info.is_view = f.is_view;
     info.num_returns = it->second.num_returns.value_or(-1);
     info.tags = it->second.tags.value_or(f.tags);
+    info.dropout_p_index = it->second.dropout_p_index;
+    info.dropout_p_has_default = it->second.dropout_p_default.has_value();
+    info.dropout_p_default = it->second.dropout_p_default.value_or(0.0);
     info.packet_tags = it->second.packet_tags.value_or(f.packet_tags);
-    return b.add_op(info);
+    return b.add_op(info, it->second.mutable_args);
   }
 
   static void emit(GraphBuilder& b, const A& a) {

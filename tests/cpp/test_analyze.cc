@@ -92,9 +92,32 @@ TEST(AnalyzePredicates, SymOpaqueAndAssertOnlySymbool) {
   EXPECT_FALSE(is_assert_only_symbool(g, b2.id));     // used by a mul
   EXPECT_FALSE(is_assert_only_symbool(g, unused.id)); // used only by the output
   EXPECT_FALSE(is_assert_only_symbool(g, s.id));      // not a SymBool
-  EXPECT_TRUE(is_opaque_node(g, obj.id));
-  EXPECT_TRUE(is_opaque_node(g, pg.id));
-  EXPECT_FALSE(is_opaque_node(g, p.id));
+  EXPECT_TRUE(is_opaque_node(g, obj.id, TorchBehavior{}));
+  EXPECT_TRUE(is_opaque_node(g, pg.id, TorchBehavior{}));
+  EXPECT_FALSE(is_opaque_node(g, p.id, TorchBehavior{}));
+}
+
+TEST(AnalyzePredicates, OpaqueValuesExistFrom212AndGeneratorsFrom213) {
+  TestGraph t;
+  auto obj = t.placeholder("primals_1");
+  t[obj].value = ValueKind::kScriptObject;
+  auto pg = t.placeholder("primals_2");
+  t[pg].value = ValueKind::kOpaque;
+  auto gen = t.placeholder("primals_3");
+  t[gen].value = ValueKind::kGenerator;
+  t.output({obj, pg, gen});
+  Graph g = t.build();
+  const TorchBehavior t211 = TorchBehavior::of({2, 11});
+  const TorchBehavior t212 = TorchBehavior::of({2, 12});
+  const TorchBehavior t213 = TorchBehavior::of({2, 13});
+  // 2.11 has no opaque values at all.
+  for (Ref r : {obj, pg, gen}) EXPECT_FALSE(is_opaque_node(g, r.id, t211));
+  // 2.12: script objects and registered opaque values; not generators.
+  EXPECT_TRUE(is_opaque_node(g, obj.id, t212));
+  EXPECT_TRUE(is_opaque_node(g, pg.id, t212));
+  EXPECT_FALSE(is_opaque_node(g, gen.id, t212));
+  // 2.13 registers torch.Generator as an opaque type.
+  for (Ref r : {obj, pg, gen}) EXPECT_TRUE(is_opaque_node(g, r.id, t213));
 }
 
 TEST(AnalyzePredicates, MustBeInForwardOrBackward) {
@@ -159,6 +182,71 @@ TEST(AnalyzeSize, ScriptObjectsNeedTheEscapeHatch) {
   }
   o.unsafe_treat_script_objects_as_zero_size = true;
   EXPECT_EQ(size_of(g, obj.id, o), 0);
+}
+
+TEST(AnalyzeSize, ScriptObjectZeroSizeFlagIsReadFrom213) {
+  // 2.11 and 2.12 have no unsafe_treat_script_objects_as_zero_size: a script
+  // object cannot be sized there, whatever the option says.
+  TestGraph t;
+  auto obj = t.placeholder("primals_1");
+  t[obj].value = ValueKind::kScriptObject;
+  t.output({obj});
+  Graph g = t.build();
+  PartitionOptions o;
+  o.unsafe_treat_script_objects_as_zero_size = true;
+  o.torch = TorchBehavior::of({2, 12});
+  try {
+    size_of(g, obj.id, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("primals_1"), std::string::npos);
+    EXPECT_EQ(std::string(e.what()).find("unsafe_treat_script_objects_as_zero_size"),
+              std::string::npos);  // no flag to suggest in that release
+  }
+  o.torch = TorchBehavior::of({2, 13});
+  EXPECT_EQ(size_of(g, obj.id, o), 0);
+}
+
+TEST(AnalyzeSize, NoReturnOpsCountZeroFrom213OnlyAssertScalarBefore) {
+  TestGraph t;
+  auto p = t.placeholder("primals_1");
+  auto scalar = t.call("aten._assert_scalar.default", {p, "m"});
+  t[scalar].value = ValueKind::kMissing;
+  t.op("aten._assert_scalar.default").num_returns = 0;
+  auto noret = t.call("aten._assert_async.msg", {p, "m"});
+  t[noret].value = ValueKind::kMissing;
+  t.op("aten._assert_async.msg").num_returns = 0;
+  t.output({p});
+  Graph g = t.build();
+  PartitionOptions o;
+  o.torch = TorchBehavior::of({2, 12});
+  EXPECT_EQ(size_of(g, scalar.id, o), 0);
+  EXPECT_THROW(size_of(g, noret.id, o), Error);
+  o.torch = TorchBehavior::of({2, 13});
+  EXPECT_EQ(size_of(g, scalar.id, o), 0);
+  EXPECT_EQ(size_of(g, noret.id, o), 0);
+}
+
+TEST(AnalyzeSize, DeviceValuesCountZeroFrom215) {
+  TestGraph t;
+  auto p = t.placeholder("primals_1");
+  auto dev = t.call("coor.current_device.default", {});
+  t[dev].value = ValueKind::kDevice;
+  t[dev].flags = 0;
+  t[dev].tensors.clear();
+  t.output({p, dev});
+  Graph g = t.build();
+  PartitionOptions o;
+  o.torch = TorchBehavior::of({2, 14});
+  try {
+    size_of(g, dev.id, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("current_device"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("device"), std::string::npos);
+  }
+  o.torch = TorchBehavior::of({2, 15});
+  EXPECT_EQ(size_of(g, dev.id, o), 0);
 }
 
 TEST(AnalyzeSize, MissingValIsZeroOnlyForGetAttrAndNoReturnOps) {
@@ -274,6 +362,38 @@ TEST(AnalyzeClassify, MustBeInBackwardSpreadsToUsers) {
   EXPECT_TRUE(info.is_required_bw(w.id));
   EXPECT_FALSE(info.is_required_bw(f.id));
   EXPECT_TRUE(info.tangents_closure[w.id]);
+}
+
+TEST(AnalyzeClassify, ControlDepsPassesRequiredBackwardOnlyToRequiredDepsFromTorch214) {
+  // A backward sync (must be in the backward) carrying sin (forward) and
+  // mul (backward) through: torch 2.14 marks getitem(cd, 1) required only
+  // if sin is; its getitem of mul, and any other user, always.
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  Ref mul = t.call("aten.mul.Tensor", {t1, sin});
+  Ref sg = t.get_attr("subgraph_record_event_0");
+  Ref cd = t.control_deps({mul}, sg, {sin, mul});
+  t[cd].tag = PartitionerTag::kMustBeInBackward;
+  Ref of_sin = t.getitem(cd, 1);
+  Ref of_mul = t.getitem(cd, 2);
+  Ref result = t.getitem(cd, 0);
+  Ref add = t.call("aten.add.Tensor", {of_sin, of_mul});
+  t.output({A::tuple({sin, add, result})});
+  const Graph g = t.build();
+  for (TorchRelease release : {TorchRelease{2, 13}, TorchRelease{2, 14}}) {
+    PartitionOptions o;
+    o.torch = TorchBehavior::of(release);
+    const NodeInfo info = classify_nodes(g, {}, 1, o);
+    const bool rules = release >= TorchRelease{2, 14};
+    EXPECT_TRUE(info.is_required_bw(cd.id));
+    EXPECT_EQ(info.is_required_bw(of_sin.id), !rules) << release.str();
+    EXPECT_TRUE(info.is_required_bw(of_mul.id)) << release.str();
+    EXPECT_TRUE(info.is_required_bw(result.id)) << release.str();
+    EXPECT_TRUE(info.is_required_bw(add.id)) << release.str();
+    EXPECT_EQ(info.tangents_closure[of_sin.id] != 0, !rules) << release.str();
+  }
 }
 
 TEST(AnalyzeDistance, DistanceToTheBackward) {

@@ -3,6 +3,7 @@
 // selection, normalization, MUST_SAVE and input-storage exclusion), the
 // per-graph budgets (meta memory_budget, region annotations) and their
 // errors, and the Pareto sweep through the library and `remat pareto`.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +44,7 @@ struct Solved {
       : g(t.build()), opt(std::move(o)) {
     info = classify_nodes(g, {}, num_fwd_outputs, opt);
     dist = dist_from_bw(g, info);
-    cats = opt.ops.classify(g);
+    cats = opt.ops.classify(g, opt.torch);
   }
   DecideContext ctx() const { return DecideContext{g, info, dist, cats, opt}; }
   Names names(const std::vector<NodeId>& ids) const {
@@ -145,12 +146,6 @@ TEST(BudgetKnapsack, NormalizedSizesAgainstTheBudget) {
 }
 
 TEST(BudgetKnapsack, MustSaveNodesAreNotItems) {
-  TestGraph t = two_random_values();
-  t.checkpoint(Ref{2}, RecomputePolicy::kMustSave);  // rand_like
-  t.checkpoint(Ref{3}, RecomputePolicy::kMustSave);  // rand_like_1
-  Solved sv(t, 1);
-  // No item left: the inputs plus the MUST_SAVE nodes, whatever the budget.
-  EXPECT_EQ(sv.choose(0.3), Names({"primals_1", "rand_like", "rand_like_1"}));
   // Only one MUST_SAVE: the other is the single item and is recomputed.
   TestGraph t2 = two_random_values();
   t2.checkpoint(Ref{3}, RecomputePolicy::kMustSave);
@@ -159,14 +154,48 @@ TEST(BudgetKnapsack, MustSaveNodesAreNotItems) {
   EXPECT_EQ(got, Names({"primals_1", "rand_like_1"}));
 }
 
+// When no recomputable banned node is left for the knapsack, 2.14 returns
+// the fully aggressive cut (what the knapsack gives unbanning nothing);
+// 2.13 returned the inputs and the MUST_SAVE banned nodes. The peak-budget
+// plan list enumerates the same answers.
+TEST(BudgetReleases, NoKnapsackItemLeftReturnsTheAggressiveCutFrom214) {
+  TestGraph t = two_random_values();
+  t.checkpoint(Ref{2}, RecomputePolicy::kMustSave);  // rand_like
+  t.checkpoint(Ref{3}, RecomputePolicy::kMustSave);  // rand_like_1
+  PartitionOptions v213;
+  v213.torch = TorchBehavior::of({2, 13});
+  PartitionOptions v214;
+  v214.torch = TorchBehavior::of({2, 14});
+  const Solved old_release(t, 1, v213), new_release(t, 1, v214);
+  EXPECT_EQ(old_release.choose(0.3), Names({"primals_1", "rand_like", "rand_like_1"}));
+  MinCutResult aggressive;
+  EXPECT_EQ(new_release.choose(0.3, &aggressive), Names({"rand_like", "rand_like_1"}));
+  EXPECT_EQ(new_release.names(aggressive.saved_values), Names({"rand_like", "rand_like_1"}));
+
+  auto labels = [](const Solved& sv) {
+    const double budgets[] = {0.5};
+    const DecideContext ctx = sv.ctx();  // the list keeps a reference
+    BudgetPlanList plans(ctx, budgets);
+    Names out;
+    while (std::optional<BudgetPlan> p = plans.next()) out.push_back(p->label);
+    return out;
+  };
+  const Names old_plans = labels(old_release), new_plans = labels(new_release);
+  EXPECT_NE(std::find(old_plans.begin(), old_plans.end(), "inputs and MUST_SAVE"), old_plans.end());
+  EXPECT_EQ(std::find(new_plans.begin(), new_plans.end(), "inputs and MUST_SAVE"), new_plans.end());
+}
+
 TEST(BudgetKnapsack, ValuesAliasingAnInputAreNotItems) {
+  // No item left shows as 2.13's answer for that case: the inputs.
+  PartitionOptions v213;
+  v213.torch = TorchBehavior::of({2, 13});
   TestGraph t = two_random_values();
   t.alias(Ref{2}, Ref{0});  // rand_like shares primals_1's storage
   t.alias(Ref{3}, Ref{0});
-  Solved sv(t, 1);
+  Solved sv(t, 1, v213);
   EXPECT_EQ(sv.choose(0.3), Names({"primals_1"}));
   // A non-builtin op keeps its alias an item when is_non_builtin_to_include.
-  PartitionOptions o;
+  PartitionOptions o = v213;
   o.is_non_builtin_to_include = true;
   TestGraph t2 = two_random_values();
   t2.alias(Ref{2}, Ref{0});
@@ -355,6 +384,61 @@ TEST(BudgetPerGraph, EveryOpOfANestedBodyMustBeCovered) {
   JointGraph plain = joint_of(two_random_values());
   plain.nested.push_back(body("repeated_subgraph0", std::nullopt));
   EXPECT_NO_THROW(min_cut_rematerialization_partition(plain, {}));
+}
+
+// Region budgets arrived in 2.13: 2.12 reads neither the annotation nor its
+// agreement and coverage rules.
+TEST(BudgetReleases, RegionBudgetsAreReadFrom213) {
+  TestGraph t = two_random_values();
+  annotate_all(t, 8, 0.0);
+  const JointGraph j = joint_of(t);
+  PartitionOptions v212;
+  v212.torch = TorchBehavior::of({2, 12});
+  PartitionOptions v213;
+  v213.torch = TorchBehavior::of({2, 13});
+  EXPECT_EQ(saved_names(j, min_cut_rematerialization_partition(j, v213)), Names({"primals_1"}));
+  EXPECT_EQ(saved_names(j, min_cut_rematerialization_partition(j, v212)),
+            saved_names(joint_of(two_random_values()),
+                        min_cut_rematerialization_partition(joint_of(two_random_values()), v212)));
+  t[Ref{3}].region_memory_budget = 0.25;  // conflicting
+  EXPECT_THROW(min_cut_rematerialization_partition(joint_of(t), v213), Error);
+  EXPECT_NO_THROW(min_cut_rematerialization_partition(joint_of(t), v212));
+}
+
+// 2.15's activation_memory_budget_require_full_coverage=False applies a
+// partial annotation to the whole graph; the coverage error of 2.15 names
+// the flag, 2.13's and 2.14's text does not.
+TEST(BudgetReleases, PartialRegionBudgetAppliesUnderTheFlagFrom215) {
+  TestGraph t = two_random_values();
+  annotate_all(t, 8, 0.0);
+  t[Ref{4}].flags &= ~kFlagRegionBudget;  // add: a forward op
+  const JointGraph j = joint_of(t);
+  auto error = [&](const PartitionOptions& o) {
+    try {
+      min_cut_rematerialization_partition(j, o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  PartitionOptions v214;
+  v214.torch = TorchBehavior::of({2, 14});
+  PartitionOptions v215;
+  v215.torch = TorchBehavior::of({2, 15});
+  const std::string head = "but 1 forward op(s) are unannotated. Wrap the whole forward in a single region";
+  EXPECT_NE(error(v214).find(head + "; use a graph break to scope different budgets to different "
+                                    "graphs."),
+            std::string::npos)
+      << error(v214);
+  EXPECT_NE(error(v215).find(head + ", or set torch._functorch.config."
+                                    "activation_memory_budget_require_full_coverage=False to apply "
+                                    "the budget to the entire graph. Unannotated ops: ['add']."),
+            std::string::npos)
+      << error(v215);
+  v215.activation_memory_budget_require_full_coverage = false;
+  EXPECT_EQ(saved_names(j, min_cut_rematerialization_partition(j, v215)), Names({"primals_1"}));
+  v214.activation_memory_budget_require_full_coverage = false;  // 2.14 has no such flag
+  EXPECT_NE(error(v214).find(head), std::string::npos);
 }
 
 // --- the Pareto sweep -------------------------------------------------------------

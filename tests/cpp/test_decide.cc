@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analyze/analyze.h"
+#include "decide/capacity_graph.h"
 #include "decide/decide.h"
 #include "graph_fixture.h"
 #include "remat/error.h"
@@ -35,7 +36,7 @@ struct Solved {
       : g(t.build()), opt(std::move(o)) {
     info = classify_nodes(g, static_inputs, num_fwd_outputs, opt);
     dist = dist_from_bw(g, info);
-    cats = opt.ops.classify(g);
+    cats = opt.ops.classify(g, opt.torch);
   }
   DecideContext ctx() const { return DecideContext{g, info, dist, cats, opt}; }
   MinCutResult solve(const MinCutOptions& mc) const { return solve_min_cut(ctx(), mc); }
@@ -338,6 +339,44 @@ TEST(DecideNoFiniteCut, ExplainsTheConflict) {
   }
 }
 
+// The diagnosis walks edges torch takes for infinite: math.inf ones, and
+// before 2.15 also INT_INF ones (a SymFloat's finite weight), which can give
+// a path no flow is unbounded on. (solve_min_cut never weighs a node
+// INT_INF: a SymFloat is a sym node, weighed by its size. So the network is
+// built by hand here.)
+TEST(DecideNoFiniteCut, DiagnosisFollowsOnlyInfiniteEdgesFrom215) {
+  TestGraph t;
+  Ref a = t.placeholder("a", {1});
+  Ref b = t.placeholder("b", {1});
+  Ref c = t.call("aten.mul.Tensor", {a, b}, {1});
+  t.output({c});
+  const Graph g = t.build();
+  auto diagnose = [&](const TorchBehavior& torch) {
+    CapacityGraph cg(g, torch);
+    const uint32_t src = cg.source(), snk = cg.sink();
+    cg.add_edge(src, cg.in(a.id), CapacityGraph::kInf, "banned: primal input");
+    cg.add_edge(src, cg.in(b.id), CapacityGraph::kInf, "banned: primal input");
+    cg.add_edge(cg.in(a.id), cg.out(a.id), CapacityGraph::kIntInf,
+                "cannot save: SymFloat (non-SymInt symbolic value)");
+    cg.add_edge(cg.in(b.id), cg.out(b.id), CapacityGraph::kInf, "cannot save: non-tensor output");
+    cg.add_edge(cg.out(a.id), snk, CapacityGraph::kInf, "must recompute");
+    cg.add_edge(cg.out(b.id), cg.in(c.id), CapacityGraph::kInf, "data dependency");
+    cg.add_edge(cg.in(c.id), cg.out(c.id), CapacityGraph::kInf, "cannot save: non-tensor output");
+    cg.add_edge(cg.out(c.id), snk, CapacityGraph::kInf, "must recompute");
+    try {
+      (void)cg.cut(CutSide::kSinkMinimal);
+    } catch (const NoFiniteCutError& e) {
+      const std::string& expl = e.explanation();
+      return expl.substr(expl.find("[Debug: min-cut path]"));
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(diagnose(TorchBehavior::of({2, 14})),
+            "[Debug: min-cut path] source -> a_in -> a_out -> sink\n");
+  EXPECT_EQ(diagnose(TorchBehavior::of({2, 15})),
+            "[Debug: min-cut path] source -> b_in -> b_out -> mul_in -> mul_out -> sink\n");
+}
+
 // --- choose_saved_values_set ----------------------------------------------------
 
 TEST(DecideChoose, BudgetsZeroAndOne) {
@@ -393,6 +432,48 @@ TEST(DecideChoose, AggressiveRecomputationLiftsTheAllowlist) {
             Names({"native_layer_norm_like"}));
 }
 
+// torch 2.15 stamps aot_runtime_epilogue_input_mutation on a primal the
+// runtime epilogue overwrites after the forward: saving it would hand the
+// backward the overwritten data, so it cannot be saved, and budget 0 no
+// longer simply saves the inputs. Before 2.15 it weighs as any primal.
+TEST(DecideRule, EpilogueMutatedInputCannotBeSavedFrom215) {
+  auto graph = [](bool backward_reads_the_input) {
+    TestGraph t;
+    Ref p = t.placeholder("primals_1", {64});
+    Ref tg = t.placeholder("tangents_1", {64});
+    Ref a = t.call("aten.add.Tensor", {p, 1}, {64});
+    Ref y = t.call("aten.sin.default", {a}, {64});
+    Ref c = t.call("aten.cos.default", {a}, {64});
+    Ref g = t.call("aten.mul.Tensor", {tg, c}, {64});
+    Ref g2 = backward_reads_the_input ? t.call("aten.mul.Tensor", {g, p}, {64}) : g;
+    t.output({y, g2});
+    t[p].flags |= kFlagEpilogueMutation;
+    return t;
+  };
+  PartitionOptions v214;
+  v214.torch = TorchBehavior::of({2, 14});
+  PartitionOptions v215;
+  v215.torch = TorchBehavior::of({2, 15});
+  const Solved old_release(graph(false), 1, v214), new_release(graph(false), 1, v215);
+  EXPECT_EQ(old_release.names(old_release.solve().saved_values), Names({"primals_1"}));
+  EXPECT_EQ(new_release.names(new_release.solve().saved_values), Names({"cos"}));
+  EXPECT_EQ(old_release.names(choose_saved_values_set(old_release.ctx(), 0.0, nullptr)),
+            Names({"primals_1"}));
+  EXPECT_EQ(new_release.names(choose_saved_values_set(new_release.ctx(), 0.0, nullptr)),
+            Names({"cos"}));
+  // A backward that needs the input itself has no finite cut any more.
+  const Solved reads(graph(true), 1, v215);
+  try {
+    reads.solve();
+    FAIL() << "expected NoFiniteCutError";
+  } catch (const NoFiniteCutError& e) {
+    EXPECT_NE(e.explanation().find("cannot save: input mutation replayed after forward"),
+              std::string::npos)
+        << e.explanation();
+  }
+  EXPECT_NO_THROW(Solved(graph(true), 1, v214).solve());
+}
+
 // --- default_saved_values -----------------------------------------------------
 
 TEST(DecideDefault, SavesForwardValuesUsedByBackward) {
@@ -421,6 +502,187 @@ TEST(DecideDefault, SavesForwardValuesUsedByBackward) {
   EXPECT_EQ(names(s.saved_values), Names({"relu", "cos"}));
   EXPECT_EQ(names(s.saved_sym_nodes), Names({"sym_size"}));
   EXPECT_TRUE(s.saved_opaque_nodes.empty());
+}
+
+// --- release switches: what is saved, and where --------------------------------
+
+PartitionOptions under(TorchRelease release) {
+  PartitionOptions o;
+  o.torch = TorchBehavior::of(release);
+  return o;
+}
+
+// A joint graph's node whose value is no tensor (an opaque object, a
+// device ...): no tensors, no tensor_meta.
+void make_non_tensor(TestGraph& t, Ref r, ValueKind kind) {
+  t[r].value = kind;
+  t[r].flags = 0;
+  t[r].tensors.clear();
+}
+
+TEST(DecideRule, OpaqueValuesAreSavableFrom212) {
+  // An opaque placeholder the backward reads: a primal cannot be recomputed,
+  // so 2.11 (where it is just a non-tensor, impossible to save) has no
+  // finite cut; 2.12 saves it for free.
+  TestGraph t;
+  Ref h = t.placeholder("primals_1");
+  make_non_tensor(t, h, ValueKind::kOpaque);
+  Ref p = t.placeholder("primals_2", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref y = t.call("aten.sin.default", {p}, {8});
+  Ref g = t.call("test.use_handle", {tg, h}, {8});
+  t.output({y, g});
+  EXPECT_THROW(Solved(t, 1, under({2, 11})).solve(), NoFiniteCutError);
+  Solved sv(t, 1, under({2, 12}));
+  EXPECT_EQ(sv.names(sv.solve().saved_values), Names({"primals_1"}));
+}
+
+TEST(DecideSplit, OpaqueValuesGetTheirOwnListFrom212) {
+  TestGraph t;
+  Ref h = t.placeholder("primals_1");
+  make_non_tensor(t, h, ValueKind::kOpaque);
+  Ref p = t.placeholder("primals_2", {8});
+  t.output({p, h});
+  Graph g = t.build();
+  SavedSets s211 = split_saved_values(g, {p.id, h.id}, TorchBehavior::of({2, 11}));
+  EXPECT_EQ(s211.saved_values, (std::vector<NodeId>{p.id, h.id}));
+  EXPECT_TRUE(s211.saved_opaque_nodes.empty());
+  SavedSets s212 = split_saved_values(g, {p.id, h.id}, TorchBehavior::of({2, 12}));
+  EXPECT_EQ(s212.saved_values, (std::vector<NodeId>{p.id}));
+  EXPECT_EQ(s212.saved_opaque_nodes, (std::vector<NodeId>{h.id}));
+}
+
+TEST(DecideSplit, AssertOnlySymBoolIsDroppedFrom212) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref s = t.call_sym("aten.sym_size.int", {p, 0}, "s0", 8);
+  Ref b = t.call_sym("operator.ge", {s, 2}, "s0 >= 2", 1);
+  t[b].value = ValueKind::kSymBool;
+  Ref a = t.call("aten._assert_scalar.default", {b, "m"});
+  make_non_tensor(t, a, ValueKind::kMissing);
+  t.output({p});
+  Graph g = t.build();
+  EXPECT_EQ(split_saved_values(g, {s.id, b.id}, TorchBehavior::of({2, 11})).saved_sym_nodes,
+            (std::vector<NodeId>{s.id, b.id}));
+  EXPECT_EQ(split_saved_values(g, {s.id, b.id}, TorchBehavior::of({2, 12})).saved_sym_nodes,
+            (std::vector<NodeId>{s.id}));
+}
+
+// default_saved_values of a built graph under a release.
+SavedSets default_under(const TestGraph& t, TorchRelease release, int num_fwd_outputs = 1,
+                        bool distributed = false) {
+  Graph g = t.build();
+  PartitionOptions o = under(release);
+  o.distributed_available = distributed;
+  NodeInfo info = classify_nodes(g, {}, num_fwd_outputs, o);
+  return default_saved_values(g, info, o);
+}
+
+TEST(DecideDefault, OpaqueForwardValueIsSavedFrom212AndNotATensorBefore) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref h = t.call("test.make_handle", {p});
+  make_non_tensor(t, h, ValueKind::kOpaque);
+  Ref y = t.call("aten.sin.default", {p}, {8});
+  t[h].tag = t[y].tag = PartitionerTag::kIsForward;
+  Ref g = t.call("test.use_handle", {tg, h}, {8});
+  t.output({y, g});
+  try {
+    default_under(t, {2, 11});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidGraph);
+    EXPECT_NE(std::string(e.what()).find("'make_handle' to be a tensor"), std::string::npos);
+  }
+  SavedSets s = default_under(t, {2, 12});
+  EXPECT_EQ(s.saved_opaque_nodes, (std::vector<NodeId>{h.id}));
+}
+
+TEST(DecideDefault, AssertOnlySymBoolIsNotSavedFrom213) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref s = t.call_sym("aten.sym_size.int", {p, 0}, "s0", 8);
+  Ref b = t.call_sym("operator.ge", {s, 2}, "s0 >= 2", 1);
+  t[b].value = ValueKind::kSymBool;
+  Ref y = t.call("aten.sin.default", {p}, {8});
+  t[s].tag = t[b].tag = t[y].tag = PartitionerTag::kIsForward;
+  Ref a = t.call("aten._assert_scalar.default", {b, "m"});
+  make_non_tensor(t, a, ValueKind::kMissing);
+  Ref g = t.call("aten.mul.Tensor", {tg, s}, {8});
+  t.output({y, g});
+  EXPECT_EQ(default_under(t, {2, 12}).saved_sym_nodes, (std::vector<NodeId>{s.id, b.id}));
+  EXPECT_EQ(default_under(t, {2, 13}).saved_sym_nodes, (std::vector<NodeId>{s.id}));
+}
+
+TEST(DecideDefault, AssertAsyncIsSkippedFrom213AndImpureBefore) {
+  // Under recompute tags an impure forward node is an error (2.12); 2.13
+  // skips _assert_async like _assert_scalar.
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref y = t.call("aten.sin.default", {p}, {8});
+  t.checkpoint(y, RecomputePolicy::kPreferRecompute, 0);
+  Ref a = t.call("aten._assert_async.msg", {p, "m"});
+  make_non_tensor(t, a, ValueKind::kMissing);
+  t[a].flags = kFlagImpure;
+  Ref c = t.call("aten.cos.default", {y}, {8});
+  t[y].tag = t[a].tag = t[c].tag = PartitionerTag::kIsForward;
+  Ref g = t.call("aten.mul.Tensor", {tg, y}, {8});
+  t.output({c, g});
+  try {
+    default_under(t, {2, 12});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Trying to apply AC on a graph with impure op: "
+                                         "_assert_async, aten._assert_async.msg"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(default_under(t, {2, 13}).saved_values, (std::vector<NodeId>{c.id}));
+}
+
+TEST(DecideDefault, WaitTensorsIsNoImpureValueFrom215) {
+  // A dead multi-tensor wait: 2.14 saves it as an impure value; 2.15 judges
+  // it like wait_tensor (not impure), and then it is no tensor.
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref w = t.call_multi("_c10d_functional.wait_tensors.default", {A::list({p})}, {{8}});
+  t[w].flags = kFlagImpure;
+  Ref y = t.call("aten.sin.default", {p}, {8});
+  t[w].tag = t[y].tag = PartitionerTag::kIsForward;
+  Ref g = t.call("aten.mul.Tensor", {tg, p}, {8});
+  t.output({y, g});
+  EXPECT_EQ(default_under(t, {2, 14}, 1, true).saved_values,
+            (std::vector<NodeId>{p.id, w.id, y.id}));
+  try {
+    default_under(t, {2, 15}, 1, true);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'wait_tensors' to be a tensor"), std::string::npos);
+  }
+}
+
+TEST(DecideBan, DeviceValuedNodeIsNeverBannedFrom215) {
+  TestGraph t;
+  Ref p = t.placeholder("primals_1", {8});
+  Ref tg = t.placeholder("tangents_1", {8});
+  Ref dev = t.call("coor.current_device.default", {});
+  make_non_tensor(t, dev, ValueKind::kDevice);
+  Ref ones = t.call("aten.ones.default", {A::list({8})}, {8});
+  t[ones].kwargs = {{"device", dev}};
+  Ref y = t.call("aten.mul.Tensor", {p, ones}, {8});
+  Ref g = t.call("aten.mul.Tensor", {tg, ones}, {8});
+  t.output({y, g});
+  Solved s214(t, 1, under({2, 14}));
+  EXPECT_EQ(s214.reason(s214.solve(), "current_device"), "not in recomputable allowlist");
+  Solved s215(t, 1, under({2, 15}));
+  MinCutResult r = s215.solve();
+  EXPECT_EQ(s215.reason(r, "current_device"), "");
+  // Still no tensor: never saved itself.
+  for (NodeId n : r.saved_values) EXPECT_NE(n, s215.g.find("current_device"));
 }
 
 }  // namespace

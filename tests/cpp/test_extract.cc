@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,7 +13,7 @@
 #include "graph/copy.h"
 #include "graph_fixture.h"
 #include "remat/error.h"
-#include "remat/partition.h"
+#include "remat/result.h"
 
 namespace remat {
 namespace {
@@ -60,10 +61,14 @@ Names placeholders(const Graph& g) {
 }
 
 // Symbol facts the fixture cannot express: per node name, the symbol it
-// binds ("" for none) and its free symbols.
+// binds ("" for none) and its free symbols; and by its raw expressions
+// (before replacements): the symbols free_symbols lacks and, when set, the
+// symbol it binds ("" for none).
 struct Symbols {
   std::string binds;
   std::vector<std::string> free;
+  std::vector<std::string> unreplaced = {};
+  std::optional<std::string> binds_raw = std::nullopt;
 };
 
 Graph with_symbols(const Graph& g, const std::map<std::string, Symbols>& facts) {
@@ -86,6 +91,13 @@ Graph with_symbols(const Graph& g, const std::map<std::string, Symbols>& facts) 
     n.symbols_begin = static_cast<uint32_t>(b.symbol_count());
     n.symbols_count = static_cast<uint32_t>(it->second.free.size());
     for (const std::string& s : it->second.free) b.add_symbol(b.intern(s));
+    x.unreplaced_symbols_begin = static_cast<uint32_t>(b.symbol_count());
+    x.unreplaced_symbols_count = static_cast<uint32_t>(it->second.unreplaced.size());
+    for (const std::string& s : it->second.unreplaced) b.add_symbol(b.intern(s));
+    if (it->second.binds_raw) {
+      x.binds_unreplaced_differs = true;
+      x.binds_unreplaced = it->second.binds_raw->empty() ? 0 : b.intern(*it->second.binds_raw);
+    }
     remap[id] = b.add_node(n, x);
   }
   return b.finish();
@@ -143,6 +155,39 @@ TEST(ExtractTest, MlpForwardAndBackward) {
   EXPECT_EQ(e.backward.str(e.backward.node(relu_ph).target), "relu");
   EXPECT_EQ(e.backward.node(relu_ph).origin, m.relu.id);
   EXPECT_EQ(e.forward.node(id_of(e.forward, "mm")).origin, m.mm.id);
+}
+
+TEST(ExtractTest, ASavedValueReadThroughADroppedForwardSyncStaysSaved) {
+  // The backward's cos reads primals_1 only through getitem(cd, 1) of a
+  // forward sync, which torch 2.14 drops from the backward: cos then reads
+  // primals_1, which therefore is used and stays saved.
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref sg = t.get_attr("subgraph_record_event_0");
+  Ref cd = t.control_deps({p1}, sg, {p1});
+  Ref gi = t.getitem(cd, 1);
+  Ref t1 = t.placeholder("tangents_1");
+  Ref sin = t.call("aten.sin.default", {gi});
+  Ref cos = t.call("aten.cos.default", {gi});
+  Ref mul = t.call("aten.mul.Tensor", {t1, cos});
+  t.output({A::tuple({sin, mul})});
+  const Graph g = t.build();
+  SavedSets saved;
+  saved.saved_values = {p1.id};
+  for (TorchRelease release : {TorchRelease{2, 13}, TorchRelease{2, 14}}) {
+    PartitionOptions o;
+    o.torch = TorchBehavior::of(release);
+    const Extracted e = extract_fwd_bwd(g, saved, 1, o);
+    EXPECT_EQ(names_of(g, e.saved_values), (Names{"primals_1"})) << release.str();
+    const Graph& bw = e.backward;
+    if (release >= TorchRelease{2, 14}) {
+      EXPECT_EQ(names(bw), (Names{"primals_1", "tangents_1", "cos", "mul", "output"}));
+      EXPECT_EQ(testing::arg_texts(bw, bw.find("cos")), (Names{"primals_1"}));
+    } else {
+      EXPECT_EQ(names(bw), (Names{"primals_1", "tangents_1", "subgraph_record_event_0",
+                                  "control_deps", "getitem", "cos", "mul", "output"}));
+    }
+  }
 }
 
 TEST(ExtractTest, NonNodeOutputsPassThroughUnchanged) {
@@ -318,6 +363,99 @@ TEST(ExtractTest, DeadWaitTensorActivationsArePrunedWhenDistributed) {
   EXPECT_EQ(names_of(g, kept.saved_values), (Names{"all_gather_into_tensor", "sin"}));
   EXPECT_EQ(names(kept.backward), (Names{"all_gather_into_tensor", "sin", "tangents_1",
                                          "wait_tensor", "mul", "output"}));
+}
+
+TEST(ExtractTest, DeadWaitTensorsActivationsArePrunedFrom215) {
+  // The multi-tensor wait_tensors (new in 2.15) is pruned behind like
+  // wait_tensor from 2.15 on; before, it is an ordinary use.
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref ag = t.call("_c10d_functional.all_gather_into_tensor.default", {p1, 2, "0"});
+  Ref sin = t.call("aten.sin.default", {p1});
+  Ref wait = t.call_multi("_c10d_functional.wait_tensors.default", {A::list({ag})}, {{4}});
+  t[wait].flags |= kFlagImpure;
+  Ref mul = t.call("aten.mul.Tensor", {t1, sin});
+  t.output({A::tuple({sin, mul})});
+  Graph g = t.build();
+  SavedSets saved;
+  saved.saved_values = {ag.id, sin.id};
+  PartitionOptions o;
+  o.torch = TorchBehavior::of({2, 14});
+  EXPECT_EQ(names_of(g, extract_fwd_bwd(g, saved, 1, o).saved_values),
+            (Names{"all_gather_into_tensor", "sin"}));
+  o.torch = TorchBehavior::of({2, 15});
+  EXPECT_EQ(names_of(g, extract_fwd_bwd(g, saved, 1, o).saved_values), (Names{"sin"}));
+}
+
+TEST(ExtractTest, UnreplacedSymbolsAreBoundFrom214) {
+  // x: [s0], y: [s1] with s1 replaced by s0, and their sizes as SymInt
+  // inputs n0 (s0) and n1 (s0 after replacement, s1 raw). 2.13 binds only
+  // s0; 2.14 also binds y's raw s1, through n1.
+  TestGraph t;
+  Ref x = t.placeholder("primals_1");
+  Ref y = t.placeholder("primals_2");
+  Ref n0 = t.placeholder("primals_3");
+  Ref n1 = t.placeholder("primals_4");
+  for (Ref r : {n0, n1}) {
+    t[r].value = ValueKind::kSymInt;
+    t[r].tensors.clear();
+    t[r].flags = 0;
+  }
+  Ref t1 = t.placeholder("tangents_1");
+  Ref mul = t.call("aten.mul.Tensor", {x, y});
+  Ref sin = t.call("aten.sin.default", {mul});
+  Ref cos = t.call("aten.cos.default", {mul});
+  Ref g1 = t.call("aten.mul.Tensor", {t1, cos});
+  Ref gx = t.call("aten.mul.Tensor", {g1, y});
+  Ref gy = t.call("aten.mul.Tensor", {g1, x});
+  t.output({A::tuple({sin, gx, gy, A(), A()})});
+  Graph g = with_symbols(t.build(), {{"primals_1", {"", {"s0"}}},
+                                     {"primals_2", {"", {"s0"}, {"s1"}}},
+                                     {"primals_3", {"s0", {"s0"}}},
+                                     {"primals_4", {"s0", {"s0"}, {"s1"}, "s1"}},
+                                     {"tangents_1", {"", {"s0"}}}});
+  SavedSets saved;
+  saved.saved_values = {id_of(g, "primals_1"), id_of(g, "primals_2")};
+  PartitionOptions o;
+  o.torch = TorchBehavior::of({2, 13});
+  EXPECT_EQ(names_of(g, extract_fwd_bwd(g, saved, 1, o).saved_sym_nodes), (Names{"primals_3"}));
+  o.torch = TorchBehavior::of({2, 14});
+  Extracted e = extract_fwd_bwd(g, saved, 1, o);
+  EXPECT_EQ(names_of(g, e.saved_sym_nodes), (Names{"primals_3", "primals_4"}));
+  EXPECT_EQ(placeholders(e.backward),
+            (Names{"primals_3", "primals_4", "primals_1", "primals_2", "tangents_1"}));
+}
+
+TEST(ExtractTest, SavedConstantThatIsNoScalarCannotBeBound) {
+  // torch's free_symbols asserts on a saved value it cannot read (an Enum
+  // member that torch 2.11 does not count opaque, a string ...).
+  TestGraph t;
+  Ref mode = t.placeholder("primals_1");
+  t[mode].value = ValueKind::kConstant;
+  t[mode].flags = kFlagNonScalarConstant;
+  t[mode].tensors.clear();
+  Ref p = t.placeholder("primals_2");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref sin = t.call("aten.sin.default", {p});
+  Ref use = t.call("test.use_mode", {t1, mode});
+  t.output({A::tuple({sin, A(), use})});
+  Graph g = t.build();
+  SavedSets saved;
+  saved.saved_values = {mode.id};
+  try {
+    extract_fwd_bwd(g, saved, 1, PartitionOptions{});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidGraph);
+    EXPECT_NE(std::string(e.what()).find("'primals_1'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot extract sympy expressions"), std::string::npos);
+  }
+  // A plain constant (an int) has no symbols and is fine.
+  TestGraph t2 = t;
+  t2[mode].flags = 0;
+  Graph g2 = t2.build();
+  EXPECT_NO_THROW(extract_fwd_bwd(g2, saved, 1, PartitionOptions{}));
 }
 
 TEST(ExtractTest, DeadCollectivesGoOtherNodesStay) {

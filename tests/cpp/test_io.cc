@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <dirent.h>
@@ -162,6 +163,20 @@ TEST(IoRead, OpTableAndCategoryOverrides) {
   EXPECT_EQ(j.op_overrides[0].second, kCatRecomputable | kCatFusible);
 }
 
+TEST(IoRead, PacketOps) {
+  JointGraph j = read_joint_graph(doc(
+      R"({"name":"a","op":"call_function","target":"aten.rand","args":[[3]],
+          "val":{"kind":"tensor","dtype":"float32","shape":[3]}},)" + kOutput,
+      R"("ops":[{"name":"aten.rand","kind":"packet","namespace":"aten","packet":"aten.rand",
+                 "mutable":false,"view":false,"tags":["nondeterministic_seeded"],
+                 "packet_tags":["nondeterministic_seeded"],"mutable_args":[]}],)"));
+  const OpInfo* op = j.graph.op(j.graph.find("a"));
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->kind, OpKind::kPacket);
+  EXPECT_EQ(op->tags, kTagNondeterministicSeeded);
+  EXPECT_NE(write_joint_graph(j).find(R"("name":"aten.rand","kind":"packet")"), std::string::npos);
+}
+
 TEST(IoRead, UnknownDtypeWithItemsizeIsAccepted) {
   JointGraph j = read_joint_graph(doc(
       R"({"name":"a","op":"call_function","target":"aten.relu.default","args":[{"node":"x"}],
@@ -245,6 +260,25 @@ TEST(IoReject, WrongTypeInValue) {
                   ErrorCode::kParse, "node 'a'", "field 'val.shape'");
 }
 
+TEST(IoRead, StreamSyncMarksAControlDepsAndRoundTrips) {
+  const JointGraph j = read_joint_graph(doc(
+      R"({"name":"sg","op":"get_attr","target":"subgraph_record_event_0"},
+         {"name":"control_deps","op":"call_function","target":"higher_order.control_deps",
+          "args":[{"tuple":[{"node":"x"}]},{"node":"sg"},{"node":"x"}],"stream_sync":true},)" +
+      kOutput));
+  EXPECT_TRUE(j.graph.node(j.graph.find("control_deps")).has(kFlagStreamSync));
+  EXPECT_FALSE(j.graph.node(j.graph.find("sg")).has(kFlagStreamSync));
+  const std::string text = write_joint_graph(j);
+  EXPECT_NE(text.find(R"("stream_sync":true)"), std::string::npos) << text;
+  EXPECT_TRUE(read_joint_graph(text).graph.node(j.graph.find("control_deps")).has(kFlagStreamSync));
+}
+
+TEST(IoReject, StreamSyncMustBeABool) {
+  EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"higher_order.control_deps",
+                          "stream_sync":1},)" + kOutput),
+                  ErrorCode::kParse, "node 'a'", "field 'stream_sync'");
+}
+
 TEST(IoReject, UnknownNodeOp) {
   EXPECT_REJECTED(doc(R"({"name":"a","op":"call_module","target":"m"},)" + kOutput),
                   ErrorCode::kParse, "node 'a'", "field 'op'", "call_module");
@@ -287,6 +321,31 @@ TEST(IoReject, UnknownArgTag) {
   EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"aten.relu.default",
                           "args":[{"nod":"x"}]},)" + kOutput),
                   ErrorCode::kParse, "node 'a'", "field 'args'", "unknown argument tag 'nod'");
+}
+
+TEST(IoReject, FloatBitsOfANonNan) {
+  EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"aten.mul.Tensor",
+                          "args":[{"node":"x"},{"float":"nan","bits":"3ff0000000000000"}]},)" +
+                      kOutput),
+                  ErrorCode::kParse, "node 'a'", "field 'args'", "16 hex digits of a NaN");
+  EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"aten.mul.Tensor",
+                          "args":[{"node":"x"},{"float":"inf","bits":"fff8000000000000"}]},)" +
+                      kOutput),
+                  ErrorCode::kParse, "node 'a'", "field 'args'", "for a NaN only");
+  EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"aten.mul.Tensor",
+                          "args":[{"node":"x"},{"float":"nan","bits":"fff8"}]},)" + kOutput),
+                  ErrorCode::kParse, "node 'a'", "field 'args'", "'fff8'");
+}
+
+TEST(IoReject, MalformedCustomContext) {
+  EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"aten.sin.default",
+                          "args":[{"node":"x"}],"meta":{"custom_context":[1,null]}},)" + kOutput),
+                  ErrorCode::kParse, "node 'a'", "field 'meta.custom_context'",
+                  "[stream, mempool, mempool_device]");
+  EXPECT_REJECTED(doc(R"({"name":"a","op":"call_function","target":"aten.sin.default",
+                          "args":[{"node":"x"}],"meta":{"custom_context":[1.5,null,null]}},)" +
+                      kOutput),
+                  ErrorCode::kParse, "node 'a'", "field 'meta.custom_context'");
 }
 
 TEST(IoReject, DanglingReference) {
@@ -490,6 +549,63 @@ TEST(IoWrite, CanonicalDocumentIsAFixedPoint) {
   EXPECT_EQ(written, canonical);
 }
 
+TEST(IoWrite, ReleaseFactsRoundTrip) {
+  // What torch releases read differently: an op's dropout_p (2.14), a
+  // device value (2.15), the raw-expression symbols and bindings (2.14).
+  const std::string canonical = R"({
+  "format":"remat.joint_graph",
+  "version":1,
+  "num_fwd_outputs":1,
+  "static_lifetime_input_indices":[],
+  "ops":[
+    {"name":"aten._scaled_dot_product_flash_attention_for_cpu.default","kind":"overload","namespace":"aten","packet":"aten._scaled_dot_product_flash_attention_for_cpu","mutable":false,"view":false,"returns":2,"tags":["nondeterministic_seeded"],"packet_tags":["nondeterministic_seeded"],"mutable_args":[],"dropout_p":{"index":3,"default":0.0}},
+    {"name":"aten._efficient_attention_forward.default","kind":"overload","namespace":"aten","packet":"aten._efficient_attention_forward","mutable":false,"view":false,"tags":["nondeterministic_seeded"],"packet_tags":["nondeterministic_seeded"],"mutable_args":[],"dropout_p":{"index":8}},
+    {"name":"coor.current_device.default","kind":"overload","namespace":"coor","packet":"coor.current_device","mutable":false,"view":false,"returns":1,"tags":[],"packet_tags":[],"mutable_args":[]}
+  ],
+  "nodes":[
+    {"name":"x","op":"placeholder","target":"x","val":{"kind":"tensor","dtype":"float32","shape":[{"expr":"s0","hint":4}],"stride":[1],"device":"cpu","storage":0},"tensor_meta":true,"free_symbols":["s0"],"free_symbols_unreplaced":["s1"]},
+    {"name":"n","op":"placeholder","target":"n","val":{"kind":"symint","expr":"s0","hint":4},"free_symbols":["s0"],"binds_symbol":"s0","free_symbols_unreplaced":["s1"],"binds_symbol_unreplaced":"s1"},
+    {"name":"u","op":"placeholder","target":"u","val":{"kind":"symint","expr":"u0"},"free_symbols":["u0"],"binds_symbol":"u0","binds_symbol_unreplaced":null},
+    {"name":"sdpa","op":"call_function","target":"aten._scaled_dot_product_flash_attention_for_cpu.default","args":[{"node":"x"},{"node":"x"},{"node":"x"}],"val":{"kind":"sequence","items":[{"kind":"tensor","dtype":"float32","shape":[4],"stride":[1],"device":"cpu","storage":1},{"kind":"tensor","dtype":"float32","shape":[4],"stride":[1],"device":"cpu","storage":2}]}},
+    {"name":"eff","op":"call_function","target":"aten._efficient_attention_forward.default","args":[{"node":"x"},{"node":"x"},{"node":"x"}],"val":{"kind":"none"}},
+    {"name":"dev","op":"call_function","target":"coor.current_device.default","val":{"kind":"device","device":"cuda:1"}},
+    {"name":"mode","op":"get_attr","target":"mode","val":{"kind":"constant","repr":"<Mode.A: 1>","scalar":false}},
+    {"name":"output","op":"output","target":"output","args":[[{"node":"x"},{"node":"dev"}]]}
+  ]
+}
+)";
+  const JointGraph j = read_joint_graph(canonical);
+  const Graph& g = j.graph;
+  const OpInfo& sdpa = *g.op(g.find("sdpa"));
+  EXPECT_EQ(sdpa.dropout_p_index, 3);
+  EXPECT_TRUE(sdpa.dropout_p_has_default);
+  const OpInfo& eff = *g.op(g.find("eff"));
+  EXPECT_EQ(eff.dropout_p_index, 8);
+  EXPECT_FALSE(eff.dropout_p_has_default);
+  EXPECT_EQ(g.node(g.find("dev")).value, ValueKind::kDevice);
+  EXPECT_EQ(g.str(g.extra(g.find("dev")).device), "cuda:1");
+  EXPECT_TRUE(g.node(g.find("mode")).has(kFlagNonScalarConstant));
+  const NodeId n = g.find("n");
+  EXPECT_EQ(g.str(g.binds_symbol(n, false)), "s0");
+  EXPECT_EQ(g.str(g.binds_symbol(n, true)), "s1");
+  EXPECT_EQ(g.binds_symbol(g.find("u"), true), 0u);
+  ASSERT_EQ(g.unreplaced_symbols(g.find("x")).size(), 1u);
+  EXPECT_EQ(g.str(g.unreplaced_symbols(g.find("x"))[0]), "s1");
+  EXPECT_EQ(write_joint_graph(j), canonical);
+}
+
+TEST(IoReject, DropoutPWithoutIndex) {
+  EXPECT_REJECTED(
+      doc(kOutput, R"("ops":[{"name":"aten.foo.default","dropout_p":{"default":0.0}}],)"),
+      ErrorCode::kParse, "op 'aten.foo.default'", "field 'dropout_p.index'", "missing");
+}
+
+TEST(IoReject, DeviceValueWithoutDevice) {
+  EXPECT_REJECTED(doc(R"({"name":"d","op":"call_function","target":"coor.current_device.default",
+                         "val":{"kind":"device"}},)" + kOutput),
+                  ErrorCode::kParse, "node 'd'", "field 'val.device'", "missing");
+}
+
 TEST(IoWrite, FloatsAlwaysReadBackAsFloats) {
   JointGraph j = read_joint_graph(doc(
       R"({"name":"a","op":"call_function","target":"aten.add.Scalar",
@@ -500,6 +616,32 @@ TEST(IoWrite, FloatsAlwaysReadBackAsFloats) {
   JointGraph back = read_joint_graph(text);
   const std::vector<ArgId> args = back.graph.children(back.graph.node(back.graph.find("a")).args);
   for (size_t i = 1; i < args.size(); ++i) EXPECT_EQ(back.graph.arg(args[i]).kind, ArgKind::kFloat);
+}
+
+TEST(IoWrite, NanBitsRoundTrip) {
+  // A NaN with its sign bit set keeps it; Python's float("nan") needs no bits.
+  JointGraph j = read_joint_graph(doc(
+      R"({"name":"a","op":"call_function","target":"aten.mul.Tensor",
+          "args":[{"node":"x"},{"float":"nan","bits":"fff8000000000001"},{"float":"nan"}]},)" +
+      kOutput));
+  const Graph& g = j.graph;
+  const std::vector<ArgId> args = g.children(g.node(g.find("a")).args);
+  EXPECT_EQ(std::bit_cast<uint64_t>(g.arg(args[1]).f), 0xfff8000000000001ull);
+  EXPECT_EQ(std::bit_cast<uint64_t>(g.arg(args[2]).f), 0x7ff8000000000000ull);
+  const std::string text = write_joint_graph(j);
+  EXPECT_NE(text.find(R"({"float":"nan","bits":"fff8000000000001"},{"float":"nan"}])"),
+            std::string::npos)
+      << text;
+}
+
+TEST(IoWrite, CustomContextRoundTrip) {
+  JointGraph j = read_joint_graph(doc(
+      R"x({"name":"a","op":"call_function","target":"aten.sin.default","args":[{"node":"x"}],
+          "meta":{"custom_context":[ 1, null, "(0, 1)" ]}},)x" + kOutput));
+  EXPECT_EQ(j.graph.str(j.graph.extra(j.graph.find("a")).custom_context),
+            R"x([1,null,"(0, 1)"])x");
+  EXPECT_NE(write_joint_graph(j).find(R"x("meta":{"custom_context":[1,null,"(0, 1)"]})x"),
+            std::string::npos);
 }
 
 TEST(IoWrite, ResultNamesOriginsAndDecisions) {

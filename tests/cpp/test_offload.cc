@@ -11,6 +11,7 @@
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/partition.h"
+#include "remat/torch_release.h"
 
 namespace remat {
 namespace {
@@ -163,6 +164,82 @@ TEST(OffloadTest, SeparateStreamPairsEachTransferWithAWait) {
   EXPECT_EQ(args(bw, bw.find("async_gpu_reload_relu")), "cpu_offload_relu, device:cuda:0, [4,8], [8,1]");
   EXPECT_EQ(args(bw, bw.find("gpu_reload_relu")), "async_gpu_reload_relu, cpu_offload_relu");
   EXPECT_EQ(bw.str(bw.op(bw.find("gpu_reload_relu"))->name), "ao.wait_tensor.default");
+}
+
+PartitionOptions offloading_as(TorchRelease release, bool separate_stream) {
+  PartitionOptions o = offloading(separate_stream);
+  o.torch = TorchBehavior::of(release);
+  return o;
+}
+
+// offload_reload_layout (2.13): before it, the async reload takes only the
+// device and its wait only the reload; the placeholder's meta names the
+// original device alone, and the offloaded forward node records its own.
+TEST(OffloadTest, Torch212ReloadsWithoutTheOriginalLayout) {
+  Case c = make_case();
+  mark(c, {c.relu});
+  PartitionResult r = default_partition(joint_of(c), offloading_as({2, 12}, true));
+  const Graph& bw = r.backward;
+  EXPECT_EQ(names(bw), (Names{"cpu_offload_relu", "sin", "view", "tangents_1", "mul_1",
+                              "async_gpu_reload_relu", "gpu_reload_relu", "mul_2", "mul_3",
+                              "output"}));
+  EXPECT_EQ(args(bw, bw.find("async_gpu_reload_relu")), "cpu_offload_relu, device:cuda:0");
+  EXPECT_EQ(args(bw, bw.find("gpu_reload_relu")), "async_gpu_reload_relu");
+  EXPECT_EQ(device_of(bw, "gpu_reload_relu"), "cuda:0");
+  EXPECT_EQ(args(bw, bw.find("mul_2")), "tangents_1, gpu_reload_relu");
+  const NodeExtra& px = bw.extra(bw.find("cpu_offload_relu"));
+  EXPECT_FALSE(px.original_layout);
+  ASSERT_LT(px.original_tensor, bw.values().sizes().tensors);
+  const Graph& fw = r.forward;
+  const NodeExtra& fx = fw.extra(fw.find("relu"));
+  ASSERT_LT(fx.original_tensor, fw.values().sizes().tensors);
+  EXPECT_EQ(fw.str(fw.values().tensors(fx.original_tensor)->device), "cuda:0");
+  // The forward's offload itself is the same in 2.12 and 2.13.
+  EXPECT_EQ(args(fw, fw.find("cpu_offload_relu")), "async_cpu_offload_relu, relu");
+  const PartitionResult later = default_partition(joint_of(c), offloading_as({2, 13}, true));
+  EXPECT_TRUE(later.backward.extra(later.backward.find("cpu_offload_relu")).original_layout);
+}
+
+TEST(OffloadTest, Torch212OffloadMetaNamesOnlyTheDevice) {
+  Case c = make_case();
+  mark(c, {c.relu});
+  JointGraph j = joint_of(c);
+  const std::string doc = write_result(j, default_partition(j, offloading_as({2, 12}, false)));
+  // The backward placeholder, then the forward node.
+  EXPECT_NE(doc.find("\"saved_for_offloading\":true,\"original_device\":\"cuda:0\"}"),
+            std::string::npos)
+      << doc;
+  EXPECT_EQ(doc.find("original_size"), std::string::npos) << doc;
+  const PartitionResult r = default_partition(j, offloading_as({2, 13}, false));
+  EXPECT_EQ(r.forward.extra(r.forward.find("relu")).original_tensor,
+            NodeExtra{}.original_tensor);  // 2.13 records no device on the forward node
+}
+
+// offload_async_ops (2.12): torch 2.11's separate stream numbers streams and
+// events from dynamo's global registry; remat refuses it, but not the
+// synchronous path, nor a separate stream with nothing to offload.
+TEST(OffloadTest, Torch211RefusesTheSeparateStreamButNotTheSynchronousPath) {
+  Case c = make_case();
+  mark(c, {c.relu});
+  try {
+    default_partition(joint_of(c), offloading_as({2, 11}, true));
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("node 'relu'"), std::string::npos) << what;
+    EXPECT_NE(what.find("torch 2.11"), std::string::npos) << what;
+    EXPECT_NE(what.find("registry"), std::string::npos) << what;
+  }
+  const PartitionResult sync11 = default_partition(joint_of(c), offloading_as({2, 11}, false));
+  const PartitionResult sync12 = default_partition(joint_of(c), offloading_as({2, 12}, false));
+  EXPECT_EQ(names(sync11.forward), names(sync12.forward));
+  EXPECT_EQ(names(sync11.backward), names(sync12.backward));
+  EXPECT_EQ(args(sync11.backward, sync11.backward.find("gpu_reload_relu")),
+            "cpu_offload_relu, device:cuda:0");
+  Case unmarked = make_case();
+  const PartitionResult none = default_partition(joint_of(unmarked), offloading_as({2, 11}, true));
+  EXPECT_EQ(names(none.forward), names(default_partition(joint_of(unmarked), PartitionOptions{}).forward));
 }
 
 TEST(OffloadTest, SinkWaitMovesOffloadWaitsBeforeTheOutput) {

@@ -61,12 +61,14 @@ TEST(OpsDefaults, PointwiseRuleAppliesToAtenPackets) {
   t.output({a, b, c, d});
   Graph g = t.build();
   const OpRegistry& r = OpRegistry::defaults();
-  auto cats = [&](const char* name) { return r.categories(g, g.ops()[g.find_op(name)]); };
+  auto cats = [&](const char* name) {
+    return r.categories(g, g.ops()[g.find_op(name)], TorchBehavior{});
+  };
   EXPECT_EQ(cats("aten.hypot.default"), kCatRecomputable | kCatFusible);
   EXPECT_EQ(cats("aten.native_layer_norm.default"), 0);
   EXPECT_EQ(cats("prims.hypot.default"), 0);
   EXPECT_EQ(g.ops()[g.find_op("prims.hypot.default")].packet_tags & kTagPointwise, kTagPointwise);
-  std::vector<uint8_t> all = r.classify(g);
+  std::vector<uint8_t> all = r.classify(g, TorchBehavior{});
   ASSERT_EQ(all.size(), g.ops().size());
   EXPECT_EQ(all[g.find_op("aten.sin.default")], kCatRecomputable | kCatFusible);
 }
@@ -81,20 +83,84 @@ TEST(OpsRegistry, SetOverridesPointwiseRuleAddDoesNot) {
 
   OpRegistry added = OpRegistry::defaults();
   added.add("aten.hypot", kCatView);
-  EXPECT_EQ(added.categories(g, hypot), kCatRecomputable | kCatFusible | kCatView);
+  EXPECT_EQ(added.categories(g, hypot, TorchBehavior{}), kCatRecomputable | kCatFusible | kCatView);
   EXPECT_FALSE(added.has_override("aten.hypot"));
 
   OpRegistry replaced = OpRegistry::defaults();
   replaced.set("aten.hypot", kCatComputeIntensive);
   EXPECT_TRUE(replaced.has_override("aten.hypot"));
-  EXPECT_EQ(replaced.categories(g, hypot), kCatComputeIntensive);
+  EXPECT_EQ(replaced.categories(g, hypot, TorchBehavior{}), kCatComputeIntensive);
   replaced.add("aten.hypot", kCatView);  // adding to an override keeps it one
-  EXPECT_EQ(replaced.categories(g, hypot), kCatComputeIntensive | kCatView);
+  EXPECT_EQ(replaced.categories(g, hypot, TorchBehavior{}), kCatComputeIntensive | kCatView);
 
   OpRegistry cleared = OpRegistry::defaults();
   cleared.set("aten.mm", 0);
   EXPECT_EQ(cleared.lookup("aten.mm"), 0);
   EXPECT_EQ(OpRegistry::defaults().lookup("aten.mm"), kCatComputeIntensive);
+}
+
+// 2.12 tagged leaky_relu (and seven more) pointwise; under 2.11 the packet
+// is in no list, whatever tag a graph captured under a newer torch records.
+TEST(OpsReleases, LeakyReluFamilyIsPointwiseFrom212) {
+  TestGraph t;
+  auto x = t.placeholder("primals_1");
+  auto a = t.call("aten.leaky_relu.default", {x});
+  auto b = t.call("aten._conj_physical.default", {x});
+  auto c = t.call("aten.hypot.default", {x, x});  // pointwise in every release
+  t.output({a, b, c});
+  Graph g = t.build();
+  const OpRegistry& r = OpRegistry::defaults();
+  ASSERT_EQ(g.ops()[g.find_op("aten.leaky_relu.default")].packet_tags & kTagPointwise,
+            kTagPointwise);
+  TorchBehavior v211 = TorchBehavior::of({2, 11});
+  TorchBehavior v212 = TorchBehavior::of({2, 12});
+  for (const char* name : {"aten.leaky_relu.default", "aten._conj_physical.default"}) {
+    const OpInfo& op = g.ops()[g.find_op(name)];
+    EXPECT_EQ(r.categories(g, op, v212), kCatRecomputable | kCatFusible) << name;
+    EXPECT_EQ(r.categories(g, op, v211), 0) << name;
+  }
+  const OpInfo& hypot = g.ops()[g.find_op("aten.hypot.default")];
+  EXPECT_EQ(r.categories(g, hypot, v211), kCatRecomputable | kCatFusible);
+  // The switch alone decides, not the release it came with.
+  v212.leaky_relu_family_pointwise = false;
+  EXPECT_EQ(r.categories(g, g.ops()[g.find_op("aten.leaky_relu.default")], v212), 0);
+  // The in-place activations are gated with it.
+  for (const char* packet : {"aten.celu_", "aten.elu_", "aten.hardsigmoid_", "aten.hardtanh_",
+                             "aten.leaky_relu_", "aten.selu_"}) {
+    EXPECT_EQ(default_op_facts(std::string(packet) + ".default").packet_tags & kTagPointwise,
+              kTagPointwise)
+        << packet;
+  }
+  // An override wins in every release.
+  OpRegistry set = OpRegistry::defaults();
+  set.set("aten.leaky_relu", kCatRecomputable);
+  EXPECT_EQ(set.categories(g, g.ops()[g.find_op("aten.leaky_relu.default")], v211),
+            kCatRecomputable);
+}
+
+// 2.13 listed prims.prepare_softmax_online as recomputable (so fusible);
+// 2.12 did not. A caller's own add() survives the older release.
+TEST(OpsReleases, PrepareSoftmaxOnlineIsRecomputableFrom213) {
+  TestGraph t;
+  auto x = t.placeholder("primals_1");
+  auto p = t.call("prims.prepare_softmax_online.default", {x, 1});
+  t.output({p});
+  Graph g = t.build();
+  const OpInfo& op = g.ops()[g.find_op("prims.prepare_softmax_online.default")];
+  const OpRegistry& r = OpRegistry::defaults();
+  EXPECT_EQ(r.categories(g, op, TorchBehavior::of({2, 13})), kCatRecomputable | kCatFusible);
+  EXPECT_EQ(r.categories(g, op, TorchBehavior::of({2, 12})), 0);
+  TorchBehavior flipped = TorchBehavior::of({2, 15});
+  flipped.prepare_softmax_online_recomputable = false;
+  EXPECT_EQ(r.categories(g, op, flipped), 0);
+  EXPECT_EQ(r.lookup("prims.prepare_softmax_online"), kCatRecomputable | kCatFusible);
+
+  OpRegistry added = OpRegistry::defaults();
+  added.add("prims.prepare_softmax_online", kCatRecomputable);
+  EXPECT_EQ(added.categories(g, op, TorchBehavior::of({2, 12})), kCatRecomputable);
+  OpRegistry set = OpRegistry::defaults();
+  set.set("prims.prepare_softmax_online", kCatFusible);
+  EXPECT_EQ(set.categories(g, op, TorchBehavior::of({2, 12})), kCatFusible);
 }
 
 TEST(OpsFacts, KindFromNameShape) {
@@ -121,6 +187,16 @@ TEST(OpsFacts, KindFromNameShape) {
   EXPECT_EQ(custom.kind, OpKind::kOverload);
   EXPECT_EQ(custom.packet, "mylib.foo");
   EXPECT_EQ(custom.tags, 0);
+
+  // A bare packet of an op namespace: its tags are its .default overload's,
+  // and it has no schema facts of its own.
+  OpFacts rand = default_op_facts("aten.rand");
+  EXPECT_EQ(rand.kind, OpKind::kPacket);
+  EXPECT_EQ(rand.packet, "aten.rand");
+  EXPECT_EQ(rand.tags, kTagNondeterministicSeeded);
+  OpFacts relu_ = default_op_facts("aten.relu_");
+  EXPECT_EQ(relu_.kind, OpKind::kPacket);
+  EXPECT_FALSE(relu_.is_mutable);
 }
 
 TEST(OpsFacts, Mutability) {

@@ -203,7 +203,10 @@ TEST(PipelineOrigins, DecisionsNameJointNodes) {
   Ref sin = t.call("aten.sin.default", {p1}, {4});
   Ref sin_again = t.call("aten.sin.default", {p1}, {4});  // equal to sin: CSE merges it
   Ref cos = t.call("aten.cos.default", {sin}, {4}, "cos_1");  // sin is no direct output
-  Ref grad = t.call("aten.mul.Tensor", {t1, sin_again}, {4});
+  // Both sins feed the backward (CSE merges only values the backward needs
+  // alike, from 2.14 on).
+  Ref both = t.call("aten.add.Tensor", {sin, sin_again}, {4});
+  Ref grad = t.call("aten.mul.Tensor", {t1, both}, {4});
   t.output({A::tuple({cos, grad})});
   const JointGraph j = joint_of(t);
   const PartitionResult r = min_cut_rematerialization_partition(j, PartitionOptions{});

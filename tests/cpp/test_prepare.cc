@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "graph_fixture.h"
 #include "prepare/mutation.h"
 #include "prepare/prepare.h"
+#include "remat/error.h"
 
 namespace remat {
 namespace {
@@ -16,6 +21,14 @@ using testing::Ref;
 using testing::TestGraph;
 
 bool has(const Graph& g, const char* name) { return g.find(name) != kNoNode; }
+
+const TorchBehavior kNewest = TorchBehavior::of(kNewestTorchRelease);
+
+PartitionOptions as_release(TorchRelease release) {
+  PartitionOptions o;
+  o.torch = TorchBehavior::of(release);
+  return o;
+}
 
 // Returns `values` through one stack node: a node returned directly aliases
 // an output, which CSE never merges.
@@ -36,7 +49,7 @@ TEST(PrepareDce, RemovesDeadChainsKeepsPlaceholders) {
   (void)unused;
   (void)b;
   Graph g = t.build();
-  Graph d = eliminate_dead_code(g, true);
+  Graph d = eliminate_dead_code(g, Impurity{});
   EXPECT_EQ(d.size(), 4u);
   EXPECT_TRUE(has(d, "primals_2"));
   EXPECT_FALSE(has(d, "relu"));
@@ -53,7 +66,7 @@ TEST(PrepareDce, ImpureNodesAndTheirInputsStay) {
   auto p = t.call("aten.neg.default", {a}, {4}, "printer");
   t[p].flags |= kFlagImpure;
   t.output({x});
-  Graph d = eliminate_dead_code(t.build(), true);
+  Graph d = eliminate_dead_code(t.build(), Impurity{});
   EXPECT_TRUE(has(d, "printer"));
   EXPECT_TRUE(has(d, "relu"));
 }
@@ -64,8 +77,22 @@ TEST(PrepareDce, RandomOpsImpureOnlyWithImpureRandom) {
   t.call("aten.rand_like.default", {x});
   t.output({x});
   Graph g = t.build();
-  EXPECT_TRUE(has(eliminate_dead_code(g, true), "rand_like"));
-  EXPECT_FALSE(has(eliminate_dead_code(g, false), "rand_like"));
+  EXPECT_TRUE(has(eliminate_dead_code(g, Impurity{}), "rand_like"));
+  EXPECT_FALSE(has(eliminate_dead_code(g, Impurity{.random = false}), "rand_like"));
+}
+
+TEST(PrepareDce, PacketTargetsAnswerAsTheirDefaultOverloadFrom213) {
+  // A dead torch.ops.aten.rand (a packet, as a joint pass may insert one).
+  TestGraph t;
+  auto x = t.placeholder("primals_1");
+  auto rand = t.call("aten.rand", {A::list({3})}, {3}, "dead_rand");
+  t.output({x});
+  Graph g = t.build();
+  ASSERT_EQ(g.op(rand.id)->kind, OpKind::kPacket);
+  // 2.13 on: random like aten.rand.default, so kept; 2.12: a packet is pure.
+  EXPECT_TRUE(has(eliminate_dead_code(g, impurity(true, TorchBehavior::of({2, 13}))), "dead_rand"));
+  EXPECT_FALSE(has(eliminate_dead_code(g, impurity(true, TorchBehavior::of({2, 12}))), "dead_rand"));
+  EXPECT_FALSE(has(eliminate_dead_code(g, impurity(false, TorchBehavior::of({2, 13}))), "dead_rand"));
 }
 
 TEST(PrepareDce, UnusedGetAttrDies) {
@@ -73,7 +100,7 @@ TEST(PrepareDce, UnusedGetAttrDies) {
   auto x = t.placeholder("primals_1");
   t.get_attr("_tensor_constant0");
   t.output({x});
-  EXPECT_FALSE(has(eliminate_dead_code(t.build(), true), "_tensor_constant0"));
+  EXPECT_FALSE(has(eliminate_dead_code(t.build(), Impurity{}), "_tensor_constant0"));
 }
 
 // --- common_subexpression_elimination ------------------------------------------
@@ -89,7 +116,7 @@ TEST(PrepareCse, MergesEqualNodesIntoTheFirst) {
   t.output({s});
   Graph g = t.build();
   std::vector<NodeId> replaced;
-  Graph c = common_subexpression_elimination(g, replaced);
+  Graph c = common_subexpression_elimination(g, replaced, kNewest);
   ASSERT_EQ(replaced.size(), g.size());
   EXPECT_EQ(replaced[a2.id], a1.id);
   EXPECT_EQ(replaced[b2.id], b1.id);
@@ -110,19 +137,41 @@ TEST(PrepareCse, ConstantsCompareWithTheirType) {
   auto f = t.call("aten.mul.Tensor", {x, 1.0});
   auto b = t.call("aten.mul.Tensor", {x, true});
   auto i2 = t.call("aten.mul.Tensor", {x, 1});
+  auto f2 = t.call("aten.mul.Tensor", {x, 1.0});
+  output_via_sink(t, {i, f, b, i2, f2});
+  Graph g = t.build();
+  for (TorchRelease release : {TorchRelease{2, 13}, TorchRelease{2, 14}}) {
+    std::vector<NodeId> r;
+    common_subexpression_elimination(g, r, TorchBehavior::of(release));
+    EXPECT_EQ(r[f.id], f.id);
+    EXPECT_EQ(r[b.id], b.id);
+    EXPECT_EQ(r[i2.id], i.id);
+    EXPECT_EQ(r[f2.id], f.id);
+  }
+}
+
+TEST(PrepareCse, FloatsCompareByValueUntil213ByBitsFrom214) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  TestGraph t;
+  auto x = t.placeholder("primals_1");
   auto z = t.call("aten.mul.Tensor", {x, 0.0});
-  auto nz = t.call("aten.mul.Tensor", {x, -0.0});  // -0.0 == 0.0 in Python
-  auto n1 = t.call("aten.mul.Tensor", {x, std::nan("")});
-  auto n2 = t.call("aten.mul.Tensor", {x, std::nan("")});  // NaN equals nothing
-  output_via_sink(t, {i, f, b, i2, z, nz, n1, n2});
+  auto nz = t.call("aten.mul.Tensor", {x, -0.0});
+  auto n1 = t.call("aten.mul.Tensor", {x, nan});
+  auto n2 = t.call("aten.mul.Tensor", {x, nan});
+  auto neg_nan = t.call("aten.mul.Tensor", {x, -nan});  // the sign bit set
+  output_via_sink(t, {z, nz, n1, n2, neg_nan});
   Graph g = t.build();
   std::vector<NodeId> r;
-  common_subexpression_elimination(g, r);
-  EXPECT_EQ(r[f.id], f.id);
-  EXPECT_EQ(r[b.id], b.id);
-  EXPECT_EQ(r[i2.id], i.id);
+  // 2.13: -0.0 == 0.0, and NaN equals nothing.
+  common_subexpression_elimination(g, r, TorchBehavior::of({2, 13}));
   EXPECT_EQ(r[nz.id], z.id);
   EXPECT_EQ(r[n2.id], n2.id);
+  EXPECT_EQ(r[neg_nan.id], neg_nan.id);
+  // 2.14: bit patterns; equal NaNs merge, -nan is another pattern.
+  common_subexpression_elimination(g, r, TorchBehavior::of({2, 14}));
+  EXPECT_EQ(r[nz.id], nz.id);
+  EXPECT_EQ(r[n2.id], n1.id);
+  EXPECT_EQ(r[neg_nan.id], neg_nan.id);
 }
 
 TEST(PrepareCse, StructureKwargsAndTargetMatter) {
@@ -142,7 +191,7 @@ TEST(PrepareCse, StructureKwargsAndTargetMatter) {
   output_via_sink(t, {l, tu, l2, k1, k2, k3, o, o2});
   Graph g = t.build();
   std::vector<NodeId> r;
-  common_subexpression_elimination(g, r);
+  common_subexpression_elimination(g, r, kNewest);
   EXPECT_EQ(r[tu.id], tu.id);
   EXPECT_EQ(r[l2.id], l.id);
   EXPECT_EQ(r[k2.id], k2.id);
@@ -166,11 +215,89 @@ TEST(PrepareCse, RandomOpsAndEmptyAreNeverMerged) {
   output_via_sink(t, {s, s2, g1, g2});
   Graph g = t.build();
   std::vector<NodeId> r;
-  common_subexpression_elimination(g, r);
+  common_subexpression_elimination(g, r, kNewest);
   EXPECT_EQ(r[r2.id], r2.id);
   EXPECT_EQ(r[e2.id], e2.id);
   EXPECT_EQ(r[d2.id], d2.id);
   EXPECT_EQ(r[g2.id], g2.id);
+}
+
+TEST(PrepareCse, ImpureNodesNeverMergeFrom214) {
+  TestGraph t;
+  auto x = t.placeholder("primals_1");
+  // randn_like is random but not in compile_utils.rand_ops.
+  auto r1 = t.call("aten.randn_like.default", {x});
+  auto r2 = t.call("aten.randn_like.default", {x});
+  auto p1 = t.call("aten.neg.default", {x}, {4}, "printer");
+  auto p2 = t.call("aten.neg.default", {x}, {4}, "printer_1");
+  t[p1].flags |= kFlagImpure;  // a side effect, as the exporter records it
+  t[p2].flags |= kFlagImpure;
+  output_via_sink(t, {r1, r2, p1, p2});
+  Graph g = t.build();
+  std::vector<NodeId> r;
+  common_subexpression_elimination(g, r, TorchBehavior::of({2, 13}));
+  EXPECT_EQ(r[r2.id], r1.id);
+  EXPECT_EQ(r[p2.id], p1.id);
+  common_subexpression_elimination(g, r, TorchBehavior::of({2, 14}));
+  EXPECT_EQ(r[r2.id], r2.id);
+  EXPECT_EQ(r[p2.id], p2.id);
+}
+
+TEST(PrepareCse, StreamContextsSeparateEqualNodesFrom214) {
+  // sin four times: on the default stream, on stream 1, on the default
+  // stream, on stream 1.
+  TestGraph t;
+  auto x = t.placeholder("primals_1");
+  auto s0 = t.call("aten.sin.default", {x});
+  auto s1 = t.call("aten.sin.default", {x});
+  auto s2 = t.call("aten.sin.default", {x});
+  auto s3 = t.call("aten.sin.default", {x});
+  t[s1].custom_context = "[1,null,null]";
+  t[s3].custom_context = "[1,null,null]";
+  output_via_sink(t, {s0, s1, s2, s3});
+  Graph g = t.build();
+  std::vector<NodeId> r;
+  common_subexpression_elimination(g, r, TorchBehavior::of({2, 13}));
+  EXPECT_EQ(r[s1.id], s0.id);
+  EXPECT_EQ(r[s3.id], s0.id);
+  common_subexpression_elimination(g, r, TorchBehavior::of({2, 14}));
+  EXPECT_EQ(r[s1.id], s1.id);
+  EXPECT_EQ(r[s2.id], s0.id);
+  // As torch: the context is in the token, not the hash; s3 finds s0 and
+  // is kept, s1 never became a node to merge into.
+  EXPECT_EQ(r[s3.id], s3.id);
+}
+
+TEST(PrepareCse, FunctionalWrapperBasesNeverMergeFrom214) {
+  // Pairs of equal factory calls, each call a buffer a functional wrapper
+  // mutates: auto_functionalized_v2 (_all_bases), auto_functionalized (the
+  // wrapped op's schema names the kwarg), triton_kernel_wrapper_functional
+  // (tensors_to_clone names an entry of kwargs["kwargs"]).
+  TestGraph t;
+  t.op("mylib.add_into.default").mutable_args = {"buf"};
+  auto x = t.placeholder("primals_1");
+  const A target = A::str_like(ArgKind::kTarget, "mylib.add_into.default");
+  std::vector<Ref> bufs;
+  for (int i = 0; i < 6; ++i) bufs.push_back(t.call("aten.ones.default", {A::list({4})}));
+  std::vector<A> uses;
+  for (int i = 0; i < 2; ++i) {
+    auto v2 = t.call_multi("higher_order.auto_functionalized_v2", {target}, {{4}});
+    t[v2].kwargs = {{"x", x}, {"_all_bases", A::list({bufs[i]})}};
+    auto v1 = t.call_multi("higher_order.auto_functionalized", {target}, {{4}});
+    t[v1].kwargs = {{"buf", bufs[2 + i]}, {"x", x}};
+    auto tr = t.call_multi("higher_order.triton_kernel_wrapper_functional", {}, {{4}});
+    t[tr].kwargs = {{"kernel_idx", 0},
+                    {"kwargs", A::container(ArgKind::kDict, {"buf", bufs[4 + i], "x", x})},
+                    {"tensors_to_clone", A::list({"buf"})}};
+    for (Ref r : {v2, v1, tr}) uses.push_back(t.getitem(r, 0));
+  }
+  output_via_sink(t, uses);
+  Graph g = t.build();
+  std::vector<NodeId> r;
+  common_subexpression_elimination(g, r, TorchBehavior::of({2, 13}));
+  for (int i = 1; i < 6; ++i) EXPECT_EQ(r[bufs[i].id], bufs[0].id) << i;
+  common_subexpression_elimination(g, r, TorchBehavior::of({2, 14}));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(r[bufs[i].id], bufs[i].id) << i;
 }
 
 TEST(PrepareCse, NodesAliasingOutputsAreKept) {
@@ -186,7 +313,7 @@ TEST(PrepareCse, NodesAliasingOutputsAreKept) {
   t.output({a1, a2, w, u});
   Graph g = t.build();
   std::vector<NodeId> r;
-  common_subexpression_elimination(g, r);
+  common_subexpression_elimination(g, r, kNewest);
   EXPECT_EQ(r[a2.id], a2.id);
   EXPECT_EQ(r[v2.id], v2.id);
 }
@@ -202,7 +329,7 @@ TEST(PrepareCse, MutationRegionsSeparateEqualNodes) {
   t.output({s, mut});
   Graph g = t.build();
   std::vector<NodeId> r;
-  Graph c = common_subexpression_elimination(g, r);
+  Graph c = common_subexpression_elimination(g, r, kNewest);
   EXPECT_EQ(r[b1.id], b1.id);
   EXPECT_EQ(r[b2.id], b2.id);
   EXPECT_EQ(r[b3.id], b2.id);
@@ -246,6 +373,39 @@ TEST(PrepareCse, MutationOpByNameAndOutKwarg) {
   EXPECT_TRUE(is_mutation_op(g, st.id));
 }
 
+TEST(PrepareCse, PartitionKeyKeepsBackwardValuesApartFromForwardOnlyOnes) {
+  // The forward computes x @ w for a forward-only output; the backward
+  // computes it again (a custom Function's backward, say).
+  TestGraph t;
+  auto x = t.placeholder("primals_1");
+  auto w = t.placeholder("primals_2");
+  auto tan = t.placeholder("tangents_1");
+  auto mm = t.call("aten.mm.default", {x, w});
+  auto side = t.call("aten.mul.Tensor", {mm, 2});
+  auto sin = t.call("aten.sin.default", {x});
+  auto mm_bw = t.call("aten.mm.default", {x, w});
+  auto cos = t.call("aten.cos.default", {x});
+  auto grad = t.call("aten.mul.Tensor", {tan, cos});
+  auto add = t.call("aten.add.Tensor", {grad, mm_bw});
+  t.output({sin, side, add});
+  Graph g = t.build();
+
+  const std::vector<uint8_t> needed = backward_dependencies(g, 2);
+  EXPECT_FALSE(needed[mm.id]);
+  EXPECT_FALSE(needed[side.id]);
+  EXPECT_TRUE(needed[mm_bw.id]);
+  EXPECT_TRUE(needed[x.id] && needed[w.id] && needed[tan.id] && needed[add.id]);
+
+  // 2.13 merges the backward's mm into the forward-only one; 2.14 on, not.
+  EXPECT_EQ(prepare_for_min_cut(g, 2, as_release({2, 13})).survivor[mm_bw.id], mm.id);
+  EXPECT_EQ(prepare_for_min_cut(g, 2, as_release({2, 14})).survivor[mm_bw.id], mm_bw.id);
+  // Two nodes with the same key still merge.
+  std::vector<NodeId> r;
+  std::vector<uint8_t> all_needed(g.size(), 1);
+  common_subexpression_elimination(g, r, kNewest, all_needed);
+  EXPECT_EQ(r[mm_bw.id], mm.id);
+}
+
 // --- recompute-tag passes ---------------------------------------------------------
 
 TEST(PrepareTags, MustRecomputePredicates) {
@@ -265,9 +425,71 @@ TEST(PrepareTags, MustRecomputePredicates) {
   EXPECT_FALSE(has_recomputable_ops(t.build()));
   t.checkpoint(a, RecomputePolicy::kPreferRecompute, 0);
   EXPECT_TRUE(has_recomputable_ops(t.build()));
-  EXPECT_FALSE(has_recomputable_rng_ops(t.build()));
+  EXPECT_FALSE(has_recomputable_rng_ops(t.build(), TorchBehavior{}));
   t.checkpoint(r, RecomputePolicy::kMustRecompute, 0);
-  EXPECT_TRUE(has_recomputable_rng_ops(t.build()));
+  EXPECT_TRUE(has_recomputable_rng_ops(t.build(), TorchBehavior{}));
+}
+
+// An attention op (seeded, with a dropout_p argument) tagged for recompute,
+// with dropout_p given as `dropout` (absent: the schema default 0.0).
+Graph checkpointed_attention(std::optional<testing::A> dropout, bool as_kwarg = false) {
+  TestGraph t;
+  auto q = t.placeholder("primals_1");
+  const std::string op = "aten._scaled_dot_product_flash_attention_for_cpu.default";
+  std::vector<testing::A> args = {q, q, q};
+  if (dropout && !as_kwarg) args.push_back(*dropout);
+  auto sdpa = t.call_multi(op, args, {{4}, {4}});
+  if (dropout && as_kwarg) t[sdpa].kwargs = {{"dropout_p", *dropout}};
+  t.op(op).tags = kTagNondeterministicSeeded;
+  t.op(op).dropout_p_index = 3;
+  t.op(op).dropout_p_default = 0.0;
+  t.checkpoint(sdpa, RecomputePolicy::kMustRecompute, 0);
+  auto out = t.getitem(sdpa, 0);
+  t.output({out});
+  return t.build();
+}
+
+TEST(PrepareTags, AttentionWithStaticZeroDropoutIsRandomOnlyBefore214) {
+  const TorchBehavior t213 = TorchBehavior::of({2, 13});
+  const TorchBehavior t214 = TorchBehavior::of({2, 14});
+  // 2.13: the seeded tag decides. 2.14: dropout_p statically 0 (positional,
+  // keyword, the schema's default; 0, 0.0, -0.0, False) is not random.
+  for (const std::optional<testing::A>& zero :
+       {std::optional<testing::A>{}, std::optional<testing::A>{0.0}, std::optional<testing::A>{-0.0},
+        std::optional<testing::A>{0}, std::optional<testing::A>{false}}) {
+    for (bool kw : {false, true}) {
+      const Graph g = checkpointed_attention(zero, kw);
+      EXPECT_TRUE(has_recomputable_rng_ops(g, t213));
+      EXPECT_FALSE(has_recomputable_rng_ops(g, t214));
+    }
+  }
+  // A nonzero constant, or a node (a SymFloat input), is random in both.
+  EXPECT_TRUE(has_recomputable_rng_ops(checkpointed_attention(testing::A{0.1}), t214));
+  TestGraph t;
+  auto q = t.placeholder("primals_1");
+  auto p = t.call_sym("aten.sym_size.int", {q, 0}, "s0", 4);
+  const std::string op = "aten._scaled_dot_product_flash_attention_for_cpu.default";
+  auto sdpa = t.call_multi(op, {q, q, q, p}, {{4}, {4}});
+  t.op(op).tags = kTagNondeterministicSeeded;
+  t.op(op).dropout_p_index = 3;
+  t.op(op).dropout_p_default = 0.0;
+  t.checkpoint(sdpa, RecomputePolicy::kMustRecompute, 0);
+  t.output({t.getitem(sdpa, 0)});
+  EXPECT_TRUE(has_recomputable_rng_ops(t.build(), t214));
+}
+
+TEST(PrepareTags, AttentionWithoutADropoutDefaultIsRandom) {
+  // _efficient_attention_forward's dropout_p has no default: absent, the op
+  // stays random; an op without the dropout_p fact is judged by its tag.
+  TestGraph t;
+  auto q = t.placeholder("primals_1");
+  const std::string op = "aten._efficient_attention_forward.default";
+  auto a = t.call_multi(op, {q, q, q}, {{4}, {4}});
+  t.op(op).tags = kTagNondeterministicSeeded;
+  t.op(op).dropout_p_index = 8;
+  t.checkpoint(a, RecomputePolicy::kMustRecompute, 0);
+  t.output({t.getitem(a, 0)});
+  EXPECT_TRUE(has_recomputable_rng_ops(t.build(), TorchBehavior::of({2, 14})));
 }
 
 TEST(PrepareTags, CleanupSavesTheBoundaryOfConsecutiveRegions) {
@@ -341,12 +563,12 @@ TEST(PrepareTags, ForcedIdsAreInputGraphIds) {
   t.call("aten.sin.default", {x}, {4}, "dead");
   auto ar = t.call("_c10d_functional.all_reduce.default", {x, "sum", "0"});
   t.output({ar});
-  Graph g = eliminate_dead_code(t.build(), true);
+  Graph g = eliminate_dead_code(t.build(), Impurity{});
   std::vector<NodeId> forced;
-  force_save_collectives(g, forced);
+  force_save_collectives(g, kNewest, forced);
   EXPECT_EQ(forced, std::vector<NodeId>{ar.id});
   EXPECT_EQ(g.node(g.find("all_reduce")).recompute, RecomputePolicy::kMustSave);
-  force_save_collectives(g, forced);  // already MUST_SAVE: not listed again
+  force_save_collectives(g, kNewest, forced);  // already MUST_SAVE: not listed again
   EXPECT_EQ(forced.size(), 1u);
 }
 
@@ -361,10 +583,41 @@ TEST(PrepareTags, CollectivesUnlessMarkedRecompute) {
   t.output({w, b, other});
   Graph g = t.build();
   std::vector<NodeId> forced;
-  force_save_collectives(g, forced);
+  force_save_collectives(g, kNewest, forced);
   EXPECT_EQ(forced, (std::vector<NodeId>{a.id, w.id}));
   EXPECT_EQ(g.node(b.id).recompute, RecomputePolicy::kPreferRecompute);
   EXPECT_EQ(g.node(other.id).recompute, RecomputePolicy::kNone);
+}
+
+TEST(PrepareTags, MultiOutputCollectivesSaveTheirLeafGetitemsFrom215) {
+  TestGraph t;
+  auto x = t.placeholder("primals_1");
+  auto c = t.call_multi("_c10d_functional.all_gather_into_tensor_coalesced.default",
+                        {A::list({x, x}), 2, "0"}, {{8}, {8}});
+  auto g0 = t.getitem(c, 0);
+  auto g1 = t.getitem(c, 1);
+  t.checkpoint(g1, RecomputePolicy::kMustRecompute);  // overwritten: only the collective counts
+  auto w0 = t.call("_c10d_functional.wait_tensor.default", {g0});
+  auto w1 = t.call("_c10d_functional.wait_tensor.default", {g1});
+  // A list-valued collective nobody takes apart is not saved (2.15).
+  auto unused = t.call_multi("_c10d_functional.all_gather_into_tensor_coalesced.default",
+                             {A::list({x}), 2, "0"}, {{8}}, "unused");
+  t.output({w0, w1, unused});
+  const Graph built = t.build();
+
+  Graph g = built;
+  std::vector<NodeId> forced;
+  force_save_collectives(g, TorchBehavior::of({2, 14}), forced);
+  EXPECT_EQ(forced, (std::vector<NodeId>{c.id, w0.id, w1.id, unused.id}));
+  EXPECT_EQ(g.node(g1.id).recompute, RecomputePolicy::kMustRecompute);
+
+  g = built;
+  forced.clear();
+  force_save_collectives(g, TorchBehavior::of({2, 15}), forced);
+  EXPECT_EQ(forced, (std::vector<NodeId>{g0.id, g1.id, w0.id, w1.id}));
+  EXPECT_EQ(g.node(c.id).recompute, RecomputePolicy::kNone);
+  EXPECT_EQ(g.node(g1.id).recompute, RecomputePolicy::kMustSave);
+  EXPECT_EQ(g.node(unused.id).recompute, RecomputePolicy::kNone);
 }
 
 TEST(PrepareTags, EffectfulOpsSaveTheirLeafGetitems) {
@@ -385,12 +638,49 @@ TEST(PrepareTags, EffectfulOpsSaveTheirLeafGetitems) {
   t.output({g0, g10, g11, other, sg});
   Graph g = t.build();
   std::vector<NodeId> forced;
-  force_save_effectful_ops(g, forced);
+  force_save_effectful_ops(g, kNewest, forced);
   // Depth first: a getitem's own getitems are marked before it would be.
   EXPECT_EQ(forced, (std::vector<NodeId>{g0.id, g10.id, g11.id}));
   EXPECT_EQ(g.node(g1.id).recompute, RecomputePolicy::kNone);
   EXPECT_EQ(g.node(sg.id).recompute, RecomputePolicy::kNone);
   EXPECT_EQ(g.node(other.id).recompute, RecomputePolicy::kNone);
+}
+
+TEST(PrepareTags, EffectfulRecomputePoliciesUntil214AndFrom215) {
+  TestGraph t;
+  auto tok = t.placeholder("primals_1");
+  auto x = t.placeholder("primals_2");
+  auto we = t.call_multi("higher_order.with_effects",
+                         {tok, A::str_like(ArgKind::kTarget, "mylib.log.default"), x},
+                         {{0}, {4}});
+  auto g0 = t.getitem(we, 0);
+  auto g1 = t.getitem(we, 1);
+  t.output({g0, g1});
+  for (RecomputePolicy p : {RecomputePolicy::kPreferRecompute, RecomputePolicy::kMustRecompute}) {
+    t.checkpoint(we, p);
+    const Graph built = t.build();
+    // Up to 2.14 either recompute policy exempts the op.
+    Graph g = built;
+    std::vector<NodeId> forced;
+    force_save_effectful_ops(g, TorchBehavior::of({2, 14}), forced);
+    EXPECT_TRUE(forced.empty()) << recompute_policy_name(p);
+    // 2.15: PREFER_RECOMPUTE saves the outputs; MUST_RECOMPUTE is torch's error.
+    g = built;
+    if (p == RecomputePolicy::kPreferRecompute) {
+      force_save_effectful_ops(g, TorchBehavior::of({2, 15}), forced);
+      EXPECT_EQ(forced, (std::vector<NodeId>{g0.id, g1.id}));
+      continue;
+    }
+    try {
+      force_save_effectful_ops(g, TorchBehavior::of({2, 15}), forced);
+      ADD_FAILURE() << "MUST_RECOMPUTE on an effectful op was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidGraph);
+      EXPECT_STREQ(e.what(),
+                   "AOTAutograd does not support MUST_RECOMPUTE for effectful operations because "
+                   "forward effects cannot join the backward effect-token chain.");
+    }
+  }
 }
 
 TEST(PrepareTags, BackwardMutationSourceIsSaved) {
@@ -432,6 +722,31 @@ TEST(PrepareTags, BackwardMutationWalkStopsAtFirstNonCopy) {
   EXPECT_TRUE(forced.empty());
 }
 
+// --- is_functional_graph ---------------------------------------------------------
+
+TEST(PrepareFunctional, ShallowCopyDataIntoAnInputIsAllowedFrom214) {
+  TestGraph t;
+  auto p = t.placeholder("primals_1");
+  auto x = t.placeholder("primals_2");
+  auto sin = t.call("aten.sin.default", {x});
+  auto copy = t.call("aten.copy_.default", {p, sin});
+  auto data = t.call("aten.shallow_copy_data_.default", {p, sin});
+  t.output({copy, data});
+  Graph g = t.build();
+  EXPECT_TRUE(g.op(data.id)->is_mutable);
+  EXPECT_FALSE(is_functional_graph(g, TorchBehavior::of({2, 13})));
+  EXPECT_TRUE(is_functional_graph(g, TorchBehavior::of({2, 14})));
+
+  // Into anything but an input, it is not functional in any release.
+  TestGraph u;
+  auto y = u.placeholder("primals_1");
+  auto dst = u.call("aten.cos.default", {y});
+  auto src = u.call("aten.sin.default", {y});
+  auto bad = u.call("aten.shallow_copy_data_.default", {dst, src});
+  u.output({bad});
+  EXPECT_FALSE(is_functional_graph(u.build(), TorchBehavior::of({2, 14})));
+}
+
 // --- prologues ------------------------------------------------------------------
 
 TEST(PreparePrologue, MinCutRunsDceCseAndTags) {
@@ -445,7 +760,7 @@ TEST(PreparePrologue, MinCutRunsDceCseAndTags) {
   t.output({ar});
   Graph g = t.build();
   PartitionOptions o;
-  Prepared p = prepare_for_min_cut(g, o);
+  Prepared p = prepare_for_min_cut(g, 1, o);
   EXPECT_FALSE(has(p.graph, "dead"));
   EXPECT_FALSE(has(p.graph, "relu_1"));
   EXPECT_EQ(p.survivor[g.find("dead")], kNoNode);
@@ -456,7 +771,7 @@ TEST(PreparePrologue, MinCutRunsDceCseAndTags) {
 
   o.cse = false;
   o.unsafe_allow_optimization_of_collectives = true;
-  Prepared q = prepare_for_min_cut(g, o);
+  Prepared q = prepare_for_min_cut(g, 1, o);
   EXPECT_TRUE(has(q.graph, "relu_1"));
   EXPECT_EQ(q.survivor[a2.id], a2.id);
   EXPECT_TRUE(q.forced_must_save.empty());
@@ -473,7 +788,7 @@ TEST(PreparePrologue, MinCutCleansTagsAsNonDefault) {
   t.output({b});
   Graph g = t.build();
   PartitionOptions o;
-  Prepared p = prepare_for_min_cut(g, o);
+  Prepared p = prepare_for_min_cut(g, 1, o);
   EXPECT_EQ(p.forced_must_save, std::vector<NodeId>{a.id});
   prepare_for_default(p, o);  // region input `in` is saved by the default prologue
   EXPECT_EQ(p.forced_must_save, (std::vector<NodeId>{a.id, in.id}));
@@ -486,9 +801,9 @@ TEST(PreparePrologue, DceHonorsDceImpureRandom) {
   t.output({x});
   Graph g = t.build();
   PartitionOptions o;
-  EXPECT_TRUE(has(prepare_for_min_cut(g, o).graph, "rand_like"));
+  EXPECT_TRUE(has(prepare_for_min_cut(g, 1, o).graph, "rand_like"));
   o.dce_impure_random = false;
-  EXPECT_FALSE(has(prepare_for_min_cut(g, o).graph, "rand_like"));
+  EXPECT_FALSE(has(prepare_for_min_cut(g, 1, o).graph, "rand_like"));
 }
 
 }  // namespace

@@ -254,6 +254,49 @@ TEST(QuantizeTest, SymbolicSizesAskTheHookTheWayTorchAsks) {
   EXPECT_TRUE(quantize_activations(c.g, copy, c.static_lifetime, 1, o, nullptr).empty());
 }
 
+// quantize_skips_user_outputs (2.12): relu is user output 0 and saved value
+// 1. 2.12 on, only position 1 is quantized (the tests above); 2.11 would
+// quantize position 0 too and build broken graphs, which remat refuses.
+TEST(QuantizeTest, Torch211RefusesAUserOutputThatIsAlsoAQuantizedSavedValue) {
+  Case c = bf16_case();
+  Extracted e = extract(c);
+  try {
+    quantize_activations(c.g, e, c.static_lifetime, 1, small_bf16(), nullptr, nullptr,
+                         TorchBehavior::of({2, 11}));
+    FAIL() << "expected a refusal";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kUnsupported);
+    const std::string what = err.what();
+    EXPECT_NE(what.find("node 'relu'"), std::string::npos) << what;
+    EXPECT_NE(what.find("torch 2.11"), std::string::npos) << what;
+    EXPECT_NE(what.find("user output 0"), std::string::npos) << what;
+  }
+  Extracted later = extract(c);
+  EXPECT_FALSE(quantize_activations(c.g, later, c.static_lifetime, 1, small_bf16(), nullptr,
+                                    nullptr, TorchBehavior::of({2, 12}))
+                   .empty());
+  EXPECT_EQ(outputs(later.forward)[0], "relu");
+}
+
+TEST(QuantizeTest, WithoutAnOverlapTorch211WalksTheUserOutputsToNoEffect) {
+  // relu is a user output but not saved (the backward recomputes it): only
+  // saved values are candidates, so starting the walk at 0 changes nothing.
+  Case c = bf16_case();
+  std::vector<Graph> fws, bws;
+  for (TorchRelease release : {TorchRelease{2, 11}, TorchRelease{2, 12}}) {
+    Extracted e = testing::extract_saving(c.g, {c.p1.id, c.p2.id});
+    const auto q = quantize_activations(c.g, e, c.static_lifetime, 1, small_bf16(), nullptr,
+                                        nullptr, TorchBehavior::of(release));
+    EXPECT_EQ(q, (std::vector<NodeId>{c.p1.id, c.p2.id}));
+    fws.push_back(e.forward);
+    bws.push_back(e.backward);
+  }
+  EXPECT_EQ(names(fws[0]), names(fws[1]));
+  EXPECT_EQ(outputs(fws[0]), outputs(fws[1]));
+  EXPECT_EQ(outputs(fws[0])[0], "relu");
+  EXPECT_EQ(names(bws[0]), names(bws[1]));
+}
+
 TEST(QuantizeTest, ANonNodeForwardOutputIsAnError) {
   TestGraph t;
   Ref p1 = t.placeholder("primals_1", {4, 8});

@@ -135,6 +135,49 @@ TEST(RewriteTest, RngOpsOnlyInOneGraphAreLeftAlone) {
   EXPECT_EQ(names(e.forward), fw);
 }
 
+// Checkpointed attention without dropout (dropout_p left to its schema
+// default, 0.0), recomputed in the backward: x -> sdpa (MUST_RECOMPUTE) ->
+// getitem -> sin, backward tangent * cos(getitem).
+struct AttentionCase {
+  Graph g;
+  Ref p1;
+};
+
+AttentionCase attention_case() {
+  TestGraph t;
+  AttentionCase c;
+  c.p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  const std::string op = "aten._scaled_dot_product_flash_attention_for_cpu.default";
+  Ref sdpa = t.call_multi(op, {c.p1, c.p1, c.p1}, {{4}, {4}});
+  t.op(op).tags = kTagNondeterministicSeeded;
+  t.op(op).dropout_p_index = 3;
+  t.op(op).dropout_p_default = 0.0;
+  t.checkpoint(sdpa, RecomputePolicy::kMustRecompute, 0);
+  Ref out = t.getitem(sdpa, 0);
+  Ref sin = t.call("aten.sin.default", {out});
+  Ref cos = t.call("aten.cos.default", {out});
+  Ref mul = t.call("aten.mul.Tensor", {t1, cos});
+  t.output({A::tuple({sin, mul})});
+  c.g = t.build();
+  return c;
+}
+
+TEST(RewriteTest, AttentionWithoutDropoutIsReplayedOnlyBefore214) {
+  // 2.13: a seeded op, so its recomputation replays the forward's RNG state.
+  AttentionCase c = attention_case();
+  Extracted e213 = testing::extract_saving(c.g, {c.p1.id});
+  ASSERT_EQ(functionalize_rng_ops(c.g, e213, true, {"cuda"}, TorchBehavior::of({2, 13})), 1);
+  EXPECT_NE(e213.forward.find("run_and_save_rng_state"), kNoNode);
+  EXPECT_NE(e213.backward.find("run_with_rng_state"), kNoNode);
+  // 2.14: dropout is statically zero, so nothing random is recomputed.
+  Extracted e214 = testing::extract_saving(c.g, {c.p1.id});
+  const Names fw = names(e214.forward), bw = names(e214.backward);
+  EXPECT_EQ(functionalize_rng_ops(c.g, e214, true, {"cuda"}, TorchBehavior::of({2, 14})), 0);
+  EXPECT_EQ(names(e214.forward), fw);
+  EXPECT_EQ(names(e214.backward), bw);
+}
+
 // --- graph-safe RNG on a stored joint graph with CUDA metadata -------------
 // tests/data/rng/ckpt_dropout.json (tools/capture_rng_graphs.py): one
 // checkpointed native_dropout on cuda:0, replayed in the backward. The exact

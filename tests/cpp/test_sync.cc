@@ -16,6 +16,8 @@
 #include "remat/error.h"
 #include "remat/partition.h"
 #include "remat/sync.h"
+#include "remat/torch_release.h"
+#include "sync/canonical.h"
 
 namespace remat {
 namespace {
@@ -245,6 +247,7 @@ class ScriptedGroup : public RankGroup {
   int world_size() const override { return world; }
   std::vector<std::string> all_gather(const std::string& mine) override {
     calls.push_back("all_gather(digest)");
+    sent_digest = mine;
     return digests.empty() ? std::vector<std::string>(world, mine) : digests;
   }
   std::vector<std::vector<std::string>> all_gather(const std::vector<std::string>& mine) override {
@@ -263,6 +266,7 @@ class ScriptedGroup : public RankGroup {
     picked = p;
     payload = text;
   }
+  std::string sent_digest;
   std::vector<std::string> sent_names;
   std::vector<int64_t> sent_sizes;
 };
@@ -398,6 +402,219 @@ TEST(Sync, OneCallPartitionAgreesThroughTheOptionsGroup) {
   g->calls.clear();
   min_cut_rematerialization_partition(j, o);
   EXPECT_TRUE(g->calls.empty());
+}
+
+
+// --- what changed between releases ---------------------------------------------------
+
+PartitionOptions options_of(TorchRelease release) {
+  PartitionOptions o;
+  o.torch = TorchBehavior::of(release);
+  return o;
+}
+
+// What one rank sends: its digest and its decision's names.
+struct Sent {
+  std::string digest;
+  Names names;
+};
+
+Sent sent_by(const JointGraph& j, const PartitionOptions& o) {
+  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+  ScriptedGroup g;
+  g.world = 2;
+  g.others = {{}};
+  g.maxima = {1, 2};  // this rank's own decision wins
+  EXPECT_EQ(sync_decision_cross_ranks(plan, g).status, SyncOutcome::Status::kAgreed);
+  return {g.sent_digest, g.sent_names};
+}
+
+// The same structure as mlp_with_collective, the two independent forward
+// ops (all_reduce and mm) traced in the other order.
+JointGraph mlp_traced_in_another_order() {
+  TestGraph t;
+  Ref x = t.placeholder("primals_1", {4, 8});
+  Ref w = t.placeholder("primals_2", {8, 8});
+  Ref buf = t.placeholder("primals_3", {8});
+  Ref tan = t.placeholder("tangents_1", {4, 8});
+  Ref mm = t.call("aten.mm.default", {x, w}, {4, 8}, "mm");
+  Ref ar = t.call("_c10d_functional.all_reduce.default", {buf, "sum", "0"}, {8}, "all_reduce");
+  Ref wt = t.call("_c10d_functional.wait_tensor.default", {ar}, {8}, "wait_tensor");
+  Ref mul = t.call("aten.mul.Tensor", {mm, wt}, {4, 8}, "mul");
+  Ref relu = t.call("aten.relu.default", {mul}, {4, 8}, "relu");
+  Ref out = t.call("aten.sin.default", {relu}, {4, 8}, "sin");
+  Ref cos = t.call("aten.cos.default", {relu}, {4, 8}, "cos");
+  Ref g1 = t.call("aten.mul.Tensor", {tan, cos}, {4, 8}, "mul_1");
+  Ref tb = t.call("aten.threshold_backward.default", {g1, relu, 0}, {4, 8}, "tb");
+  Ref g2 = t.call("aten.mul.Tensor", {tb, wt}, {4, 8}, "mul_2");
+  Ref xt = t.call("aten.t.default", {x}, {8, 4}, "t");
+  Ref gw = t.call("aten.mm.default", {xt, g2}, {8, 8}, "mm_1");
+  t.output({A::tuple({out, nullptr, gw, nullptr})});
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  return j;
+}
+
+TEST(SyncCanonicalNames, Before213RanksSendNodeNamesAndTheDigestOfThemInGraphOrder) {
+  const PartitionOptions o = options_of({2, 12});
+  const JointGraph j = mlp_with_collective();
+  const Sent sent = sent_by(j, o);
+  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+  EXPECT_EQ(sent.digest, node_name_digest(plan.prepared()));
+  EXPECT_EQ(sent.names, names_of(j.graph, plan.saved()));
+  // "/".join(node.name for node in graph.nodes): any renaming or reordering
+  // tells the ranks apart, even of the same structure.
+  EXPECT_NE(sent_by(mlp_with_collective(false, /*rename=*/true), o).digest, sent.digest);
+  EXPECT_NE(sent_by(mlp_traced_in_another_order(), o).digest, sent.digest);
+}
+
+TEST(SyncCanonicalNames, From213RanksSendCanonicalNamesAndAStructuralDigest) {
+  for (TorchRelease release : {TorchRelease{2, 13}, TorchRelease{2, 15}}) {
+    const PartitionOptions o = options_of(release);
+    const JointGraph j = mlp_with_collective();
+    const Sent sent = sent_by(j, o);
+    for (const std::string& name : sent.names) EXPECT_EQ(name.rfind("node_", 0), 0u) << name;
+    // Renamed or reordered, the same structure sends the same digest.
+    EXPECT_EQ(sent_by(mlp_with_collective(false, /*rename=*/true), o).digest, sent.digest);
+    EXPECT_EQ(sent_by(mlp_traced_in_another_order(), o).digest, sent.digest);
+  }
+}
+
+TEST(SyncCanonicalNames, Before213ARankAdoptsAnotherRanksDecisionByNodeName) {
+  const PartitionOptions o = options_of({2, 12});
+  const JointGraph j = mlp_with_collective();
+  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+  ScriptedGroup g;
+  g.world = 2;
+  g.others = {{"relu", "primals_2"}};
+  g.maxima = {10, 3};
+  const SyncOutcome out = sync_decision_cross_ranks(plan, g);
+  ASSERT_EQ(out.status, SyncOutcome::Status::kAgreed);
+  EXPECT_EQ(names_of(j.graph, out.saved), (Names{"relu", "primals_2"}));
+}
+
+// x -> torch.sym_not, x -> mm -> getitem: a Python function, an operator and
+// a builtin (torch 2.14's repro of sync_stable_target_str).
+Graph graph_with_python_callables() {
+  TestGraph t;
+  Ref x = t.placeholder("primals_1", {4});
+  Ref s = t.call("torch.sym_not", {x}, {4}, "sym_not");
+  Ref mm = t.call("aten.mm.default", {x, x}, {4}, "mm_default");
+  Ref gi = t.call("operator.getitem", {mm, 0}, {4}, "getitem");
+  t.output({A::tuple({s, gi})});
+  return t.build();
+}
+
+// A process's str() of a Python function holds its address.
+class ProcessGroup : public ScriptedGroup {
+ public:
+  explicit ProcessGroup(std::string address) : address_(std::move(address)) {}
+  std::string target_repr(std::string_view qualified) const override {
+    if (qualified == "torch.sym_not") return "<function sym_not at " + address_ + ">";
+    return RankGroup::target_repr(qualified);
+  }
+
+ private:
+  std::string address_;
+};
+
+TEST(SyncStableTargetStr, From214TargetsAreFxQualifiedNames) {
+  const Graph g = graph_with_python_callables();
+  const ProcessGroup p("0x7f01");
+  EXPECT_EQ(python_targets(g, &p, TargetSpelling::kQualified),
+            (Names{"primals_1", "torch.sym_not", "torch.ops.aten.mm.default", "_operator.getitem",
+                   "output"}));
+  EXPECT_EQ(python_targets(g, &p, TargetSpelling::kStr),
+            (Names{"primals_1", "<function sym_not at 0x7f01>", "aten.mm.default",
+                   "<built-in function getitem>", "output"}));
+  EXPECT_EQ(default_qualified_name("builtins.getattr"), "getattr");
+  EXPECT_EQ(default_qualified_name("math.ceil"), "math.ceil");
+  // Higher-order operators live in torch.ops.higher_order.
+  TestGraph t;
+  Ref x = t.placeholder("primals_1", {4});
+  t.output({A::tuple({t.call("higher_order.invoke_subgraph", {x}, {4}, "hop")})});
+  EXPECT_EQ(python_targets(t.build(), nullptr, TargetSpelling::kQualified)[1],
+            "torch.ops.higher_order.invoke_subgraph");
+}
+
+TEST(SyncStableTargetStr, From214DigestsNoLongerDependOnTheProcess) {
+  const Graph g = graph_with_python_callables();
+  const ProcessGroup a("0x7f01"), b("0x7f02");
+  auto digest = [&](const RankGroup& p, TargetSpelling s) {
+    return canonical_graph_digest(g, canonical_node_names(g, &p, s), &p, s);
+  };
+  EXPECT_NE(digest(a, TargetSpelling::kStr), digest(b, TargetSpelling::kStr));
+  EXPECT_EQ(digest(a, TargetSpelling::kQualified), digest(b, TargetSpelling::kQualified));
+}
+
+TEST(SyncStableTargetStr, From214QualifiedNamesOrderTheReadyNodes) {
+  const Graph g = graph_with_python_callables();
+  const ProcessGroup p("0x7f01");
+  // "<function ..." < "aten.mm.default"; "torch.ops.aten.mm.default" <
+  // "torch.sym_not", and then "_operator.getitem" < "torch.sym_not".
+  const Names str = canonical_node_names(g, &p, TargetSpelling::kStr);
+  EXPECT_EQ((Names{str[1], str[2], str[3]}), (Names{"node_1", "node_2", "node_3"}));
+  const Names qualified = canonical_node_names(g, &p, TargetSpelling::kQualified);
+  EXPECT_EQ((Names{qualified[1], qualified[2], qualified[3]}), (Names{"node_3", "node_1", "node_2"}));
+}
+
+TEST(SyncStableTargetStr, From214TheFirstRankWithAnotherGraphIsLogged) {
+  const JointGraph j = mlp_with_collective();
+  for (TorchRelease release : {TorchRelease{2, 13}, TorchRelease{2, 14}}) {
+    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, options_of(release));
+    ScriptedGroup g;
+    g.world = 4;
+    g.digests = {"a", "a", "b", "c"};
+    const SyncOutcome o = sync_decision_cross_ranks(plan, g);
+    EXPECT_EQ(o.status, SyncOutcome::Status::kGraphsDiffer);
+    if (release < TorchRelease{2, 14}) {
+      EXPECT_TRUE(o.log.empty());
+      continue;
+    }
+    ASSERT_EQ(o.log.size(), 1u);
+    EXPECT_EQ(o.log[0].level, LogRecord::Level::kDebug);
+    EXPECT_FALSE(o.log[0].debug_only);
+    EXPECT_EQ(o.log[0].format,
+              "Skipping sync decision cross rank due to different inputs between rank 0 and "
+              "rank %s");
+    EXPECT_EQ(o.log[0].args, (Names{"2"}));
+  }
+  // The one-call partition records it in the trace, with deciding's lines.
+  PartitionOptions o = options_of({2, 14});
+  o.sync_decision_cross_ranks = true;
+  o.trace = true;
+  auto g = std::make_shared<ScriptedGroup>();
+  g->world = 2;
+  g->digests = {"a", "b"};
+  o.rank_group = g;
+  const PartitionResult r = min_cut_rematerialization_partition(j, o);
+  ASSERT_FALSE(r.trace.log.empty());
+  EXPECT_EQ(r.trace.log.back().args, (Names{"1"}));
+}
+
+TEST(SyncDecisionCompilePg, TheEnginesCallsAreTheSameOnEitherGroup) {
+  // 2.15 moved torch's collectives to another process group; which group a
+  // RankGroup talks on is the caller's (remat.torch's TorchRankGroup): the
+  // engine sends the same calls with the same payloads either way.
+  const JointGraph j = mlp_with_collective();
+  std::vector<std::vector<std::string>> calls;
+  std::vector<Sent> sent;
+  for (bool compile_pg : {false, true}) {
+    PartitionOptions o = options_of({2, 15});
+    o.torch.sync_decision_compile_pg = compile_pg;
+    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+    ScriptedGroup g;
+    g.world = 2;
+    g.others = {{}};
+    g.maxima = {1, 2};
+    sync_decision_cross_ranks(plan, g);
+    calls.push_back(g.calls);
+    sent.push_back({g.sent_digest, g.sent_names});
+  }
+  EXPECT_EQ(calls[0], calls[1]);
+  EXPECT_EQ(sent[0].digest, sent[1].digest);
+  EXPECT_EQ(sent[0].names, sent[1].names);
 }
 
 }  // namespace

@@ -8,9 +8,15 @@
 //   knee MAX_MEMORY N M0 R0 ...   -> ok BUDGET
 //   flops OPLINE                  -> ok FLOPS    (OPLINE: see op_graph.h)
 //   runtime ESTIMATOR OPLINE      -> ok RUNTIME
-// Errors answer "err CODE MESSAGE". Numbers are printed with 17 significant
-// digits, so doubles round-trip exactly.
+//   release 2.14                  -> ok          (the torch release of the
+//                                                 flops/runtime lines after it;
+//                                                 the newest until then)
+//   switch NAME 0|1               -> ok          (flips one of its switches)
+// Errors answer "err CODE MESSAGE"; one torch raises too (remat::TorchError)
+// answers "err torch TYPE TORCH_MESSAGE". Numbers are printed with 17
+// significant digits, so doubles round-trip exactly.
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,8 +27,11 @@
 #include "budget/knapsack.h"
 #include "op_graph.h"
 #include "remat/error.h"
+#include "remat/torch_release.h"
 
 namespace {
+
+remat::TorchBehavior g_torch = remat::TorchBehavior::of(remat::kNewestTorchRelease);
 
 std::string join(const std::vector<int>& v) {
   std::string out;
@@ -77,9 +86,26 @@ std::string answer(const std::string& line) {
     std::getline(in, rest);
     const remat::Graph g = remat::testing::op_graph(rest);
     const remat::NodeId op = g.find("op");
-    const double v = cmd == "flops" ? remat::count_flops(g, op)
-                                    : remat::estimate_runtime(g, op, estimator);
+    const double v = cmd == "flops" ? remat::count_flops(g, op, g_torch)
+                                    : remat::estimate_runtime(g, op, estimator, g_torch);
     return fmt::format("ok {:.17g}", v);
+  }
+  if (cmd == "release") {
+    std::string text;
+    in >> text;
+    const std::optional<remat::TorchVersion> v = remat::parse_torch_version(text);
+    if (!v) throw remat::Error(remat::ErrorCode::kParse, "release: '" + text + "'");
+    g_torch = remat::TorchBehavior::of(v->release);
+    return "ok";
+  }
+  if (cmd == "switch") {
+    std::string name;
+    int on = 0;
+    in >> name >> on;
+    const remat::TorchSwitch* s = remat::find_torch_switch(name);
+    if (s == nullptr) throw remat::Error(remat::ErrorCode::kParse, "switch: '" + name + "'");
+    g_torch.*s->member = on != 0;
+    return "ok";
   }
   throw remat::Error(remat::ErrorCode::kParse, "unknown request '" + cmd + "'");
 }
@@ -92,6 +118,8 @@ int main() {
     if (line.empty()) continue;
     try {
       std::cout << answer(line) << '\n';
+    } catch (const remat::TorchError& e) {
+      std::cout << "err torch " << e.python_type() << ' ' << e.torch_message() << '\n';
     } catch (const remat::Error& e) {
       std::cout << "err " << remat::error_code_name(e.code()) << ' ' << e.what() << '\n';
     } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 //   i:5  f:0.5  b:1  n (None)  l:1,2 (int list)  bl:1,0 (bool list)
 //   si:7 / si:?   a SymInt placeholder with hint 7 / without a hint
 //   sb            a SymBool placeholder
+//   ga            a get_attr node without "val" metadata (a HOP body, say)
 // The op node is named "op"; find it with Graph::find("op").
 #pragma once
 
@@ -100,15 +101,18 @@ class OpGraphParser {
     const bool tensor = tok.rfind("t:", 0) == 0;
     const bool symint = tok.rfind("si:", 0) == 0;
     const bool symbool = tok == "sb";
-    if (!tensor && !symint && !symbool) return kNoNode;
+    const bool get_attr = tok == "ga";
+    if (!tensor && !symint && !symbool && !get_attr) return kNoNode;
     Node n;
     NodeExtra x;
     // fmt::format, not "arg" + std::to_string(...): GCC 12 at -O3 warns there
     // (-Wrestrict, wrongly), and CI builds with warnings as errors.
     n.name = b_.intern(fmt::format("arg{}", index));
-    n.kind = NodeKind::kPlaceholder;
+    n.kind = get_attr ? NodeKind::kGetAttr : NodeKind::kPlaceholder;
     n.target = n.name;
-    if (tensor) {
+    if (get_attr) {
+      n.value = ValueKind::kMissing;
+    } else if (tensor) {
       n.value = ValueKind::kTensor;
       TensorMeta t;
       t.dtype = b_.intern("float32");

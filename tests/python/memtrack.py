@@ -28,7 +28,9 @@ from typing import Any, Optional
 
 import torch
 import torch.fx as fx
-from torch.fx.experimental.symbolic_shapes import optimization_hint
+# The size hint as the running release's partitioner reads it (remat's one
+# shim over optimization_hint / size_hint).
+from remat.torch._internals import optimization_hint
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import logging
 from typing import Any, Callable
 
 import torch
@@ -92,10 +93,15 @@ def fsdp_like(width: int = 16, shard_rows: int = 8, batch: int = 4):
     sides, as FSDP's. `batch` may differ per rank: it changes the sizes of the
     activations, not the graph's structure (shards must match across ranks)."""
 
+    # 2.13 added all_gather_single_autograd; before, the tensor variant is
+    # the autograd-aware one.
+    gather = getattr(funcol, "all_gather_single_autograd", None) or \
+        funcol.all_gather_tensor_autograd
+
     def fn(x, w1_shard, w2_shard):
-        w1 = funcol.all_gather_single_autograd(w1_shard, 0, dist.group.WORLD)
+        w1 = gather(w1_shard, 0, dist.group.WORLD)
         h = torch.tanh(x @ w1.t())
-        w2 = funcol.all_gather_single_autograd(w2_shard, 0, dist.group.WORLD)
+        w2 = gather(w2_shard, 0, dist.group.WORLD)
         h = torch.relu(h @ w2[:, : h.shape[1]].t()).cos()
         return (h * h).sum()
 
@@ -131,6 +137,58 @@ def extra_op_on(rank: int):
                 torch.randn(16, 16, generator=g, requires_grad=True))
 
 
+def branches(swap: bool):
+    """Two independent branches of the input (sin and cos) and an all-reduce:
+    `swap` traces cos before sin, the same graph in another node order (what
+    ranks iterating a dict in another order get). torch 2.13 on names nodes
+    canonically and still recognises it; 2.11 and 2.12 hash the node names in
+    graph order and do not."""
+
+    def fn(x, buf):
+        s = funcol.all_reduce(buf, "sum", dist.group.WORLD)
+        if swap:
+            b = x.cos()
+            a = x.sin()
+        else:
+            a = x.sin()
+            b = x.cos()
+        return ((a + s) * b.exp()).sum()
+
+    g = torch.Generator().manual_seed(4)
+    return fn, (torch.randn(16, generator=g, requires_grad=True), torch.randn(16, generator=g))
+
+
+def getitems(width: int = 16):
+    """An all-reduce and ops that return tuples (var_mean, max.dim), read by
+    operator.getitem: a Python callable among the targets, which torch up to
+    2.13 hashes by str() ("<built-in function getitem>") and 2.14 on by FX's
+    qualified name ("_operator.getitem")."""
+
+    def fn(x, buf, w):
+        s = funcol.all_reduce(buf, "sum", dist.group.WORLD)
+        var, mean = torch.var_mean(x, dim=0)
+        h = torch.relu(((x - mean) * var.rsqrt()) @ w) * s
+        top, _ = torch.max(h.sigmoid(), dim=1)
+        return (top.exp() + h.sin().sum(1)).sum()
+
+    g = torch.Generator().manual_seed(5)
+    return fn, (torch.randn(8, width, generator=g, requires_grad=True),
+                torch.randn(width, generator=g),
+                torch.randn(width, width, generator=g, requires_grad=True))
+
+
+def tag_must_save(joint: "Joint", target: Any) -> None:
+    """Tags the first node calling `target` MUST_SAVE (what a checkpoint
+    policy writes): this rank's own decision then differs from the others'."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    for node in joint.module.graph.nodes:
+        if node.op == "call_function" and node.target is target:
+            node.meta["recompute"] = CheckpointPolicy.MUST_SAVE
+            return
+    raise AssertionError(f"{joint.name}: no call of {target}")
+
+
 # --- running both partitioners -----------------------------------------------------------
 
 
@@ -138,8 +196,21 @@ def extra_op_on(rank: int):
 class Run:
     forward: list[str]
     backward: list[str]
-    collectives: list[tuple[str, Any]]  # (call, what this rank sent)
-    artifacts: list[str]                # payloads of the sync artifact
+    collectives: list[tuple[str, Any, str]]  # (call, what this rank sent, on which group)
+    artifacts: list[str]                     # payloads of the sync artifact
+    debug: list[str] = dataclasses.field(default_factory=list)  # torch's partitioner's
+    # DEBUG lines about the sync ("Skipping sync decision cross rank ...")
+    error: str = ""  # "Type: message" when the partition raised (forward, backward empty)
+
+
+def group_name(group: Any) -> str:
+    """How a collective's process group is recorded: "default" for
+    torch.distributed's default group, "pg <name> <tag>" for any other
+    (torch 2.15's compile-sync group is tagged "pt2_compile_sync_pg")."""
+    if group is None or group is dist.group.WORLD:
+        return "default"
+    tag = getattr(dist.distributed_c10d, "_get_group_tag", lambda g: "")(group)
+    return f"pg {group.group_name} {tag}".strip()
 
 
 def _lines(gm: fx.GraphModule) -> list[str]:
@@ -157,13 +228,13 @@ def recording(collectives: list, artifacts: list):
     gather, reduce = dist.all_gather_object, dist.all_reduce
     tp_trace, trace = tp.trace_structured, torch._logging.trace_structured
 
-    def all_gather_object(out, obj, *a, **k):
-        collectives.append(("all_gather_object", obj))
-        return gather(out, obj, *a, **k)
+    def all_gather_object(out, obj, group=None, *a, **k):
+        collectives.append(("all_gather_object", obj, group_name(group)))
+        return gather(out, obj, group, *a, **k)
 
-    def all_reduce(t, *a, **k):
-        collectives.append(("all_reduce", t.tolist()))
-        return reduce(t, *a, **k)
+    def all_reduce(t, op=dist.ReduceOp.SUM, group=None, *a, **k):
+        collectives.append(("all_reduce", t.tolist(), group_name(group)))
+        return reduce(t, op, group, *a, **k)
 
     def traced(kind, *a, **k):
         metadata_fn, payload_fn = k.get("metadata_fn"), k.get("payload_fn")
@@ -180,15 +251,65 @@ def recording(collectives: list, artifacts: list):
         tp.trace_structured, torch._logging.trace_structured = tp_trace, trace
 
 
-def run(partition_fn: Callable, joint: Joint, **config: Any) -> Run:
+class _SyncDebugLines(logging.Handler):
+    def __init__(self, lines: list):
+        super().__init__(logging.DEBUG)
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "sync decision cross rank" in message:
+            self.lines.append(message)
+
+
+@contextlib.contextmanager
+def debug_lines(lines: list):
+    """Collects the sync's DEBUG lines of torch's partitioner logger, which
+    remat's drop-in logs through too."""
+    logger = logging.getLogger("torch._functorch.partitioners")
+    handler, level = _SyncDebugLines(lines), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def run(partition_fn: Callable, joint: Joint, *, expect_error: bool = False, **config: Any) -> Run:
+    """One partition of a fresh copy of `joint` under the config patch,
+    recording what it sent, logged and traced. With `expect_error`, an
+    exception is recorded instead of raised."""
     import torch._functorch.config as fconfig
 
     collectives: list = []
     artifacts: list = []
+    lines: list = []
     module = joint.fresh()
-    with fconfig.patch(**config), recording(collectives, artifacts), joint.fake_mode:
-        fw, bw = partition_fn(module, None, **joint.kwargs)
-    return Run(_lines(fw), _lines(bw), collectives, artifacts)
+    with fconfig.patch(**config), recording(collectives, artifacts), debug_lines(lines), \
+            joint.fake_mode:
+        try:
+            fw, bw = partition_fn(module, None, **joint.kwargs)
+        except Exception as e:
+            if not expect_error:
+                raise
+            return Run([], [], collectives, artifacts, lines, f"{type(e).__name__}: {e}")
+    return Run(_lines(fw), _lines(bw), collectives, artifacts, lines)
+
+
+def remat_with(**options: Any) -> Callable:
+    """remat's min-cut drop-in with these engine options on top of the running
+    config's (say torch_switches={"sync_canonical_names": False})."""
+    import remat.torch as rt
+
+    def partition_fn(joint_module, _joint_inputs, **kwargs):
+        p = rt.partition(joint_module, num_fwd_outputs=kwargs["num_fwd_outputs"],
+                         static_lifetime_input_indices=kwargs.get("static_lifetime_input_indices"),
+                         options=rt.options_from_torch(**options))
+        return p.forward, p.backward
+
+    return partition_fn
 
 
 def partitioners(kind: str) -> tuple[Callable, Callable]:

@@ -27,7 +27,11 @@ def test_benchmark_smoke_run_reports_identical_outputs(capsys):
     # stored CUDA graph partitioned in its own context (HOP RNG threading).
     assert table.count("| yes |") >= 10 and "| NO |" not in table
     assert "| transformer_1_dynamic [default] |" in table
-    assert "| transformer_1 @offload async+sink+prefetch |" in table
+    import torch
+
+    separate_stream = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 12)
+    # torch 2.11's separate stream is refused by remat, and not timed.
+    assert ("| transformer_1 @offload async+sink+prefetch |" in table) == separate_stream
     assert "| rng_hop_dropout [default] |" in table
     assert "| transformer_1 [fp8] |" in table
     assert "with FP8 activation quantization" in table

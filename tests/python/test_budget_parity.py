@@ -232,6 +232,7 @@ def test_region_budget_parity(case_name, budget, remat_torch):
 
 def test_region_budget_errors_match(remat_torch):
     import remat
+    from remat.torch import _release
 
     cap = captured_graphs("transformer_block")[0]
     fw_ops = [
@@ -249,6 +250,10 @@ def test_region_budget_errors_match(remat_torch):
         (lambda gm: _annotate(gm, 0.5, skip=set(fw_ops[:1])), "forward op(s) are unannotated"),
     ):
         expected, actual = _region_partitions(cap, remat_torch.min_cut_rematerialization_partition, annotate)
+        if not _release.behaves("region_memory_budget"):
+            # Before 2.13 torch reads no region annotation: both partition alike.
+            assert parity.partition_diffs(expected, actual, cap.num_fwd_outputs) == []
+            continue
         assert isinstance(expected, RuntimeError) and needle in str(expected), expected
         assert isinstance(actual, remat.RematError) and needle in str(actual), actual
 

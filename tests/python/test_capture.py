@@ -27,12 +27,19 @@ def _nop(gm, _inputs):
     return make_boxed_func(gm)
 
 
+# The function every compilation hands its partition_fn to: 2.12 on, the one
+# below; 2.11, _aot_stage2a_partition (remat.torch._internals patches either).
+_CHOKE_POINT = ("_partition_joint_graph_into_fw_bw"
+                if hasattr(graph_compile, "_partition_joint_graph_into_fw_bw")
+                else "_aot_stage2a_partition")
+
+
 def _originals():
     return (
         partitioners.min_cut_rematerialization_partition,
         partitioners.default_partition,
         aot_autograd_mod.default_partition,
-        graph_compile._partition_joint_graph_into_fw_bw,
+        getattr(graph_compile, _CHOKE_POINT),
     )
 
 

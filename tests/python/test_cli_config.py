@@ -75,6 +75,15 @@ def test_config_flag_saves_what_torch_saves_with_that_flag(captured, tmp_path, n
     assert _torch_saved(c, {}) != expected or name == "no_ban_reductions"
 
 
+# Flags that only some supported releases have, by the release that added
+# them: the command accepts them whatever the release (an older one ignores
+# them, as its torch has no such flag).
+FLAGS_SINCE = {"activation_offload_cpu_gpu_bw": (2, 12),
+               "unsafe_treat_script_objects_as_zero_size": (2, 13),
+               "activation_memory_budget_require_full_coverage": (2, 15)}
+RUNNING = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+
+
 def test_config_flags_are_torchs_names_and_mapped():
     from torch._functorch import config
 
@@ -86,5 +95,8 @@ def test_config_flags_are_torchs_names_and_mapped():
     names = listed.group(1).split(", ")
     assert "recompute_views" in names and "_sync_decision_cross_ranks" in names
     for name in names:
+        if name in FLAGS_SINCE and RUNNING < FLAGS_SINCE[name]:
+            assert not hasattr(config, name), f"{name} exists before {FLAGS_SINCE[name]}"
+            continue
         assert hasattr(config, name), f"{name} is not a torch._functorch.config flag"
         assert name in COVERAGE, f"{name} is not mapped in test_config_coverage.py"

@@ -44,6 +44,7 @@ COVERAGE: dict[str, tuple[str, str]] = {
     "activation_memory_budget": (PARITY, "test_budget_parity.py"),
     "activation_memory_budget_solver": (PARITY, "test_budget_parity.py"),
     "activation_memory_budget_runtime_estimator": (PARITY, "test_custom_budget.py"),
+    "activation_memory_budget_require_full_coverage": (PARITY, "test_release_budget.py"),
     "visualize_memory_budget_pareto": (PARITY, "test_trace.py"),
     "memory_budget_pareto_dir": (PARITY, "test_trace.py"),
     # --- post-cut rewrites -----------------------------------------------------

@@ -101,7 +101,10 @@ def test_hop_body_budgets_match_torch(case):
 
 
 def test_a_body_budget_changes_the_partition():
-    """An agreeing budget of the graph and its bodies is applied (0.0 saves other values than 1.0)."""
+    """An agreeing budget of the graph and its bodies is applied (0.0 saves
+    other values than 1.0) from torch 2.13 on; before, no release reads it."""
+    from remat.torch import _release
+
     cap = captured_graphs("mlp_gelu_d3")[0]
     saved = {}
     for budget in (0.0, 1.0):
@@ -109,7 +112,7 @@ def test_a_body_budget_changes_the_partition():
         (fw, _), err = _run(remat_torch.min_cut_rematerialization_partition, spec, cap)
         assert err is None
         saved[budget] = parity.saved_value_names(fw, cap.num_fwd_outputs)
-    assert saved[0.0] != saved[1.0]
+    assert (saved[0.0] != saved[1.0]) is _release.behaves("region_memory_budget"), saved
 
 
 def test_bodies_are_exported_and_survive_a_round_trip():

@@ -1,4 +1,5 @@
-"""Parity: activation offloading, remat against torch 2.13 live.
+"""Parity: activation offloading, remat against the running torch live (torch 2.11's
+separate stream, which remat refuses, is checked for the refusal).
 
 torch's `enable_activation_offloading` moves CUDA activations to the CPU, but
 decides everything from metadata. tests/data/offload/*.json are joint graphs
@@ -157,12 +158,39 @@ def _offload_count(fw: torch.fx.GraphModule) -> int:
     return sum(1 for n in fw.graph.nodes if n.name.startswith("cpu_offload_"))
 
 
+def _running() -> tuple[int, int]:
+    return tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def _check_refused_under_2_11(rt, doc: dict, torch_fn, remat_fn, config: dict) -> int:
+    """torch 2.11's separate stream numbers streams from dynamo's registry
+    (and needs a device to create them): remat refuses it by name
+    (offload_async_ops; test_release_rewrites.py) whenever something is
+    offloaded; with nothing to offload both leave the graphs alone."""
+    import remat
+
+    config = {k: v for k, v in config.items() if k != "activation_offload_cpu_gpu_bw"}  # 2.12's flag
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            actual, _ = _run(remat_fn, doc, config)
+        except remat.UnsupportedError as e:
+            assert re.search(r"torch 2\.11.*registry", str(e)), e
+            return 0
+        expected, _ = _run(torch_fn, doc, config)
+    assert _offload_count(expected[0]) == 0
+    assert not parity.partition_diffs(expected, actual, doc["num_fwd_outputs"])
+    return 0
+
+
 def _check(rt, name: str, partitioner: str, config: dict) -> int:
     doc = _load(name)
     torch_fn, remat_fn = {
         "min_cut": (min_cut_rematerialization_partition, rt.min_cut_rematerialization_partition),
         "default": (default_partition, rt.default_partition),
     }[partitioner]
+    if config.get("activation_offload_separate_stream") and _running() < (2, 12):
+        return _check_refused_under_2_11(rt, doc, torch_fn, remat_fn, config)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected, torch_calls = _run(torch_fn, doc, config)
@@ -208,6 +236,8 @@ def test_the_cases_offload_something_with_both_partitioners(rt):
         assert any(counts[p, name] for p in PARTITIONERS), f"{name}: torch offloads nothing"
     for p in PARTITIONERS:
         assert sum(1 for name in CASES if counts[p, name]) >= 3, counts
+    if _running() < (2, 12):
+        return  # 2.11's separate stream (and its prefetch) is refused
     doc = _load("mlp_all")
     _, calls = _run(min_cut_rematerialization_partition, doc, VARIANTS["async_prefetch_some_overlap"])
     assert calls, "the prefetch never asked for a node runtime"
@@ -275,14 +305,27 @@ def test_offloading_parity_with_dynamic_shapes(rt, monkeypatch):
 
 
 def test_async_reload_of_a_symbolic_tensor_is_refused_by_name(rt, monkeypatch):
-    """torch passes raw SymInts as ao.reload's size and stride; remat says it
-    cannot instead of returning other graphs."""
+    """torch 2.13 on passes raw SymInts as ao.reload's size and stride; remat
+    says it cannot instead of returning other graphs. torch 2.12's reload
+    takes no sizes, and remat reproduces it; 2.11's separate stream is
+    refused for its stream ids (test_release_rewrites.py)."""
     import remat
     from corpus import run_partition
 
     cap, marked = _marked_capture("dynamic_mlp")
     monkeypatch.setattr(cap, "fresh_joint", marked)
-    with pytest.raises(remat.UnsupportedError, match="symbolic sizes"):
+    if _running() == (2, 12):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = run_partition(min_cut_rematerialization_partition, cap,
+                                     enable_activation_offloading=True, **ASYNC)
+            actual = run_partition(rt.min_cut_rematerialization_partition, cap,
+                                   enable_activation_offloading=True, **ASYNC)
+        problems = parity.partition_diffs(expected, actual, cap.num_fwd_outputs)
+        assert not problems + offload_meta_diffs(expected, actual)
+        return
+    why = "symbolic sizes" if _running() >= (2, 13) else "torch 2.11"
+    with pytest.raises(remat.UnsupportedError, match=why):
         run_partition(rt.min_cut_rematerialization_partition, cap, enable_activation_offloading=True, **ASYNC)
 
 

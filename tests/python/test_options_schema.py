@@ -70,7 +70,8 @@ def test_every_schema_key_is_an_option_the_engine_reads():
     # Each property at its schema default (or a value of its type): the
     # engine knows every key the schema documents.
     samples = {"activation_quantization": None, "profiled_runtimes": [],
-               "ops": {"aten.mm": ["compute_intensive"]}}
+               "ops": {"aten.mm": ["compute_intensive"]}, "torch_release": "2.14",
+               "torch_switches": {"cse_partition_key": False}}
     for key, prop in SCHEMA["properties"].items():
         options = {key: samples[key] if key in samples else prop["default"]}
         validator().validate(options)

@@ -14,6 +14,7 @@ import importlib.metadata
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,41 @@ def test_cmake_reads_the_minimum_python_from_pyproject():
     finds = re.findall(r"find_package\(Python ([^ ]+)", cmake)
     assert finds and all(f == "${REMAT_MIN_PYTHON}" for f in finds), finds
     assert "requires-python" in cmake  # where REMAT_MIN_PYTHON comes from
+
+
+def _pyproject() -> dict:
+    import tomllib
+
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def test_the_test_extra_repeats_the_build_requirements_with_their_bounds():
+    # The ThreadSanitizer stage builds the extension outside pip's isolated
+    # build environment: what the package build needs, setup.sh installs too,
+    # bounded the same way.
+    doc = _pyproject()
+    build = doc["build-system"]["requires"]
+    test = doc["project"]["optional-dependencies"]["test"]
+    assert build and set(build) <= set(test), (build, test)
+
+
+def test_setup_installs_what_pyproject_lists():
+    # tools/setup.sh reads its Python requirements from pyproject.toml only.
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "requirements.py"), "test"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == _pyproject()["project"]["optional-dependencies"]["test"]
+    setup = (ROOT / "tools" / "setup.sh").read_text()
+    assert "tools/requirements.py build" in setup and "tools/requirements.py test" in setup
+    assert not re.search(r"pip install[^\n]*\b(pytest|nanobind|scipy)\b", setup), \
+        "setup.sh names a package pyproject.toml should list"
+
+
+def test_the_torch_extra_is_the_engines_supported_range():
+    # pyproject's torch extra (what setup.sh installs from, and what pip
+    # users get with remat[torch]) admits exactly the releases remat reproduces.
+    releases = remat.torch_releases()
+    (req,) = _pyproject()["project"]["optional-dependencies"]["torch"]
+    major, oldest = releases["oldest"].split(".")
+    _, newest = releases["newest"].split(".")
+    assert req == f"torch>={major}.{oldest},<{major}.{int(newest) + 1}", req

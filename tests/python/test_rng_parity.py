@@ -22,6 +22,7 @@ agree; expectations come from torch in the same session.
 
 from __future__ import annotations
 
+import re
 import types
 import warnings
 
@@ -186,6 +187,9 @@ def test_graphsafe_device_types_follow_torchs_registry(monkeypatch, device_types
     having no get_rng_state of its own)."""
     from torch._functorch._aot_autograd import utils as aot_utils
 
+    if not hasattr(aot_utils, "_GRAPHSAFE_RNG_DEVICE_TYPES"):
+        pytest.skip(f"torch {torch.__version__} has no graph-safe RNG device-type registry "
+                    "(register_graphsafe_rng_device_type came in 2.13): CUDA alone is graph-safe")
     monkeypatch.setattr(aot_utils, "_GRAPHSAFE_RNG_DEVICE_TYPES", device_types)
     name = "cpu_and_cuda"
     try:
@@ -293,4 +297,7 @@ def test_gpu_check_script_dry_runs_on_the_cpu(capsys):
     rc = mod.main(["--device", "cpu", "--backends", "aot_eager", "--steps", "1", "--only", "hop_dropout"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "ok   hop_dropout [aot_eager]: 1 steps, 1 graph(s) partitioned by remat" in out
+    # One joint graph from 2.13 on; 2.11 and 2.12 trace the HOP's bodies into
+    # graphs of their own, which remat partitions too.
+    assert re.search(r"ok   hop_dropout \[aot_eager\]: 1 steps, [1-9]\d* graph\(s\) partitioned by remat",
+                     out), out

@@ -25,13 +25,17 @@ from torch._library.fake_class_registry import FakeScriptObject  # noqa: E402
 from torch.fx.experimental.symbolic_shapes import (  # noqa: E402
     free_symbols,
     is_symbol_binding_fx_node,
-    optimization_hint,
 )
+
+# The size hint the running release's partitioner reads (remat's shim:
+# optimization_hint from 2.12 on, size_hint in 2.11).
+from remat.torch._internals import optimization_hint  # noqa: E402
 from torch.fx.immutable_collections import immutable_dict, immutable_list  # noqa: E402
 from torch.multiprocessing.reductions import StorageWeakRef  # noqa: E402
 
 import remat  # noqa: E402
 import remat.torch as rt  # noqa: E402
+from remat.torch import _release  # noqa: E402
 
 EXAMPLE_NAMES = ["mlp", "transformer_block", "cnn_batchnorm", "checkpointed", "mlp_dynamic"]
 
@@ -96,8 +100,13 @@ def check_export_against_fx(gm: fx.GraphModule, doc: dict) -> None:
                 assert ("pointwise" in op["packet_tags"]) == any_pw
         assert d.get("impure", False) == n.is_impure(impure_random=False)
         assert d.get("tensor_meta", False) == ("tensor_meta" in n.meta)
+        # The running release's is_symbol_binding_fx_node: by the replaced
+        # expression to 2.13, by the raw one from 2.14 (bind_unreplaced_symbols).
         bound = is_symbol_binding_fx_node(n)
-        assert d.get("binds_symbol") == (str(bound) if bound is not None else None)
+        ours = d.get("binds_symbol")
+        if _release.behaves("bind_unreplaced_symbols") and "binds_symbol_unreplaced" in d:
+            ours = d["binds_symbol_unreplaced"]
+        assert ours == (str(bound) if bound is not None else None)
         meta = d.get("meta", {})
         policy = n.meta.get("recompute")
         assert meta.get("recompute") == (policy.name if policy is not None else None)
@@ -112,6 +121,10 @@ def check_export_against_fx(gm: fx.GraphModule, doc: dict) -> None:
         val, v = n.meta["val"], d["val"]
         if isinstance(val, (torch.Tensor, torch.SymInt, list, tuple)):
             assert d.get("free_symbols", []) == sorted(s.name for s in free_symbols(val))
+            raw = getattr(torch._functorch.partitioners, "_free_symbols_without_replacements", None)
+            if raw is not None:  # 2.14 on: what the backward binds
+                ours = set(d.get("free_symbols", [])) | set(d.get("free_symbols_unreplaced", []))
+                assert ours == {s.name for s in raw(val) | free_symbols(val)}
         if isinstance(val, torch.Tensor):
             assert v["kind"] == "tensor"
             assert v["dtype"] == str(val.dtype).removeprefix("torch.")

@@ -69,3 +69,30 @@ def test_results_missing_or_adding_fields_are_rejected():
     # documented there.
     with pytest.raises(jsonschema.ValidationError):
         validator(RESULT).validate({**result, "undocumented": 1})
+
+
+def test_exported_cse_facts_match_the_schema_and_read_back():
+    """What torch 2.13-2.14's CSE and DCE compare, as the exporter writes it:
+    a packet target (kind "packet"), a NaN with its sign bit ("bits"), a node
+    on another stream ("custom_context")."""
+    torch = pytest.importorskip("torch")
+    rt = pytest.importorskip("remat.torch")
+    g = torch.fx.Graph()
+    x = g.placeholder("primals_1")
+    x.meta["val"] = torch.empty(3, device="meta")
+    rand = g.call_function(torch.ops.aten.rand, ([3],), name="rand")
+    neg_nan = g.call_function(torch.ops.aten.add.Tensor, (x, -float("nan")), name="add")
+    neg_nan.meta["custom"] = {"stream": 1}
+    g.output((rand, neg_nan))
+    doc = rt.export_joint_graph(g, 2)
+    validator(JOINT).validate(doc)
+    op = next(o for o in doc["ops"] if o["name"] == "aten.rand")
+    assert op["kind"] == "packet" and op["tags"] == ["nondeterministic_seeded"]
+    add = next(n for n in doc["nodes"] if n["name"] == "add")
+    assert add["args"][1] == {"float": "nan", "bits": "fff8000000000000"}
+    assert add["meta"]["custom_context"] == [1, None, None]
+    back = json.loads(remat.roundtrip(doc))
+    back_add = next(n for n in back["nodes"] if n["name"] == "add")
+    assert back_add["args"] == add["args"] and back_add["meta"] == add["meta"]
+    back_op = next(o for o in back["ops"] if o["name"] == "aten.rand")
+    assert (back_op["kind"], back_op["tags"]) == ("packet", ["nondeterministic_seeded"])

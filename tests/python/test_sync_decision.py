@@ -98,12 +98,26 @@ def test_install_without_fallback_accepts_the_sync_flag(monkeypatch):
     assert losses == reference
 
 
+def _compile_sync_module():
+    """torch._dynamo.distributed where it has the compile-sync group (2.15 on)."""
+    import torch._dynamo.distributed as dd
+
+    return dd if hasattr(dd, "get_compile_sync_pg") else None
+
+
 @pytest.fixture(scope="module")
 def fake_world():
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     assert not dist.is_initialized()
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=4)
+    # torch 2.15 talks on dynamo's compile-sync group, a gloo group it makes
+    # on first use, which the fake backend cannot make: a fake group of its
+    # own (not the default one) stands in, for torch and remat alike.
+    dd = _compile_sync_module()
+    if dd is not None:
+        assert dd._COMPILE_SYNC_PG is None
+        dd._COMPILE_SYNC_PG = dist.new_group(backend="fake")
     try:
         yield {
             "mlp_allreduce": sm.capture("mlp_allreduce", *sm.mlp_allreduce()),
@@ -111,6 +125,8 @@ def fake_world():
             "no_collectives": sm.capture("no_collectives", *sm.no_collectives()),
         }
     finally:
+        if dd is not None:
+            dd._COMPILE_SYNC_PG = None
         dist.destroy_process_group()
 
 
@@ -130,7 +146,7 @@ def test_fake_process_group_same_collectives_artifact_and_graphs(fake_world, mod
         theirs = sm.run(theirs_fn, joint, **SYNC, **config)
         ours = sm.run(ours_fn, joint, **SYNC, **config)
         # torch ran its protocol to the end: digest, names, sizes.
-        assert [c for c, _ in theirs.collectives] == [
+        assert [c for c, *_ in theirs.collectives] == [
             "all_gather_object", "all_gather_object", "all_reduce"], theirs.collectives
         assert len(theirs.artifacts) == 1
         assert ours.collectives == theirs.collectives, (model, kind, config)
@@ -178,6 +194,9 @@ class ScriptedGroup:
 
     def target_repr(self, name):
         return f"<function {name}>"
+
+    def target_qualified_name(self, name):
+        return name
 
     def agreed(self, picked, payload):
         self.picked, self.payload = picked, payload
@@ -270,3 +289,51 @@ def test_failure_after_ranks_agreed_is_raised_not_handed_to_torch(fake_world, mo
         with pytest.warns(UserWarning, match="falling back"):
             fell_back = sm.run(wrapped, joint, **SYNC)
     assert fell_back == sm.run(tp.min_cut_rematerialization_partition, joint, **SYNC)
+
+
+def test_without_a_compile_sync_group_remat_raises_torchs_assertion(fake_world, monkeypatch):
+    """2.15 on, where dynamo has no compile-sync group to give, torch's sync
+    raises an AssertionError; remat's raises the same, unchanged by the
+    drop-in (no fallback: torch would raise it too)."""
+    dd = _compile_sync_module()
+    if dd is None:
+        pytest.skip(f"torch {torch.__version__} syncs on the default group: "
+                    "dynamo's compile-sync group appeared in 2.15")
+    monkeypatch.setattr(dd, "get_compile_sync_pg", lambda: None)
+    theirs_fn, ours_fn = sm.partitioners("min_cut")
+    raised = []
+    for fn in (theirs_fn, ours_fn):
+        with pytest.raises(AssertionError) as info:
+            sm.run(fn, fake_world["mlp_allreduce"], **SYNC)
+        raised.append(str(info.value))
+    assert raised[0] == raised[1] == "Compile sync process group must be available here"
+
+
+def test_collectives_are_made_without_the_python_dispatcher(fake_world, monkeypatch):
+    """torch.compile partitions with the Python dispatcher on; a gloo
+    collective made under it holds the GIL while it waits for gloo's queue
+    lock, which gloo's worker may hold while it needs the GIL (a deadlock
+    torch's own sync runs into now and then). remat's collectives are made
+    with the dispatcher off, the same collectives all the same."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    key = torch._C.DispatchKey.PythonDispatcher
+    seen = []
+    gather, reduce = dist.all_gather_object, dist.all_reduce
+
+    def gather_checked(*a, **k):
+        seen.append(torch._C._dispatch_tls_is_dispatch_key_included(key))
+        return gather(*a, **k)
+
+    def reduce_checked(*a, **k):
+        seen.append(torch._C._dispatch_tls_is_dispatch_key_included(key))
+        return reduce(*a, **k)
+
+    monkeypatch.setattr(dist, "all_gather_object", gather_checked)
+    monkeypatch.setattr(dist, "all_reduce", reduce_checked)
+    _, ours_fn = sm.partitioners("min_cut")
+    with enable_python_dispatcher():
+        assert torch._C._dispatch_tls_is_dispatch_key_included(key)
+        ours = sm.run(ours_fn, fake_world["mlp_allreduce"], **SYNC)
+    assert seen == [False, False, False]
+    assert len(ours.artifacts) == 1

@@ -13,6 +13,10 @@ Contract:
       simulated peak memory of any forward/backward pair (torch's plans too)
   peak_memory_budget(nbytes) / set_peak_memory_budget / get_peak_memory_budget:
       remat's own peak-memory limit for its partitioners (torch's config untouched)
+  set_torch_release("nearest" | "2.14" | None): opt in to running under a torch
+      outside the supported releases (docs/torch-releases.md)
+The drop-in reproduces the running torch's release (2.11 to 2.15), each with
+its own decisions; see _release.
 Importing this package imports torch; `import remat` alone does not.
 
 Parity with torch's partitioners holds for every option they read, with one
@@ -24,8 +28,11 @@ solver (torch's default) gives node-for-node parity.
 
 config._sync_decision_cross_ranks: under an initialized torch.distributed
 group of several ranks, the drop-in agrees with the other ranks through
-torch.distributed exactly as torch does (_ranks.TorchRankGroup), and logs the
-same structured-trace artifact; otherwise it changes nothing, as in torch.
+torch.distributed exactly as the running release does (_ranks.TorchRankGroup:
+the same collectives on the same process group, the default one up to 2.14,
+dynamo's compile-sync group from 2.15), so ranks running remat and ranks
+running torch agree, and logs the same structured-trace artifact and debug
+line; otherwise it changes nothing, as in torch.
 """
 
 from ._capture import CapturedJoint, CaptureSession, capture, save_capture
@@ -48,6 +55,7 @@ from ._memory import (
     simulate_memory,
 )
 from ._json_to_fx import import_graph, import_result
+from ._release import set_torch_release
 from ._targets import resolve_target, target_name
 
 __all__ = [
@@ -74,4 +82,5 @@ __all__ = [
     "set_peak_memory_budget",
     "get_peak_memory_budget",
     "RematHazardWarning",
+    "set_torch_release",
 ]

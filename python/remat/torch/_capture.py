@@ -9,9 +9,9 @@ keyword arguments — and then forwarded to the original function, so compilatio
 proceeds unchanged. Leaving the block restores every patched name.
 
 Two hooks cover all paths: the partition functions themselves (module
-attributes looked up at call time), and AOTAutograd's
-`_partition_joint_graph_into_fw_bw`, which receives whatever partition_fn a
-backend bound at import time. A thread-local guard records each call once.
+attributes looked up at call time), and the one function of AOTAutograd
+every compilation hands its partition_fn to, also one a backend bound at
+import time (_internals.patch_partition_call). A thread-local guard records each call once.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import threading
 from typing import Any, Callable, Iterator, Optional
 
 import torch.fx as fx
+
+from . import _internals
 
 _guard = threading.local()
 
@@ -67,6 +69,7 @@ class CaptureSession:
     def __init__(self) -> None:
         self.captured: list[CapturedJoint] = []
         self._patches: list[tuple[Any, str, Any]] = []
+        self._undo: list[Callable[[], None]] = []
 
     # --- recording -------------------------------------------------------
     def _record(self, fn: Callable, joint_module, joint_inputs, kwargs: dict) -> None:
@@ -111,30 +114,25 @@ class CaptureSession:
         setattr(obj, attr, new)
 
     def __enter__(self) -> "CaptureSession":
-        import torch._functorch._aot_autograd.graph_compile as graph_compile
-        import torch._functorch.aot_autograd as aot_autograd
-        import torch._functorch.partitioners as partitioners
+        partitioners = _internals.partitioners()
+        wrapped = {name: self.wrap(getattr(partitioners, name))
+                   for name in ("min_cut_rematerialization_partition", "default_partition")}
+        for module_name, name in _internals.PARTITION_FN_HOLDERS:
+            mod = _maybe_import(module_name)
+            if mod is not None and getattr(mod, name, None) is getattr(partitioners, name):
+                self._patch(mod, name, wrapped[name])
 
-        for name in ("min_cut_rematerialization_partition", "default_partition"):
-            original = getattr(partitioners, name)
-            wrapped = self.wrap(original)
-            for mod in (partitioners, aot_autograd, _maybe_import("torch._inductor.compile_fx"),
-                        _maybe_import("functorch.compile")):
-                if mod is not None and getattr(mod, name, None) is original:
-                    self._patch(mod, name, wrapped)
+        def record(partition_fn: Callable) -> Callable:
+            if getattr(partition_fn, "__remat_capture__", False):
+                return partition_fn
+            return self.wrap(partition_fn)
 
-        original_split = graph_compile._partition_joint_graph_into_fw_bw
-
-        @functools.wraps(original_split)
-        def split(fx_g, joint_inputs, inner_meta, fw_metadata, aot_config, partition_fn):
-            if not getattr(partition_fn, "__remat_capture__", False):
-                partition_fn = self.wrap(partition_fn)
-            return original_split(fx_g, joint_inputs, inner_meta, fw_metadata, aot_config, partition_fn)
-
-        self._patch(graph_compile, "_partition_joint_graph_into_fw_bw", split)
+        self._undo.append(_internals.patch_partition_call(record))
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        while self._undo:
+            self._undo.pop()()
         while self._patches:
             obj, attr, old = self._patches.pop()
             setattr(obj, attr, old)

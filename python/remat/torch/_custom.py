@@ -4,7 +4,7 @@ Contract: `hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices,
 opts)` returns the keyword arguments for `remat.partition` (`knapsack_solver`,
 `runtime_estimator`) that call `torch._functorch.config`'s
 `activation_memory_budget_solver` / `activation_memory_budget_runtime_estimator`
-objects exactly as torch 2.13's partitioner does, or {} when neither option is
+objects exactly as the running torch's partitioner does, or {} when neither option is
 "custom" in `opts` (`options_from_torch` writes "custom" for a non-string value).
 
   * The solver is called as ``SOLVER(memory, joint_graph, max_memory,
@@ -37,6 +37,8 @@ from typing import Any, Callable, Optional
 
 import torch.fx as fx
 
+from . import _internals
+
 
 class _TorchView:
     """The partitioner's state at choose_saved_values_set, built on first use."""
@@ -51,15 +53,14 @@ class _TorchView:
         self._built = False
 
     def _build(self) -> None:
-        import torch._functorch.config as config
-        from torch._functorch import partitioners as tp
-        from torch._functorch.compile_utils import fx_graph_cse
+        config = _internals.functorch_config()
+        tp = _internals.partitioners()
 
         # torch's prefix of min_cut_rematerialization_partition, on a copy.
         gm = fx.GraphModule(self._joint, copy.deepcopy(self._joint.graph))
         gm.graph.eliminate_dead_code()
         if config.cse:
-            gm.graph = fx_graph_cse(gm.graph)
+            gm.graph = _internals.cse_as_partitioner(gm, self._num_fwd_outputs)
         if tp.has_recomputable_ops(gm):
             gm = tp.cleanup_recompute_tags(gm, is_default_partition=False)
         if not config.unsafe_allow_optimization_of_collectives:
@@ -103,10 +104,8 @@ def _user_call(fn: Callable, *args: Any) -> Any:
 
 def _knapsack_hook(solver: Callable, view: _TorchView) -> Callable:
     def knapsack_solver(memory: list, max_memory: float, banned_ids: list) -> tuple:
-        from torch.utils._mode_utils import no_dispatch
-
         banned = [view.node(i) for i in banned_ids]
-        with no_dispatch():
+        with _internals.no_dispatch():
             def solve() -> Any:
                 _saved, recomputed = solver(memory, view.graph, max_memory, view.node_info, banned)
                 return recomputed
@@ -142,13 +141,11 @@ def _profile_estimator(node: fx.Node) -> float:
     values at all; remat times them with the CPU benchmarker instead.
     """
     import torch
-    import torch.utils._pytree as pytree
-    from torch._inductor.runtime.benchmarking import benchmarker
-    from torch.fx.experimental.symbolic_shapes import optimization_hint
-    from torch.utils._mode_utils import no_dispatch
+
+    benchmarker = _internals.benchmarking().benchmarker
 
     def hint(d: Any) -> int:
-        return optimization_hint(d, fallback=4096)
+        return _internals.optimization_hint(d, fallback=4096)
 
     on_cuda = False
 
@@ -169,8 +166,8 @@ def _profile_estimator(node: fx.Node) -> float:
             return True
         return x
 
-    with no_dispatch():
-        args, kwargs = pytree.tree_map(materialize, (node.args, node.kwargs))
+    with _internals.no_dispatch():
+        args, kwargs = _internals.pytree.tree_map(materialize, (node.args, node.kwargs))
         run = lambda: node.target(*args, **kwargs)  # noqa: E731
         return benchmarker.benchmark_gpu(run) if on_cuda else benchmarker.benchmark_cpu(run)
 
@@ -178,7 +175,7 @@ def _profile_estimator(node: fx.Node) -> float:
 def hooks(joint_module: fx.GraphModule, num_fwd_outputs: int,
           static_lifetime_input_indices: Optional[list[int]], opts: dict) -> dict[str, Any]:
     """remat.partition keyword arguments running torch's custom solver/estimator."""
-    import torch._functorch.config as config
+    config = _internals.functorch_config()
 
     out: dict[str, Any] = {}
     view = None

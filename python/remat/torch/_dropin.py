@@ -1,10 +1,12 @@
 """Drop-in partition functions for torch.compile / aot_autograd, and install().
 
 Contract:
-  * `min_cut_rematerialization_partition` and `default_partition` take torch
-    2.13's signatures and return the (forward, backward) GraphModules torch's
-    functions would: the joint graph is exported once, partitioned in C++ and
-    the result imported back.
+  * `min_cut_rematerialization_partition` and `default_partition` take
+    torch's signatures and return the (forward, backward) GraphModules the
+    running torch's functions would (that release's decisions: _release):
+    the joint graph is exported once, partitioned in C++ and the result
+    imported back. Under a release remat does not reproduce they raise
+    UnsupportedError naming the supported range (unless the user opted in).
   * Options come from `torch._functorch.config` at call time, plus the runtime
     facts torch itself reads (tracing context, inductor's fallback_random,
     torch.distributed) and inductor's activation_quantization_aten_pass, so an
@@ -12,7 +14,13 @@ Contract:
     does besides rewriting the graphs (counters, meta marks, trace
     artifacts, guards on symbolic sizes) is `_quantization`'s.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
-    forced to MUST_SAVE get that recompute tag in their meta.
+    forced to MUST_SAVE get that recompute tag in their meta, and from 2.15
+    the primal placeholders get meta["is_static_input"].
+  * What the drop-in stamps on the graphs and the trace per release (output
+    stack traces, autograd_backward marks, is_static_input, the
+    min_cut_information payload) follows the release switches of the very
+    options the engine partitions with (_release.following), "torch_switches"
+    included.
   * Logs, structured-trace artifacts, debug files and reports are torch's
     (see _trace): the same logger, artifact names and file names.
   * `install()` makes torch.compile (inductor and aot_eager backends) and
@@ -38,9 +46,9 @@ import torch
 import torch.fx as fx
 
 import remat
-from . import _custom, _offload, _quantization, _ranks, _trace
+from . import _custom, _internals, _offload, _quantization, _ranks, _release, _trace
 from ._fx_to_json import export_joint_graph
-from ._json_to_fx import import_result
+from ._json_to_fx import import_result, stamp_static_inputs
 from ._memory import get_peak_memory_budget
 
 log = logging.getLogger(__name__)
@@ -65,15 +73,29 @@ _CONFIG_FIELDS = (
     "is_non_builtin_to_include",
     "unsafe_treat_script_objects_as_zero_size",
     "activation_memory_budget",
+    "activation_memory_budget_require_full_coverage",
 )
 
 
-def options_from_torch(**overrides: Any) -> dict:
-    """PartitionOptions as torch would run now, as a JSON-able dict."""
-    import torch._functorch.config as config
-    import torch._inductor.config as inductor_config
+# Flags some supported releases lack, with the behavior those releases have
+# without them.
+_FLAG_DEFAULTS = {
+    "unsafe_treat_script_objects_as_zero_size": False,  # 2.13 on
+    # 2.15 on; before, a region budget must always cover the whole forward.
+    "activation_memory_budget_require_full_coverage": True,
+}
 
-    opts = {name: getattr(config, name) for name in _CONFIG_FIELDS}
+
+def options_from_torch(**overrides: Any) -> dict:
+    """PartitionOptions as torch would run now, as a JSON-able dict: the
+    release it reproduces (_release) and the running torch's configuration."""
+    config = _internals.functorch_config()
+    inductor_config = _internals.inductor_config()
+
+    opts: dict[str, Any] = {"torch_release": _release.reproduced()}
+    for name in _CONFIG_FIELDS:
+        opts[name] = (_internals.config_flag(name, _FLAG_DEFAULTS[name])
+                      if name in _FLAG_DEFAULTS else getattr(config, name))
     for name in ("activation_memory_budget_solver", "activation_memory_budget_runtime_estimator"):
         value = getattr(config, name)
         # A CustomKnapsackSolver / CustomRuntimeEstimator, or "profile" (which
@@ -82,7 +104,7 @@ def options_from_torch(**overrides: Any) -> dict:
     # fx.Graph.eliminate_dead_code keeps random ops unless a tracing context
     # exists, in which case inductor's fallback_random decides.
     opts["dce_impure_random"] = (
-        bool(inductor_config.fallback_random) if torch._guards.TracingContext.try_get() else True)
+        bool(inductor_config.fallback_random) if _internals.tracing_context_active() else True)
     opts["distributed_available"] = torch.distributed.is_available()
     opts["graphsafe_rng_functionalization"] = bool(config.graphsafe_rng_functionalization) and (
         not inductor_config.fallback_random
@@ -92,11 +114,9 @@ def options_from_torch(**overrides: Any) -> dict:
     for name in ("activation_offload_separate_stream", "activation_offload_sink_wait",
                  "activation_reload_prefetch"):
         opts[name] = bool(getattr(config, name))
-    opts["activation_offload_cpu_gpu_bw"] = float(config.activation_offload_cpu_gpu_bw)
+    opts["activation_offload_cpu_gpu_bw"] = _internals.offload_cpu_gpu_bw()
     # supports_graphsafe_rng's device types (register_graphsafe_rng_device_type adds to them).
-    from torch._functorch._aot_autograd import utils as aot_utils
-
-    opts["graphsafe_rng_device_types"] = sorted(aot_utils._GRAPHSAFE_RNG_DEVICE_TYPES)
+    opts["graphsafe_rng_device_types"] = _internals.graphsafe_rng_device_types()
     # Ranks agree through the rank group _partition passes along (_ranks).
     opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
     # inductor's FP8 activation quantization pass, which torch's extraction runs.
@@ -167,11 +187,8 @@ def _step(name: str):
 def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
                static_lifetime_input_indices: Optional[list[int]],
                partitioner: str, options: Optional[dict]) -> Partition:
-    from torch.utils.checkpoint import CheckpointPolicy
-
-    handles: list = []
     with _step("options"):
-        opts = _trace.request(options_from_torch() if options is None else options)
+        opts = _trace.request(options_from_torch() if options is None else _with_release(options))
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
         hooks.update(_offload.hooks(joint_module, opts))
         quantization = opts.get("activation_quantization")
@@ -180,7 +197,21 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
             raw = _torch_quantization_config() if options is None else None
             threshold = (raw if isinstance(raw, dict) else quantization).get("size_in_mb", 100)
             hooks["size_check"] = _quantization.size_check(joint_module, threshold)
-        group = _ranks.rank_group(joint_module) if opts.get("sync_decision_cross_ranks") else None
+        group = (_ranks.rank_group(joint_module, opts) if opts.get("sync_decision_cross_ranks")
+                 else None)
+    # What the drop-in stamps on the graphs follows the same switches as the engine.
+    with _release.following(opts):
+        return _export_partition_import(joint_module, num_fwd_outputs,
+                                        static_lifetime_input_indices, partitioner, opts, hooks,
+                                        group)
+
+
+def _export_partition_import(joint_module: fx.GraphModule, num_fwd_outputs: int,
+                             static_lifetime_input_indices: Optional[list[int]],
+                             partitioner: str, opts: dict, hooks: dict,
+                             group: Optional[_ranks.TorchRankGroup]) -> Partition:
+    CheckpointPolicy = _internals.CheckpointPolicy
+    handles: list = []
     with _step("export"):
         doc = export_joint_graph(joint_module, num_fwd_outputs, static_lifetime_input_indices,
                                  as_json=True, handles=handles)
@@ -202,6 +233,8 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
             for hazard in result.get("hazards", ()):
                 warnings.warn(_hazard_message(hazard), RematHazardWarning, stacklevel=3)
             fw, bw = import_result(result, joint_module, handles)
+            if _release.behaves("static_input_meta"):
+                stamp_static_inputs(joint_module, static_lifetime_input_indices)
             # What torch's FP8 quantization pass does besides the graphs.
             _quantization.finish(result, joint_module, fw)
             # The logs and structured-trace artifacts torch emits for this graph,
@@ -210,6 +243,14 @@ def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
                 joint_module, doc, opts, result, fw, bw,
                 extraction=lambda: _quantization.trace_artifacts(result, joint_module, handles))
     return Partition(fw, bw, result)
+
+
+def _with_release(options: dict) -> dict:
+    """Caller's options reproduce the running torch's release unless they
+    name one (an UnsupportedError outside the supported range)."""
+    if "torch_release" in options:
+        return options
+    return {**options, "torch_release": _release.reproduced()}
 
 
 class RematHazardWarning(UserWarning):
@@ -230,9 +271,8 @@ def _hazard_message(h: dict) -> str:
 
 
 def _torch_quantization_config() -> Optional[dict]:
-    import torch._inductor.config as inductor_config
-
-    return inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass")
+    return _internals.inductor_config().post_grad_fusion_options.get(
+        "activation_quantization_aten_pass")
 
 
 @contextlib.contextmanager
@@ -286,7 +326,8 @@ def _modules_only(joint_module: fx.GraphModule, num_fwd_outputs: int,
 
 # --- install / uninstall ------------------------------------------------------
 
-_installed: list[tuple[Any, str, Any]] = []
+# What undoes each patch install() made, in the order made.
+_installed: list[Callable[[], None]] = []
 
 
 def _with_fallback(ours: Callable, theirs: Callable) -> Callable:
@@ -315,23 +356,11 @@ def _with_fallback(ours: Callable, theirs: Callable) -> Callable:
 
 
 def _targets() -> list[tuple[Any, str]]:
-    import importlib
-
-    names = [
-        ("torch._functorch.partitioners", "min_cut_rematerialization_partition"),
-        ("torch._functorch.partitioners", "default_partition"),
-        ("torch._functorch.aot_autograd", "default_partition"),
-        ("torch._inductor.compile_fx", "min_cut_rematerialization_partition"),
-        ("torch._dynamo.backends.debugging", "min_cut_rematerialization_partition"),
-        ("functorch.compile", "min_cut_rematerialization_partition"),
-        ("functorch.compile", "default_partition"),
-    ]
     out = []
-    for module, attr in names:
-        try:
-            out.append((importlib.import_module(module), attr))
-        except ImportError:
-            continue
+    for module_name, attr in _internals.PARTITION_FN_HOLDERS:
+        module = _internals.maybe_module(module_name)
+        if module is not None:
+            out.append((module, attr))
     return out
 
 
@@ -346,12 +375,22 @@ def install(*, fallback: bool = True) -> None:
     support yet, such as a rewrite it does not reproduce, or a failure at any
     step of the drop-in) goes to torch's own partitioner with a warning;
     without it the remat.RematError is raised.
-    """
-    import torch._functorch._aot_autograd.graph_compile as graph_compile
-    import torch._functorch.partitioners as partitioners
 
+    Under a torch release remat does not reproduce (_release), install()
+    changes nothing and warns once; install(fallback=False) raises
+    UnsupportedError naming the supported range. set_torch_release("nearest")
+    before it opts in to the nearest supported release's behavior.
+    """
     if _installed:
         return
+    try:
+        _release.reproduced()
+    except remat.UnsupportedError as e:
+        if not fallback:
+            raise
+        _warn_unsupported_once(str(e))
+        return
+    partitioners = _internals.partitioners()
     torch_fns = {
         "min_cut_rematerialization_partition": partitioners.min_cut_rematerialization_partition,
         "default_partition": partitioners.default_partition,
@@ -365,10 +404,8 @@ def install(*, fallback: bool = True) -> None:
 
     for module, attr in _targets():
         if getattr(module, attr, None) is torch_fns[attr]:
-            _installed.append((module, attr, getattr(module, attr)))
+            _installed.append(functools.partial(setattr, module, attr, getattr(module, attr)))
             setattr(module, attr, ours[attr])
-
-    original_split = graph_compile._partition_joint_graph_into_fw_bw
 
     def replace(fn: Callable) -> Callable:
         base = fn.func if isinstance(fn, functools.partial) else fn
@@ -379,20 +416,23 @@ def install(*, fallback: bool = True) -> None:
                 return ours[name]
         return fn
 
-    @functools.wraps(original_split)
-    def split(fx_g, joint_inputs, inner_meta, fw_metadata, aot_config, partition_fn):
-        return original_split(fx_g, joint_inputs, inner_meta, fw_metadata, aot_config,
-                              replace(partition_fn))
+    _installed.append(_internals.patch_partition_call(replace))
 
-    _installed.append((graph_compile, "_partition_joint_graph_into_fw_bw", original_split))
-    graph_compile._partition_joint_graph_into_fw_bw = split
+
+_warned_unsupported = False
+
+
+def _warn_unsupported_once(message: str) -> None:
+    global _warned_unsupported
+    if not _warned_unsupported:
+        _warned_unsupported = True
+        warnings.warn(message, stacklevel=3)
 
 
 def uninstall() -> None:
     """Restores torch's own partitioners."""
     while _installed:
-        module, attr, original = _installed.pop()
-        setattr(module, attr, original)
+        _installed.pop()()
 
 
 def installed() -> bool:

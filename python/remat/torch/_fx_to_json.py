@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import operator
+import struct
 from typing import Any, Optional, Sequence
 
 import orjson
@@ -25,19 +26,26 @@ import torch.fx as fx
 
 import remat
 
-from torch._library.fake_class_registry import FakeScriptObject
-from torch._library.opaque_object import is_opaque_value
-from torch.fx.experimental._backward_state import BackwardState
-from torch.nested._internal.nested_int import NestedIntNode
-from torch.fx.experimental.symbolic_shapes import (
-    is_symbol_binding_fx_node,
+from ._internals import (
+    BackwardState,
+    FakeScriptObject,
+    HigherOrderOperator,
+    NestedIntNode,
+    OpOverload,
+    OpOverloadPacket,
+    is_opaque_value,
     optimization_hint,
+    placeholder_expr,
+    symbol_bindings,
 )
 
+from . import _internals
 from ._targets import register_target, target_name
 
 FORMAT_JOINT = "remat.joint_graph"
 FORMAT_VERSION = 1
+
+_PYTHON_NAN_BITS = struct.pack(">d", float("nan")).hex()
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -87,8 +95,13 @@ class _Exporter:
         # resolving and hashing the expression again.
         self.by_symnode: dict[int, tuple] = {}
         # The free symbols of the value being exported, collected by sym()
-        # from every expression torch's free_symbols() would visit.
+        # from every expression torch's free_symbols() would visit; and those
+        # of the same expressions before ShapeEnv's replacements (raw_syms).
         self.syms: set[str] = set()
+        self.raw_syms: set[str] = set()
+        # Raw-expression symbol names by id() of the SymNode (each SymNode
+        # has its own raw expression, however its replaced one is shared).
+        self.raw_by_symnode: dict[int, tuple[str, ...]] = {}
 
     # --- ops -------------------------------------------------------------
     def op(self, target: Any) -> str:
@@ -119,7 +132,7 @@ class _Exporter:
         impure = self.impure.get(id(target))
         if impure is None:
             impure = n.is_impure(impure_random=False)
-            if not isinstance(target, torch._ops.HigherOrderOperator):
+            if not isinstance(target, HigherOrderOperator):
                 self.impure[id(target)] = impure
         return impure
 
@@ -146,7 +159,12 @@ class _Exporter:
         if isinstance(x, float):
             if math.isfinite(x):
                 return x
-            return {"float": "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")}
+            if not math.isnan(x):
+                return {"float": "inf" if x > 0 else "-inf"}
+            # A NaN keeps its sign and payload (CSE compares constants by
+            # bit pattern from torch 2.14 on); float("nan") needs no bits.
+            bits = struct.pack(">d", x).hex()
+            return {"float": "nan"} if bits == _PYTHON_NAN_BITS else {"float": "nan", "bits": bits}
         if isinstance(x, fx.Node):
             return {"node": x.name}
         if isinstance(x, tuple):
@@ -167,7 +185,7 @@ class _Exporter:
             return {"layout": _strip_torch(x)}
         if isinstance(x, torch.memory_format):
             return {"memory_format": _strip_torch(x)}
-        if isinstance(x, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
+        if isinstance(x, (OpOverload, HigherOrderOperator)):
             return {"target": self.op(x)}
         return self.opaque(x)
 
@@ -189,6 +207,16 @@ class _Exporter:
         self.by_symnode[id(node)] = hit
         return hit
 
+    def raw(self, node: Any) -> None:
+        """The symbols of a SymNode's raw expression join the value's raw ones."""
+        names = self.raw_by_symnode.get(id(node))
+        if names is None:
+            raw = placeholder_expr(node)
+            names = self.raw_by_symnode[id(node)] = tuple(
+                sym.name for sym in getattr(raw, "free_symbols", ()))
+        if names:
+            self.raw_syms.update(names)
+
     def sym(self, s: Any) -> tuple[str, Any]:
         """(expression, hint) of a sym value; its free symbols join the value's."""
         if isinstance(s.node, NestedIntNode):
@@ -196,6 +224,7 @@ class _Exporter:
         hit = self.facts(s)
         if hit[2]:
             self.syms.update(hit[2])
+        self.raw(s.node)
         return hit[0], hit[1]
 
     def dim(self, d: Any) -> Any:
@@ -204,6 +233,7 @@ class _Exporter:
         if isinstance(d.node, NestedIntNode):
             return {"expr": _sym_expr(d), "hint": _sym_hint(d)}
         expr, hint, names, as_int = self.facts(d)
+        self.raw(d.node)  # a raw expression keeps its symbols even when replaced by a number
         if as_int is not None:
             return as_int  # as SymNode.maybe_as_int: a number has no symbols
         if names:
@@ -242,7 +272,16 @@ class _Exporter:
             return {"kind": "backward_state"}
         if v is None:
             return {"kind": "none"}
-        return {"kind": "constant", "repr": _safe_repr(v)}
+        if isinstance(v, torch.device):
+            # An op that returns a device (compile-on-one-rank's
+            # current_device): torch 2.15 sizes it 0 and never bans it.
+            return {"kind": "device", "device": str(v)}
+        out = {"kind": "constant", "repr": _safe_repr(v)}
+        if not isinstance(v, (int, float, bool)):
+            # torch's free_symbols cannot read it (an Enum member in 2.11, a
+            # string ...): extraction asserts if such a value is saved.
+            out["scalar"] = False
+        return out
 
     def tensor(self, t: torch.Tensor) -> dict:
         dim = self.dim
@@ -272,7 +311,7 @@ class _Exporter:
             dev = self.devices[device] = str(device)
         out["device"] = dev
         # As torch._inductor.fx_utils.get_node_storage: no storage, no identity.
-        if torch._C._has_storage(t):
+        if _internals.has_storage(t):
             storages = self.storages
             out["storage"] = storages.setdefault(t.untyped_storage()._cdata, len(storages))
         else:
@@ -311,22 +350,47 @@ class _Exporter:
         if "val" in meta:
             val = meta["val"]
             self.syms = set()
+            self.raw_syms = set()
             out["val"] = self.value(val)
             if self.syms:
                 out["free_symbols"] = sorted(self.syms)
-            # is_symbol_binding_fx_node answers None for anything but a SymInt.
+            # torch 2.14 on also reads the raw expressions (before ShapeEnv's
+            # replacements): their symbols, and what a node binds by them.
+            extra = self.raw_syms - self.syms
+            if extra:
+                out["free_symbols_unreplaced"] = sorted(self.raw_syms)
             if isinstance(val, torch.SymInt):
-                bound = is_symbol_binding_fx_node(n)
+                bound, bound_raw = symbol_bindings(n)
                 if bound is not None:
                     out["binds_symbol"] = str(bound)
+                if bound_raw != bound:
+                    out["binds_symbol_unreplaced"] = None if bound_raw is None else str(bound_raw)
         if "tensor_meta" in meta:
             out["tensor_meta"] = True
         if self.is_impure(n):
             out["impure"] = True
+        if op == "call_function" and _is_stream_sync(n):
+            out["stream_sync"] = True
         m = _partitioner_meta(meta)
         if m:
             out["meta"] = m
         return out
+
+
+def _is_stream_sync(n: fx.Node) -> bool:
+    """A control_deps call whose subgraph (the get_attr module it runs) calls
+    one of torch's stream synchronization ops."""
+    target = n.target
+    if not (isinstance(target, _internals.HigherOrderOperator) and target.name() == "control_deps"
+            and len(n.args) >= 2):
+        return False
+    sg_node, owner = n.args[1], n.graph.owning_module
+    if not (isinstance(sg_node, fx.Node) and sg_node.op == "get_attr" and owner is not None):
+        return False
+    sg = getattr(owner, str(sg_node.target), None)
+    sync = _internals.stream_sync_ops()
+    return isinstance(sg, fx.GraphModule) and any(
+        x.op == "call_function" and x.target in sync for x in sg.graph.nodes)
 
 
 def _safe_repr(v: Any) -> str:
@@ -392,6 +456,11 @@ def _partitioner_meta(meta: dict) -> dict:
     # offloading; torch tests it for truth.
     if meta.get("should_offload", False):
         out["should_offload"] = True
+    # Stamped by torch 2.15's graph_compile on a primal whose data the runtime
+    # epilogue overwrites after the forward; torch tests it for truth. (An
+    # older torch stamps nothing: the key is exported wherever it is set.)
+    if meta.get("aot_runtime_epilogue_input_mutation", False):
+        out["aot_runtime_epilogue_input_mutation"] = True
     # The reference honors only a float budget (isinstance(..., float)).
     budget = meta.get("memory_budget")
     if isinstance(budget, float):
@@ -403,11 +472,26 @@ def _partitioner_meta(meta: dict) -> dict:
         region = custom.get(_REGION_BUDGET_KEY)
         if region is not None:
             out["region_memory_budget"] = float(region)
+        # fx_graph_cse's custom_context_key (torch 2.14 on): nodes of another
+        # stream or memory pool are never merged.
+        context = (custom.get("stream", 0), custom.get("mempool"), custom.get("mempool_device"))
+        if context != (0, None, None):
+            out["custom_context"] = [_context_item(v) for v in context]
     return out
 
 
+def _context_item(v: Any) -> Any:
+    """A stream / memory-pool index as JSON: an int (a bool is one to Python's
+    ==), None, or another value by its repr."""
+    if v is None:
+        return None
+    if isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX:
+        return int(v)
+    return _safe_repr(v)
+
+
 def _op_facts(name: str, target: Any) -> dict:
-    if isinstance(target, torch._ops.OpOverload):
+    if isinstance(target, OpOverload):
         schema = target._schema
         packet = target.overloadpacket
         ns = target.namespace
@@ -416,7 +500,7 @@ def _op_facts(name: str, target: Any) -> dict:
             for tag in getattr(packet, ov_name).tags:
                 if tag in _TAGS:
                     packet_tags.add(_TAGS[tag])
-        return {
+        facts = {
             "name": name,
             "kind": "overload",
             "namespace": ns,
@@ -430,7 +514,29 @@ def _op_facts(name: str, target: Any) -> dict:
                 a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write
             ],
         }
-    if isinstance(target, torch._ops.HigherOrderOperator):
+        dropout = _dropout_p(schema)
+        if dropout is not None:
+            facts["dropout_p"] = dropout
+        return facts
+    if isinstance(target, OpOverloadPacket):
+        # torch's OpOverload checks do not apply to a packet; its tags are
+        # those of its .default overload, which torch 2.13's is_impure asks.
+        default = getattr(target, "default", None)
+        packet_tags = {_TAGS[t] for ov in target.overloads() for t in getattr(target, ov).tags
+                       if t in _TAGS}
+        return {
+            "name": name,
+            "kind": "packet",
+            "namespace": name.partition(".")[0],
+            "packet": name,
+            "mutable": False,
+            "view": False,
+            "tags": sorted(_TAGS[t] for t in (default.tags if default is not None else ())
+                           if t in _TAGS),
+            "packet_tags": sorted(packet_tags),
+            "mutable_args": [],
+        }
+    if isinstance(target, HigherOrderOperator):
         return {
             "name": name,
             "kind": "higher_order",
@@ -453,6 +559,25 @@ def _op_facts(name: str, target: Any) -> dict:
         "packet_tags": [],
         "mutable_args": [],
     }
+
+
+def _dropout_p(schema: Any) -> Optional[dict]:
+    """The schema argument named dropout_p (the attention ops): its position
+    and default, which torch 2.14 on reads to tell whether a seeded op is
+    random (partitioners.is_rng_op: not when dropout is statically zero).
+    The engine decides from the node's argument and these facts."""
+    for index, a in enumerate(schema.arguments):
+        if a.name == "dropout_p":
+            out: dict[str, Any] = {"index": index}
+            # Without a default, torch counts the op random when the node omits it.
+            default = a.default_value
+            if isinstance(default, (int, float)):
+                default = float(default)
+                if not math.isfinite(default):
+                    default = "nan" if math.isnan(default) else ("inf" if default > 0 else "-inf")
+                out["default"] = default
+            return out
+    return None
 
 
 def _as_int(value: Any, field: str) -> int:
@@ -509,6 +634,9 @@ def export_joint_graph(
         "num_fwd_outputs": _as_int(num_fwd_outputs, "num_fwd_outputs"),
         "static_lifetime_input_indices": [_as_int(i, "static_lifetime_input_indices")
                                           for i in (static_lifetime_input_indices or [])],
+        # The release whose partitioner the graph was handed to (the CLI
+        # reproduces that one unless told otherwise).
+        "torch_version": torch.__version__,
         "ops": list(ex.ops.values()),
         "nodes": nodes,
     }
@@ -534,7 +662,7 @@ def _mutated_inputs(graph: fx.Graph) -> list[str]:
     descriptor (output node meta["desc"]) is an InputMutationAOTOutput naming
     the input's descriptor (placeholder meta["desc"]).
     """
-    from torch._functorch._aot_autograd.descriptors import InputMutationAOTOutput
+    InputMutationAOTOutput = _internals.descriptors().InputMutationAOTOutput
 
     outputs = list(graph.find_nodes(op="output"))
     if not outputs:

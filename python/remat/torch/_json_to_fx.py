@@ -20,11 +20,15 @@ Contract:
   * `import_result` builds the forward and backward modules of a partition
     result as `_extract_fwd_bwd_modules` does: modules made with
     `_make_graph_module(joint_gm, graph)`, output "desc" metadata from the joint
-    output plus SavedForBackwards(NoVcCheck)AOTOutput for saved values, and
+    output plus SavedForBackwards(NoVcCheck)AOTOutput for saved values (and,
+    2.12 on, "output_stack_traces"), and, 2.13 on,
     meta["autograd_backward"] on backward call_function/get_attr nodes that
     come from the joint graph (not on nodes a rewrite created), and
     invoke_subgraph calls the partitioner gave extra inputs (HOP RNG states)
     their "eager_input_vals" extended with those inputs' values.
+  * `stamp_static_inputs` marks the joint graph's primal placeholders
+    meta["is_static_input"] as torch 2.15's extraction does (the drop-in
+    calls it for 2.15 on).
   * Opaque arguments resolve through `handles` (the list given to the export);
     without it they become `OpaqueArg` placeholders carrying the repr.
 """
@@ -32,14 +36,15 @@ Contract:
 from __future__ import annotations
 
 import copy
+import struct
 from typing import Any, Optional
 
 import orjson
 import torch
 import torch.fx as fx
-import torch.utils._pytree as pytree
 from torch.fx.immutable_collections import immutable_dict
 
+from . import _internals, _release
 from ._targets import resolve_target
 
 
@@ -83,7 +88,7 @@ class _Decoder:
             return [self.arg(x) for x in a]
         if not isinstance(a, dict):
             return a  # None, bool, int, float, str
-        if len(a) == 1 or "opaque" in a:
+        if len(a) == 1 or "opaque" in a or "bits" in a:
             if "node" in a:
                 name = a["node"]
                 if name not in self.env:
@@ -96,6 +101,8 @@ class _Decoder:
             if "slice" in a:
                 return slice(*(self.arg(x) for x in a["slice"]))
             if "float" in a:
+                if "bits" in a:  # a NaN with a sign or payload
+                    return struct.unpack(">d", bytes.fromhex(a["bits"]))[0]
                 return float(a["float"])  # "inf", "-inf", "nan"
             if "dtype" in a:
                 return getattr(torch, a["dtype"])
@@ -203,7 +210,7 @@ def _fake_tensor(v: dict, syms: _Symbols = _NO_SYMBOLS) -> Any:
     dtype = getattr(torch, v["dtype"], None)
     if not isinstance(dtype, torch.dtype):
         return None
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    FakeTensorMode = _internals.fake_tensor().FakeTensorMode
 
     # The joint graph's own mode: inductor refuses to mix two ("Mixing fake
     # modes NYI"), and symbolic sizes only exist there.
@@ -226,9 +233,7 @@ def _generator(v: dict, handles: Optional[list]) -> Any:
     h = v.get("handle", -1)
     if handles is not None and h is not None and 0 <= h < len(handles):
         return handles[h]
-    from torch._functorch._aot_autograd.utils import get_default_generator
-
-    return get_default_generator(torch.device(v["device"])).clone_state()
+    return _internals.default_generator_state(torch.device(v["device"]))
 
 
 def _value(v: dict, syms: _Symbols = _NO_SYMBOLS, handles: Optional[list] = None) -> Any:
@@ -251,11 +256,11 @@ def _value(v: dict, syms: _Symbols = _NO_SYMBOLS, handles: Optional[list] = None
         except (ValueError, SyntaxError):
             return None
     if kind == "backward_state":
-        from torch.fx.experimental._backward_state import BackwardState
-
-        return BackwardState()
+        return _internals.BackwardState()
     if kind == "generator":
         return _generator(v, handles)
+    if kind == "device":
+        return torch.device(v["device"])
     return None
 
 
@@ -274,8 +279,7 @@ def _offload_meta(m: dict, meta: dict, syms: _Symbols) -> None:
 
 def _partitioner_keys_from_doc(m: dict) -> dict:
     """The partitioner's meta keys of a document node's "meta" object, as torch holds them."""
-    from torch.utils.checkpoint import CheckpointPolicy
-
+    CheckpointPolicy = _internals.CheckpointPolicy
     meta: dict[str, Any] = {}
     if "recompute" in m:
         meta["recompute"] = CheckpointPolicy[m["recompute"]]
@@ -285,6 +289,10 @@ def _partitioner_keys_from_doc(m: dict) -> dict:
             meta[key] = m[key]
     if "region_memory_budget" in m:
         meta["custom"] = {"_region_activation_memory_budget": m["region_memory_budget"]}
+    if "custom_context" in m:
+        stream, mempool, mempool_device = m["custom_context"]
+        meta.setdefault("custom", {}).update(
+            {"stream": stream, "mempool": mempool, "mempool_device": mempool_device})
     return meta
 
 
@@ -393,10 +401,10 @@ def _build_graph(
             _set_attr(node, "meta", meta)
             if meta.get("val") is None and op == "call_function" and nd.get("val", {}).get("kind") == "tensor":
                 _propagate_fake_value(node)
-        if src is not None and "meta" in nd and "saved_for_offloading" in nd["meta"]:
+        if src is not None and (nd.get("meta") or {}).get("saved_for_offloading"):
             # torch marks the offloaded forward node in its (shared, for a
-            # placeholder) meta dict.
-            node.meta["saved_for_offloading"] = True
+            # placeholder) meta dict; 2.11 and 2.12 note its device too.
+            _offload_meta(nd["meta"], node.meta, syms)
     return graph
 
 
@@ -429,7 +437,7 @@ def _propagate_fake_value(node: fx.Node) -> None:
     inputs = node.all_input_nodes
     if not inputs or any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
         return
-    mode = torch._guards.detect_fake_mode([n.meta["val"] for n in inputs])
+    mode = _internals.detect_fake_mode([n.meta["val"] for n in inputs])
     if mode is None:
         return
     args, kwargs = fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["val"])
@@ -472,7 +480,7 @@ def _extend_eager_input_vals(graph: fx.Graph, nodes: list[dict], joint_nodes: di
     bodies, by thread_graphsafe_rng_from_hops) get those inputs' values
     appended to meta["eager_input_vals"], which holds one value per argument,
     as torch appends them."""
-    from torch._higher_order_ops import invoke_subgraph
+    invoke_subgraph = _internals.higher_order_ops().invoke_subgraph
 
     for node, nd in zip(graph.nodes, nodes):
         if node.op != "call_function" or node.target is not invoke_subgraph:
@@ -488,17 +496,33 @@ def _extend_eager_input_vals(graph: fx.Graph, nodes: list[dict], joint_nodes: di
 
 def _joint_output_descs(joint_gm: fx.GraphModule) -> list:
     out = next(iter(joint_gm.graph.find_nodes(op="output")))
-    outputs = pytree.arg_tree_leaves(*out.args)
-    return pytree.arg_tree_leaves(out.meta.get("desc", [None] * len(outputs)))
+    outputs = _internals.pytree.arg_tree_leaves(*out.args)
+    return _internals.pytree.arg_tree_leaves(out.meta.get("desc", [None] * len(outputs)))
 
 
 def _set_output_meta(graph: fx.Graph, descs: list) -> None:
     out = next(iter(graph.find_nodes(op="output")))
     out.meta["desc"] = descs
+    if not _release.behaves("output_stack_traces_meta"):
+        return
     values = out.args[0] if out.args else ()
     out.meta["output_stack_traces"] = [
         v.meta.get("stack_trace") if isinstance(v, fx.Node) else None for v in values
     ]
+
+
+def stamp_static_inputs(joint_gm: fx.GraphModule,
+                        static_lifetime_input_indices: Optional[list[int]]) -> None:
+    """torch 2.15 on: every primal placeholder of the joint graph gets
+    meta["is_static_input"], whether it is a static-lifetime input (indices
+    count primals in graph order), for the backward compiler's static input
+    indices. The forward's and backward's placeholders share those meta
+    dicts (import_result), so they carry it too."""
+    is_primal = _internals.aot_utils()._is_primal
+    static = set(static_lifetime_input_indices or ())
+    primals = (n for n in joint_gm.graph.find_nodes(op="placeholder") if is_primal(n))
+    for i, node in enumerate(primals):
+        node.meta["is_static_input"] = i in static
 
 
 def created_nodes(doc_nodes: list, graph: fx.Graph) -> dict[str, fx.Node]:
@@ -513,11 +537,9 @@ def import_result(
     handles: Optional[list] = None,
 ) -> tuple[fx.GraphModule, fx.GraphModule]:
     """The (forward, backward) GraphModules of a format-v1 partition result."""
-    from torch._functorch._aot_autograd.descriptors import (
-        SavedForBackwardsAOTOutput,
-        SavedForBackwardsNoVcCheckAOTOutput,
-    )
-    from torch._library.fake_class_registry import FakeScriptObject
+    SavedForBackwardsAOTOutput = _internals.descriptors().SavedForBackwardsAOTOutput
+    SavedForBackwardsNoVcCheckAOTOutput = _internals.descriptors().SavedForBackwardsNoVcCheckAOTOutput
+    FakeScriptObject = _internals.FakeScriptObject
 
     r = _load(result)
     num_fwd = int(r["num_fwd_outputs"])
@@ -537,7 +559,7 @@ def import_result(
     saved = [n for n in saved if not isinstance(n.meta.get("val"), FakeScriptObject)]
     no_vc_start = sum(1 for n in saved if not n.meta.get("saved_tensor_with_no_vc_check", False))
     fw_out = next(iter(fw_graph.find_nodes(op="output")))
-    num_saved = len(pytree.arg_tree_leaves(*fw_out.args)) - num_fwd
+    num_saved = len(_internals.pytree.arg_tree_leaves(*fw_out.args)) - num_fwd
     _set_output_meta(
         fw_graph,
         descs[:num_fwd]
@@ -549,13 +571,20 @@ def import_result(
         ],
     )
     _set_output_meta(bw_graph, descs[num_fwd:])
-    # torch marks the backward's nodes at extraction; nodes its later
-    # rewrites create (no origin) stay unmarked.
-    created = {nd["name"] for nd in r["backward"]["nodes"] if "origin" not in nd}
-    for node in bw_graph.nodes:
-        if node.op in ("call_function", "get_attr") and node.name not in created:
-            node.meta["autograd_backward"] = True
+    if _release.behaves("mark_autograd_backward_meta"):
+        _mark_autograd_backward(bw_graph, r["backward"]["nodes"])
     return _make_module(joint_gm, fw_graph), _make_module(joint_gm, bw_graph)
 
 
-__all__ = ["import_graph", "import_result", "OpaqueArg"]
+def _mark_autograd_backward(bw_graph: fx.Graph, doc_nodes: list) -> None:
+    """torch 2.13 on marks every backward node it extracts from the joint
+    graph (recomputed forward nodes too); nodes its later rewrites create
+    (no origin) stay unmarked. Before 2.13 a backward node keeps what its
+    joint node carried (the tracer's mark, 2.12 on)."""
+    created = {nd["name"] for nd in doc_nodes if "origin" not in nd}
+    for node in bw_graph.nodes:
+        if node.op in ("call_function", "get_attr") and node.name not in created:
+            node.meta["autograd_backward"] = True
+
+
+__all__ = ["import_graph", "import_result", "stamp_static_inputs", "OpaqueArg"]

@@ -40,7 +40,7 @@ def _graph_doc(nodes: list, ops: list) -> bytes:
 
 def _is_saved_placeholder(node: fx.Node) -> bool:
     """A backward placeholder that receives a saved value (not a tangent or seed)."""
-    from torch.fx.experimental._backward_state import BackwardState
+    from ._internals import BackwardState
 
     name = str(node.target)
     if "tangents" in name or "bwd_seed" in name or "bwd_base_offset" in name:

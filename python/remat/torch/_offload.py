@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 import torch.fx as fx
 
+from . import _internals
+
 
 def _prefetch_runs(opts: dict) -> bool:
     return bool(opts.get("enable_activation_offloading") and opts.get("activation_offload_separate_stream")
@@ -32,8 +34,7 @@ def hooks(joint_module: fx.GraphModule, opts: dict) -> dict[str, Callable[[int],
     nodes: list[Any] = list(joint_module.graph.nodes)
 
     def offload_node_runtime(joint_id: int) -> float:
-        from torch._functorch._activation_offloading import activation_offloading as ao
-
+        ao = _internals.activation_offloading()
         node = nodes[joint_id]
         return float(ao.benchmark_node(node)) if ao.is_compute_node(node) else 0.0
 

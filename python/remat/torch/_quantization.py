@@ -41,6 +41,8 @@ import torch.fx as fx
 
 import remat
 
+from . import _internals, _release
+
 _FLAGS = ("use_scaling", "exclude_primals", "skip_dynamo_guards", "quantize_dynamic_shape")
 _STRINGS = ("quant_type", "allowed_dtypes")
 _KEY = 'post_grad_fusion_options["activation_quantization_aten_pass"]'
@@ -79,9 +81,9 @@ def size_check(joint_module: fx.GraphModule, threshold: Any) -> Callable[[int, b
     `threshold` is size_in_mb as torch reads it (an int stays an int, so the
     guard reads as torch's does).
     """
-    from torch._functorch.partitioners import calculate_tensor_size
-    from torch.fx.experimental.symbolic_shapes import statically_known_false, statically_known_true
-
+    calculate_tensor_size = _internals.partitioners().calculate_tensor_size
+    statically_known_true = _internals.statically_known_true
+    statically_known_false = _internals.statically_known_false
     nodes = list(joint_module.graph.nodes)  # joint ids are positions as exported
 
     def check(joint_id: int, guard: bool) -> Optional[bool]:
@@ -101,8 +103,7 @@ def finish(result: dict, joint_module: fx.GraphModule, forward: fx.GraphModule) 
     quantized = result.get("quantized_values") or []
     if not quantized:
         return
-    from torch._dynamo.utils import counters
-
+    counters = _internals.dynamo_utils().counters
     counters["inductor"]["activation_quantization_fwd_aten_pass"] += 1
     counters["inductor"]["activation_quantization_bwd_aten_pass"] += 1
     _mark(quantized, joint_module, forward)
@@ -131,6 +132,8 @@ def _restore_output_meta(forward: fx.GraphModule) -> None:
     kept = len(values) - len(scales)
     if "desc" in out.meta:
         out.meta["desc"] = out.meta["desc"][:kept]
+    if not _release.behaves("output_stack_traces_meta"):
+        return
     by_name = {n.name: n for n in forward.graph.nodes}
     before = [v for v in values if not any(v is s for s in scales)]
     traces = []

@@ -2,6 +2,7 @@
 
 Contract (shared with the C++ op registry, docs/format.md "Ops"):
   OpOverload          -> "{namespace}.{op}.{overload}"   ("aten.mm.default")
+  OpOverloadPacket    -> "{namespace}.{op}"               ("aten.rand", as str() of it)
   HigherOrderOperator -> "higher_order.{name}"            ("higher_order.with_effects")
   Python callable     -> "{module}.{qualname}", with "_operator" spelled
                          "operator"                       ("operator.getitem")
@@ -16,6 +17,8 @@ from typing import Any, Callable
 
 import torch
 
+from . import _internals
+
 # name -> the exported object. Only grows; names are deterministic functions
 # of the objects, so one process never maps a name to two objects in practice.
 _SEEN: dict[str, Any] = {}
@@ -24,10 +27,12 @@ _MODULE_ALIASES = {"_operator": "operator", "builtins": "builtins"}
 
 
 def target_name(target: Any) -> str:
-    if isinstance(target, torch._ops.OpOverload):
+    if isinstance(target, _internals.OpOverload):
         return f"{target.namespace}.{target._opname}.{target._overloadname}"
-    if isinstance(target, torch._ops.HigherOrderOperator):
+    if isinstance(target, _internals.HigherOrderOperator):
         return f"higher_order.{target.name()}"
+    if isinstance(target, _internals.OpOverloadPacket):
+        return target._qualified_op_name.replace("::", ".")
     if isinstance(target, str):
         return target
     module = getattr(target, "__module__", None) or "builtins"
@@ -60,12 +65,13 @@ def _resolve_function(name: str) -> Any:
 
 
 def _resolve_overload(name: str) -> Any:
+    """An OpOverload ("aten.mm.default") or an OpOverloadPacket ("aten.rand")."""
     parts = name.split(".")
-    if len(parts) != 3:
+    if len(parts) not in (2, 3):
         return None
-    ns, op, overload = parts
     try:
-        return getattr(getattr(getattr(torch.ops, ns), op), overload)
+        obj: Any = getattr(getattr(torch.ops, parts[0]), parts[1])
+        return getattr(obj, parts[2]) if len(parts) == 3 else obj
     except (AttributeError, RuntimeError):
         return None
 
@@ -77,15 +83,13 @@ def resolve_target(name: str) -> Callable[..., Any]:
     obj = None
     if name.startswith("higher_order."):
         # The RNG HOPs are registered when their module is first imported.
-        import torch._prims.rng_prims  # noqa: F401
-
+        _internals.load_op_namespaces("higher_order")
         obj = getattr(torch.ops.higher_order, name[len("higher_order."):], None)
     else:
         first = name.split(".", 1)[0]
-        if first == "ao":
-            # torch registers the activation-offloading ops (ao::offload,
-            # ao::reload, ao::wait_tensor) when this module is first imported.
-            import torch._functorch._activation_offloading.offload_ops  # noqa: F401
+        # Some namespaces (activation offloading's ao::offload, ao::reload,
+        # ao::wait_tensor) are registered when a torch module is imported.
+        _internals.load_op_namespaces(first)
         # A Python module of that name wins; op namespaces are not modules.
         if first in ("operator", "math", "builtins", "torch") or _importable(first):
             obj = _resolve_function(name)

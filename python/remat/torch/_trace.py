@@ -41,6 +41,8 @@ import torch.fx as fx
 
 import remat
 
+from . import _internals, _release
+
 # torch's partitioner logger: TORCH_LOGS and logging config address it by name.
 log = logging.getLogger("torch._functorch.partitioners")
 
@@ -52,16 +54,12 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 def partitioner_debug() -> bool:
     """torch's AOT_PARTITIONER_DEBUG, read where torch reads it (a module
     global set from config.debug_partitioner at import; tests patch it)."""
-    import torch._functorch.partitioners as partitioners
-
-    return bool(getattr(partitioners, "AOT_PARTITIONER_DEBUG", False))
+    return bool(getattr(_internals.partitioners(), "AOT_PARTITIONER_DEBUG", False))
 
 
 def structured_trace_enabled() -> bool:
     """Whether TORCH_TRACE (or any handler) listens to trace_structured."""
-    from torch._logging._internal import trace_log
-
-    return bool(trace_log.handlers)
+    return bool(_internals.logging_internal().trace_log.handlers)
 
 
 def report_dir() -> Optional[str]:
@@ -72,8 +70,7 @@ def request(opts: dict) -> dict:
     """`opts` plus the engine options that record what the consumers above
     need: the trace when anyone listens, the Pareto sweep when torch's
     config asks for it. Costs nothing when nobody does."""
-    import torch._functorch.config as config
-
+    config = _internals.functorch_config()
     out = dict(opts)
     # Graph copies for the FP8 quantization pass's artifacts, only when a
     # structured trace will print them.
@@ -97,9 +94,7 @@ def _may_warn(opts: dict) -> bool:
 
 def trace_artifact(name: str, encoding: str, payload_fn) -> None:
     """One trace_structured artifact, as torch's partitioner emits them."""
-    from torch._logging import trace_structured
-
-    trace_structured(
+    _internals.torch_logging().trace_structured(
         "artifact",
         metadata_fn=lambda: {"name": name, "encoding": encoding},
         payload_fn=payload_fn,
@@ -274,13 +269,21 @@ def _min_cut_information(joint_module: fx.GraphModule, result: dict, k: dict, op
         "Knapsack Input Memories": k["item_memory"],
         "Knapsack Input Runtimes": runtimes,
         "Min Cut Solution Saved Values": k["saved_values"],
+    }
+    if not _release.behaves("min_cut_information_payload"):
+        # torch 2.11 and 2.12: these eleven keys, and nothing kept on the graph.
+        trace_artifact("min_cut_information", "json", lambda: json.dumps(payload))
+        return
+    # 2.13 on: the budget and the activation sizes of the min-cut tiers, and
+    # the text kept on the graph for AOTAutograd's cache to replay.
+    payload.update({
         "Memory Budget": k["memory_budget"],
         "Min Activation Size (GB)": k["min_act_size"],
         "Max Activation Size (GB)": k["max_act_size"],
         "Saved Values Activation Size (GB)": k["saved_act_size"],
         "More Aggressive Saved Values Mem Ratio": k["more_aggressive_ratio"],
         "Aggressive Recomputation Saved Values Mem Ratio": k["aggressive_ratio"],
-    }
+    })
     text = json.dumps(payload)
     joint_module.graph._min_cut_info_str = text  # type: ignore[attr-defined]
     trace_artifact("min_cut_information", "json", lambda: text)
@@ -291,9 +294,8 @@ def _min_cut_information(joint_module: fx.GraphModule, result: dict, k: dict, op
 def pareto_svg_path() -> str:
     """Where torch saves its frontier plot: config.memory_budget_pareto_dir
     (created) or the working directory, named after the graph being compiled."""
-    import torch._functorch.config as config
-    from torch._functorch._aot_autograd.logging_utils import get_aot_graph_name
-
+    config = _internals.functorch_config()
+    get_aot_graph_name = _internals.aot_logging().get_aot_graph_name
     directory = os.getcwd()
     if config.memory_budget_pareto_dir is not None:
         directory = config.memory_budget_pareto_dir
@@ -388,8 +390,7 @@ _report_counter = [0]
 def write_report(directory: str, doc: bytes, result: dict, opts: dict) -> str:
     """One self-contained HTML report of this partition in `directory`,
     named after the graph being compiled (and numbered, never overwriting)."""
-    from torch._functorch._aot_autograd.logging_utils import get_aot_graph_name
-
+    get_aot_graph_name = _internals.aot_logging().get_aot_graph_name
     os.makedirs(directory, exist_ok=True)
     pareto = None
     if result.get("partitioner") == "min_cut":
