@@ -122,6 +122,50 @@ def test_save_capture_writes_format_v1(tmp_path):
     assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
 
 
+def _two_captures():
+    with rt.capture() as session:
+        for fn in (lambda a: a.relu().sum(), lambda a: (a * a).mean()):
+            aot_function(fn, fw_compiler=_nop, bw_compiler=_nop)(
+                torch.randn(3, requires_grad=True)).backward()
+    return session
+
+
+def test_save_to_a_directory_creates_it(tmp_path):
+    """README's cap.save("graphs/"): a missing directory is created."""
+    session = _two_captures()
+    written = session.save(str(tmp_path / "graphs") + "/")
+    assert [os.path.relpath(p, tmp_path) for p in written] == ["graphs/joint_0.json", "graphs/joint_1.json"]
+    assert session.save(str(tmp_path / "graphs"), index=1) == [str(tmp_path / "graphs" / "joint_1.json")]
+    assert session.save(str(tmp_path / "new" / "deep" / "one.json"), index=0)[0].endswith("one.json")
+
+
+def test_save_does_not_write_through_a_planted_symlink(tmp_path):
+    """The temporary file's name is not predictable from the pid, and it is
+    created exclusively: a symlink planted at the old name is left alone."""
+    session = _two_captures()
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / f"g.json.tmp{os.getpid()}").symlink_to(victim)
+    session.save(str(tmp_path / "g.json"), index=0)
+    assert victim.read_text() == "keep"
+    assert orjson.loads((tmp_path / "g.json").read_bytes()) == session.captured[0].export()
+
+
+def test_failed_save_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A rename that fails removes the temporary file and raises; the old
+    file is untouched."""
+    session = _two_captures()
+    (tmp_path / "g.json").write_text("old")
+
+    def refuse(src, dst):
+        raise PermissionError(dst)
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(PermissionError):
+        session.save(str(tmp_path / "g.json"), index=0)
+    assert os.listdir(tmp_path) == ["g.json"] and (tmp_path / "g.json").read_text() == "old"
+
+
 def test_capture_restores_patches_on_error():
     before = _originals()
     with pytest.raises(ZeroDivisionError):

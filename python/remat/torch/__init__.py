@@ -3,8 +3,10 @@
 Contract:
   export_joint_graph(gm, num_fwd_outputs, static_lifetime_input_indices=None,
                      *, as_json=False, handles=None) -> dict | bytes
-  import_graph(doc, joint_gm=None, handles=None) -> fx.GraphModule
-  import_result(result_doc, joint_gm, handles=None) -> (fw_module, bw_module)
+  import_graph(doc, joint_gm=None, handles=None, *, trusted=False) -> fx.GraphModule
+  import_result(result_doc, joint_gm, handles=None, *, trusted=False)
+      -> (fw_module, bw_module); a file's targets resolve only to torch's
+      operators unless trusted (docs/format.md "Trust")
   capture() / CaptureSession / save_capture(path, session)
   min_cut_rematerialization_partition / default_partition: torch's signatures
   partition(gm, *, num_fwd_outputs, ...) -> Partition(forward, backward, result)

@@ -139,22 +139,26 @@ class CaptureSession:
 
     # --- saving ----------------------------------------------------------
     def save(self, path: str, index: Optional[int] = None) -> list[str]:
-        """Writes captured joint graphs as format-v1 JSON.
+        """Writes captured joint graphs as format-v1 JSON; returns the paths.
 
-        With `index`, writes that capture to `path`. Otherwise writes every
-        capture: to `path` itself when there is one, else to
-        `path` with `_<i>` before the extension. Returns the paths written.
+        A `path` ending in a separator, or naming a directory, is a directory
+        (created when missing): every capture, or the one `index` picks, goes
+        there as joint_<i>.json. Otherwise `path` is a file: with `index`, or
+        with one capture, that capture is written to it; with several, each to
+        `path` with `_<i>` before the extension. Missing parent directories
+        are created. Each file is written whole or not at all.
         """
-        if index is not None:
-            items = [(path, self.captured[index])]
-        elif len(self.captured) == 1:
-            items = [(path, self.captured[0])]
+        picked = [index] if index is not None else list(range(len(self.captured)))
+        if path.endswith(("/", os.sep)) or os.path.isdir(path):
+            items = [(os.path.join(path, f"joint_{i}.json"), i) for i in picked]
+        elif len(picked) == 1:
+            items = [(path, picked[0])]
         else:
             root, ext = os.path.splitext(path)
-            items = [(f"{root}_{i}{ext or '.json'}", c) for i, c in enumerate(self.captured)]
+            items = [(f"{root}_{i}{ext or '.json'}", i) for i in picked]
         written = []
-        for p, c in items:
-            _write_atomic(p, c.export(as_json=True))
+        for p, i in items:
+            _write_atomic(p, self.captured[i].export(as_json=True))
             written.append(p)
         return written
 
@@ -169,11 +173,25 @@ def _maybe_import(name: str) -> Any:
 
 
 def _write_atomic(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.write(b"\n")
-    os.replace(tmp, path)
+    """`data` and a newline to `path`, whole or not at all: into a temporary
+    file of an unpredictable name, created exclusively (never through a
+    symlink) beside `path`, then renamed over it; the temporary file is
+    removed if anything fails."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make the graph private to its writer
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.write(b"\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 @contextlib.contextmanager

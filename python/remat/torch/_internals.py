@@ -230,6 +230,15 @@ def load_op_namespaces(namespace: str) -> None:
         maybe_module("torch._dynamo.variables.streams")
 
 
+def symbolic_method_operators() -> tuple:
+    """The Python functions torch's symbolic shapes call on SymInt / SymFloat
+    / SymBool values (sym_node.METHOD_TO_OPERATOR): the ones FX graphs of
+    dynamic shapes hold as call_function targets."""
+    from torch.fx.experimental.sym_node import METHOD_TO_OPERATOR
+
+    return tuple(set(METHOD_TO_OPERATOR.values()))
+
+
 @functools.cache
 def stream_sync_ops() -> tuple:
     """The stream synchronization ops torch 2.14's extraction looks for in a

@@ -44,8 +44,9 @@ import torch
 import torch.fx as fx
 from torch.fx.immutable_collections import immutable_dict
 
+from ..errors import InvalidGraphError
 from . import _internals, _release
-from ._targets import resolve_target
+from ._targets import UntrustedTargetError, resolve_target
 
 
 class OpaqueArg:
@@ -65,6 +66,15 @@ class OpaqueArg:
         return hash(self.text)
 
 
+def _torch_constant(name: Any, kind: type, field: str) -> Any:
+    """torch.<name>, only when it is a `kind` (torch.float32, torch.strided,
+    torch.channels_last): a file names a constant, never any attribute of torch."""
+    value = getattr(torch, name, None) if isinstance(name, str) and name.isidentifier() else None
+    if not isinstance(value, kind):
+        raise ValueError(f"remat: {field} {name!r} is not a torch.{kind.__name__}")
+    return value
+
+
 def _load(doc: Any) -> dict:
     if isinstance(doc, (bytes, bytearray, memoryview, str)):
         return orjson.loads(doc)
@@ -72,9 +82,10 @@ def _load(doc: Any) -> dict:
 
 
 class _Decoder:
-    def __init__(self, env: dict[str, fx.Node], handles: Optional[list]) -> None:
+    def __init__(self, env: dict[str, fx.Node], handles: Optional[list], trusted: bool) -> None:
         self.env = env
         self.handles = handles
+        self.trusted = trusted  # resolve_target's trust (docs/format.md "Trust")
         self.resolved_handle = False  # set when an opaque argument resolved to its object
 
     def arg(self, a: Any) -> Any:
@@ -105,15 +116,15 @@ class _Decoder:
                     return struct.unpack(">d", bytes.fromhex(a["bits"]))[0]
                 return float(a["float"])  # "inf", "-inf", "nan"
             if "dtype" in a:
-                return getattr(torch, a["dtype"])
+                return _torch_constant(a["dtype"], torch.dtype, "dtype")
             if "device" in a:
                 return torch.device(a["device"])
             if "layout" in a:
-                return getattr(torch, a["layout"])
+                return _torch_constant(a["layout"], torch.layout, "layout")
             if "memory_format" in a:
-                return getattr(torch, a["memory_format"])
+                return _torch_constant(a["memory_format"], torch.memory_format, "memory_format")
             if "target" in a:
-                return resolve_target(a["target"])
+                return resolve_target(a["target"], self.trusted)
             if "opaque" in a:
                 h = a.get("handle", -1)
                 if self.handles is not None and h is not None and 0 <= h < len(self.handles):
@@ -330,6 +341,7 @@ def _build_graph(
     handles: Optional[list],
     match_by_name: bool,
     made_by: Optional[dict[str, fx.Node]] = None,
+    trusted: bool = False,
 ) -> fx.Graph:
     """Appends the document's nodes to a fresh graph as `Graph.create_node` would.
 
@@ -349,7 +361,7 @@ def _build_graph(
     index = graph._find_nodes_lookup_table.insert
     Node = fx.Node
     env: dict[str, fx.Node] = {}
-    dec = _Decoder(env, handles)
+    dec = _Decoder(env, handles, trusted)
     arg = dec.arg
     for nd in nodes:
         op, name = nd["op"], nd["name"]
@@ -364,9 +376,11 @@ def _build_graph(
             target: Any = "output"
             args, kwargs = (args[0] if args else None,), immutable_dict()
         elif op == "call_function":
-            target = resolve_target(nd["target"])
-        elif op == "placeholder" or op == "get_attr":
+            target = _call_target(name, nd["target"], trusted)
+        elif op == "placeholder":
             target = nd["target"]
+        elif op == "get_attr":
+            target = _attribute_path(name, nd["target"])
         else:
             raise ValueError(f"remat: node {name!r}: unsupported op {op!r}")
         if dec.resolved_handle:
@@ -459,19 +473,44 @@ def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.Grap
     return _make_graph_module(joint_gm if joint_gm is not None else torch.nn.Module(), graph)
 
 
+def _call_target(node: str, name: Any, trusted: bool) -> Any:
+    """A call_function node's callable; an untrusted file's target outside
+    resolve_target's list is an InvalidGraphError naming node and target."""
+    if not isinstance(name, str):
+        raise ValueError(f"remat: node {node!r}: target must be a string, not {name!r}")
+    try:
+        return resolve_target(name, trusted)
+    except UntrustedTargetError as e:
+        raise InvalidGraphError(f"node {node!r}: {e.args[0]}") from None
+
+
+def _attribute_path(node: str, path: Any) -> str:
+    """A get_attr target: a dotted path of the module's own attributes, never
+    a dunder (which could reach a class's globals)."""
+    parts = path.split(".") if isinstance(path, str) else [""]
+    if not all(p.isidentifier() and not p.startswith("__") for p in parts):
+        raise InvalidGraphError(f"node {node!r}: get_attr target {path!r} is not an attribute path")
+    return path
+
+
 def import_graph(
     doc: Any,
     joint_gm: Optional[fx.GraphModule] = None,
     handles: Optional[list] = None,
+    *,
+    trusted: bool = False,
 ) -> fx.GraphModule:
     """Builds an FX GraphModule from a format-v1 graph ({"nodes": [...]}).
 
     `doc` is a joint-graph document, a result's "forward"/"backward" object, or
-    their JSON text.
+    their JSON text. Call targets resolve only to torch's operators and the
+    few Python functions FX graphs call (docs/format.md "Trust"); any other
+    name is an InvalidGraphError. `trusted=True` resolves any importable name,
+    which runs that module's import: only for files you trust.
     """
     d = _load(doc)
     is_joint = d.get("format") == "remat.joint_graph"
-    graph = _build_graph(d["nodes"], joint_gm, handles, match_by_name=is_joint)
+    graph = _build_graph(d["nodes"], joint_gm, handles, match_by_name=is_joint, trusted=trusted)
     return _make_module(joint_gm, graph)
 
 
@@ -535,17 +574,21 @@ def import_result(
     result: Any,
     joint_gm: fx.GraphModule,
     handles: Optional[list] = None,
+    *,
+    trusted: bool = False,
 ) -> tuple[fx.GraphModule, fx.GraphModule]:
-    """The (forward, backward) GraphModules of a format-v1 partition result."""
+    """The (forward, backward) GraphModules of a format-v1 partition result.
+    Targets resolve as in import_graph (`trusted` likewise)."""
     SavedForBackwardsAOTOutput = _internals.descriptors().SavedForBackwardsAOTOutput
     SavedForBackwardsNoVcCheckAOTOutput = _internals.descriptors().SavedForBackwardsNoVcCheckAOTOutput
     FakeScriptObject = _internals.FakeScriptObject
 
     r = _load(result)
     num_fwd = int(r["num_fwd_outputs"])
-    fw_graph = _build_graph(r["forward"]["nodes"], joint_gm, handles, match_by_name=False)
+    fw_graph = _build_graph(r["forward"]["nodes"], joint_gm, handles, match_by_name=False,
+                            trusted=trusted)
     bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False,
-                            made_by=created_nodes(r["forward"]["nodes"], fw_graph))
+                            made_by=created_nodes(r["forward"]["nodes"], fw_graph), trusted=trusted)
 
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
     _check_placeholder_targets(fw_graph, "forward")

@@ -8,6 +8,17 @@ Contract (shared with the C++ op registry, docs/format.md "Ops"):
                          "operator"                       ("operator.getitem")
 `resolve_target` inverts the mapping; within one process it returns the very
 object that was exported, even for callables no import path reaches.
+
+Trust (docs/format.md "Trust"): a graph file is data, and loading one must not
+run code. Untrusted (the default), a name resolves only to what the exporter
+writes for torch's graphs: an operator registered under torch.ops (overload or
+packet), a higher-order operator of torch.ops.higher_order, or one of the
+Python functions FX graphs call on symbolic sizes (`_SYMBOLIC_FUNCTIONS`:
+operator.getitem, the arithmetic and comparison operators, math.floor/ceil/
+trunc, round, torch.sym_*). Anything else is refused by name before anything
+is imported. `trusted=True` resolves any importable dotted name, for files the
+caller wrote. Objects this process exported itself (`register_target`) always
+resolve: they did not come from a file.
 """
 
 from __future__ import annotations
@@ -76,30 +87,96 @@ def _resolve_overload(name: str) -> Any:
         return None
 
 
-def resolve_target(name: str) -> Callable[..., Any]:
-    """The callable a target name stands for; raises KeyError when none is found."""
-    if name in _SEEN:
-        return _SEEN[name]
-    obj = None
+class UntrustedTargetError(KeyError):
+    """A target an untrusted graph file may not name (see the module doc)."""
+
+
+# Python functions the exporter writes, by name: what torch's symbolic shapes
+# call on SymInt / SymFloat / SymBool values (sym_node.METHOD_TO_OPERATOR),
+# and the getitem that unpacks multi-output ops. Every one is a pure function
+# of its arguments. Deliberately not the whole operator module: attrgetter,
+# methodcaller and call would let a graph walk from any value to any code.
+def _symbolic_functions() -> dict[str, Any]:
+    import math
+    import operator
+
+    funcs: dict[str, Any] = {"operator.getitem": operator.getitem}
+    for f in _internals.symbolic_method_operators():
+        name = target_name(f)
+        if "<" not in name:  # sym_node's own lambdas have no importable name
+            funcs[name] = f
+    for name in ("sym_float", "sym_int", "sym_max", "sym_min", "sym_not", "sym_ite", "sym_sum",
+                 "_sym_sqrt"):
+        if hasattr(torch, name):
+            funcs[f"torch.{name}"] = getattr(torch, name)
+    for name in ("floor", "ceil", "trunc"):
+        funcs[f"math.{name}"] = getattr(math, name)
+    funcs["builtins.round"] = round
+    return funcs
+
+
+_SYMBOLIC_FUNCTIONS: dict[str, Any] = {}
+
+
+def _resolve_untrusted(name: str) -> Any:
+    """An op of torch.ops, a higher-order op, or a symbolic-shape function;
+    None for anything else. Imports nothing a file names."""
+    if not _SYMBOLIC_FUNCTIONS:
+        _SYMBOLIC_FUNCTIONS.update(_symbolic_functions())
+    if name in _SYMBOLIC_FUNCTIONS:
+        return _SYMBOLIC_FUNCTIONS[name]
+    if name.startswith("higher_order."):
+        _internals.load_op_namespaces("higher_order")
+        obj = getattr(torch.ops.higher_order, name[len("higher_order."):], None)
+        return obj if isinstance(obj, _internals.HigherOrderOperator) else None
+    # A fixed set of torch modules registers some namespaces on import.
+    _internals.load_op_namespaces(name.split(".", 1)[0])
+    obj = _resolve_overload(name)
+    return obj if isinstance(obj, (_internals.OpOverload, _internals.OpOverloadPacket)) else None
+
+
+def _resolve_trusted(name: str) -> Any:
+    """Any importable dotted name (trusted files only)."""
     if name.startswith("higher_order."):
         # The RNG HOPs are registered when their module is first imported.
         _internals.load_op_namespaces("higher_order")
-        obj = getattr(torch.ops.higher_order, name[len("higher_order."):], None)
-    else:
-        first = name.split(".", 1)[0]
-        # Some namespaces (activation offloading's ao::offload, ao::reload,
-        # ao::wait_tensor) are registered when a torch module is imported.
-        _internals.load_op_namespaces(first)
-        # A Python module of that name wins; op namespaces are not modules.
-        if first in ("operator", "math", "builtins", "torch") or _importable(first):
-            obj = _resolve_function(name)
+        return getattr(torch.ops.higher_order, name[len("higher_order."):], None)
+    first = name.split(".", 1)[0]
+    # Some namespaces (activation offloading's ao::offload, ao::reload,
+    # ao::wait_tensor) are registered when a torch module is imported.
+    _internals.load_op_namespaces(first)
+    obj = None
+    # A Python module of that name wins; op namespaces are not modules.
+    if first in ("operator", "math", "builtins", "torch") or _importable(first):
+        obj = _resolve_function(name)
+    if obj is None:
+        obj = _resolve_overload(name)
+    if obj is None:
+        obj = _resolve_function(name)
+    return obj
+
+
+def resolve_target(name: str, trusted: bool = False) -> Callable[..., Any]:
+    """The callable a target name stands for. Untrusted, a name outside the
+    module doc's list raises UntrustedTargetError (a KeyError) naming it;
+    trusted, KeyError when no importable object has that name."""
+    if name in _SEEN:
+        return _SEEN[name]
+    if not trusted:
+        obj = _resolve_untrusted(name)
         if obj is None:
-            obj = _resolve_overload(name)
-        if obj is None:
-            obj = _resolve_function(name)
+            raise UntrustedTargetError(
+                f"remat: target {name!r} is not an operator registered with torch.ops, a "
+                "higher_order op, or a symbolic-shape function (operator.getitem, torch.sym_*, ...): "
+                "a graph file may name only those, since resolving any other name could run "
+                "code; pass trusted=True for a file you trust")
+        _SEEN[name] = obj  # safe to remember: any untrusted file may name it
+        return obj
+    # Not remembered: a later untrusted load must not find what a trusted one
+    # resolved.
+    obj = _resolve_trusted(name)
     if obj is None:
         raise KeyError(f"remat: cannot resolve target {name!r} to a callable")
-    _SEEN[name] = obj
     return obj
 
 
