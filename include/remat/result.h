@@ -37,7 +37,9 @@ struct JointGraph {
   std::vector<int> static_lifetime_input_indices;
   // Op-category overrides from the JSON "ops" table ("categories"): registry
   // key (the op's packet, or its name when it has none) -> OpCategory bits,
-  // in table order. Apply with OpRegistry::set before partitioning.
+  // in table order. The partition functions apply them to every op the
+  // options' registry does not override itself (OpRegistry::has_override):
+  // a caller's override wins over the graph's.
   std::vector<std::pair<std::string, uint8_t>> op_overrides;
   // Placeholders the caller mutates in place after the forward returns
   // (AOTAutograd's input mutations kept out of the graph), in graph order.

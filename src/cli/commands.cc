@@ -176,17 +176,21 @@ std::string resolve_graph_path(const CommonSettings& common) {
 }
 
 int64_t parse_size(const std::string& text, const char* option) {
-  auto bad = [&](const char* why) -> Error {
+  auto bad = [&](std::string_view why) -> Error {
     return Error(ErrorCode::kInvalidOption,
                  fmt::format("{}: '{}' {} (expected bytes, or a number with a unit: B, KB, MB, "
                              "GB, TB, KiB, MiB, GiB, TiB)",
                              option, text, why));
   };
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  const std::string number = text.substr(0, i);
-  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
+  // A decimal number (exponents allowed: 1e9, 2.5E3), then an optional unit.
+  // strtod alone would also take signs, "inf", "nan" and hex: the first
+  // character must be a digit or a point.
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.'))
     throw bad("is not a size");
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  size_t i = static_cast<size_t>(end - text.c_str());
+  if (i == 0 || text.find_first_of("xXpP") < i) throw bad("is not a size");
   while (i < text.size() && text[i] == ' ') ++i;
   std::string unit;
   for (; i < text.size(); ++i) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
@@ -196,10 +200,10 @@ int64_t parse_size(const std::string& text, const char* option) {
   double scale = 0;
   for (const auto& [name, factor] : kUnits)
     if (unit == name) scale = factor;
-  if (scale == 0) throw bad("has an unknown unit");
-  const double bytes = std::strtod(number.c_str(), nullptr) * scale;
+  if (scale == 0) throw bad(fmt::format("has an unknown unit '{}'", unit));
+  const double bytes = value * scale;
   if (!(bytes >= 1)) throw bad("is not a positive size");
-  if (!(bytes < 9.2e18)) throw bad("is too large");
+  if (!(bytes < 9.2e18)) throw bad("is too large (at most 8 EiB, 9.2e18 bytes)");
   return static_cast<int64_t>(bytes);
 }
 

@@ -38,6 +38,18 @@ void keep_freed_memory() {
 #endif
 }
 
+// The exit status of a usage error (a bad option, a missing argument).
+constexpr int kUsageError = 2;
+
+// The first argument, when it is neither an option nor a command: CLI11
+// would call it "A subcommand is required", which hides the typo.
+const char* unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return nullptr;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->get_name() == argv[1]) return nullptr;
+  return argv[1];
+}
+
 // Usage errors look like every other error, with a pointer to --help.
 std::string usage_error(const CLI::App* app, const CLI::Error& e) {
   std::string help = app->get_help_ptr() != nullptr ? app->get_help_ptr()->get_name() : "--help";
@@ -235,10 +247,19 @@ int main(int argc, char** argv) {
   CLI::App* report = add_report(app, common, rs);
   add_common_options({info, part, pareto, report}, common);
 
+  if (const char* cmd = unknown_command(app, argc, argv)) {
+    std::fprintf(stderr,
+                 "remat: error: unknown command '%s'; the commands are info, partition, pareto "
+                 "and report\nRun with --help for more information.\n",
+                 cmd);
+    return kUsageError;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2, as is
+    // conventional (CLI11's own codes, 104-109, say nothing to a shell).
+    return app.exit(e) == 0 ? 0 : kUsageError;
   }
 
   try {

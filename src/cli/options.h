@@ -30,7 +30,7 @@ struct OptionSources {
 inline constexpr const char* kOptionPrecedence =
     "Options are applied in this order, later ones winning: torch's defaults for the release "
     "(--torch, else the --options file's torch_release, else the graph's torch_version, else "
-    "the newest), --options FILE, "
+    "the newest) with the graph's own op categories, --options FILE, "
     "each --config KEY=VALUE in the order given, then the dedicated flags (--memory-budget, "
     "--solver, ...).";
 

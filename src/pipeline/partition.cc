@@ -459,6 +459,33 @@ std::vector<NodeId> replacement(const PlanState& s, const std::vector<NodeId>& s
   return out;
 }
 
+// A forward output that depends on a tangent is a gradient counted among
+// the forward outputs (num_fwd_outputs too large): the forward cannot
+// compute it. torch fails later, in extraction ("node ... was invalid, but
+// is output"), which names neither the field nor the fix.
+void check_forward_outputs(const JointGraph& joint) {
+  const Graph& g = joint.graph;
+  std::vector<uint8_t> needs_tangent(g.size(), 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    needs_tangent[id] = is_tangent(g, id) ? 1 : 0;
+    for (NodeId in : g.inputs(id)) needs_tangent[id] |= needs_tangent[in];
+  }
+  // Extraction may stand an input in for an output that aliases it (a
+  // copy_, a view of a higher-order op's result): those are left to it.
+  auto may_alias_an_input = [&](NodeId x) {
+    return target_is(g, x, "aten.copy_.default") || target_is(g, x, "aten.view.default") ||
+           target_is(g, x, "aten.reshape.default") || target_is(g, x, "operator.getitem");
+  };
+  const std::vector<NodeId> fwd = split_outputs(g, joint.num_fwd_outputs).fwd;
+  for (size_t k = 0; k < fwd.size(); ++k) {
+    if (fwd[k] == kNoNode || !needs_tangent[fwd[k]] || may_alias_an_input(fwd[k])) continue;
+    throw Error(ErrorCode::kInvalidGraph,
+                fmt::format("field 'num_fwd_outputs' is {}, but output #{} ('{}') depends on a "
+                            "tangent: it is a gradient, so at most {} outputs are forward outputs",
+                            joint.num_fwd_outputs, k, g.name(fwd[k]), k));
+  }
+}
+
 // Graphs derived from the joint graph record their origin; the joint graph
 // itself must not carry any, or ids could not be mapped back.
 void check_joint(const JointGraph& joint) {
@@ -488,12 +515,17 @@ void check_joint(const JointGraph& joint) {
                             joint.num_fwd_outputs, joint.graph.name(joint.graph.output()),
                             returned));
   }
+  check_forward_outputs(joint);
 }
 
-// The options with the joint graph's own op-category overrides applied.
+// The options with the joint graph's own op-category overrides applied
+// where the options do not override that op themselves: the graph's
+// categories are part of the defaults, and whatever the caller set on top
+// (an --options file, PartitionOptions::ops) wins over them.
 PartitionOptions with_overrides(const JointGraph& joint, const PartitionOptions& options) {
   PartitionOptions out = options;
-  for (const auto& [key, categories] : joint.op_overrides) out.ops.set(key, categories);
+  for (const auto& [key, categories] : joint.op_overrides)
+    if (!options.ops.has_override(key)) out.ops.set(key, categories);
   return out;
 }
 

@@ -49,15 +49,28 @@ TEST(Cli, VersionIsTheLibrarys) {
   EXPECT_TRUE(has(r.out, std::string("remat ") + remat::kVersion)) << r.out;
 }
 
-TEST(Cli, NoSubcommandIsAnError) {
+TEST(Cli, NoSubcommandIsAUsageError) {
   CliRun r = remat("");
-  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.status, 2);
 }
 
-TEST(Cli, UnknownOptionIsAnError) {
+TEST(Cli, UnknownOptionIsAUsageError) {
   CliRun r = remat("partition --frobnicate " + kTiny);
-  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.err, "frobnicate")) << r.err;
+}
+
+TEST(Cli, UnknownCommandIsNamedWithTheCommands) {
+  CliRun r = remat("partiton " + kTiny);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "unknown command 'partiton'; the commands are info, partition, pareto "
+                         "and report")) << r.err;
+}
+
+TEST(Cli, MissingOptionValueIsAUsageError) {
+  CliRun r = remat("partition " + kTiny + " --memory-budget");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "--memory-budget")) << r.err;
 }
 
 TEST(Cli, InfoCountsNodes) {
@@ -179,11 +192,17 @@ TEST(Cli, PeakBudgetTakesSizesWithUnits) {
   EXPECT_TRUE(has(r.out, "peak memory: ")) << r.out;
   r = remat("partition " + kTiny + " --peak-budget '1.5 gb'");
   EXPECT_EQ(r.status, 0) << r.err << r.out;
-  for (const char* bad : {"12XB", "0", "-3", "abc", "1..5MB"}) {
+  r = remat("partition " + kTiny + " --peak-budget 2e9");  // exponents are numbers
+  EXPECT_EQ(r.status, 0) << r.err << r.out;
+  for (const char* bad : {"12XB", "0", "-3", "abc", "1..5MB", "0x10", "inf", "1e"}) {
     r = remat("partition " + kTiny + " --peak-budget '" + bad + "'");
     EXPECT_EQ(r.status, 1) << bad;
     EXPECT_TRUE(has(r.err, "remat: error: --peak-budget")) << bad << ": " << r.err;
   }
+  r = remat("partition " + kTiny + " --peak-budget 1e30");
+  EXPECT_TRUE(has(r.err, "'1e30' is too large (at most 8 EiB")) << r.err;
+  r = remat("partition " + kTiny + " --peak-budget 12XB");
+  EXPECT_TRUE(has(r.err, "'12XB' has an unknown unit 'xb'")) << r.err;
 }
 
 TEST(Cli, AnUnreachablePeakBudgetNamesTheSmallestPeak) {

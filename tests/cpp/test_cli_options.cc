@@ -155,5 +155,34 @@ TEST(CliOptions, HelpStatesThePrecedenceAndTheFlags) {
   }
 }
 
+// cli/options.h's order: the graph's own op categories are part of the
+// defaults, and an --options file's "ops" wins over them. The graph here
+// makes addmm recomputable, which changes the plan; the file restores the
+// default list's categories for it.
+TEST(CliOptions, AnOptionsFileOverridesTheGraphsOwnOpCategories) {
+  std::string text = slurp(kGraph);
+  const std::string entry = "\"name\": \"aten.addmm.default\",";
+  const size_t at = text.find(entry);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + entry.size(), " \"categories\": [\"recomputable\", \"fusible\"],");
+  const std::string graph = temp_path("categories.json");
+  std::FILE* f = std::fopen(graph.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  auto saved_of = [&](const std::string& g, const std::string& args) {
+    const std::string out = temp_path("saved.json");
+    const CliRun r = remat("partition '" + g + "' " + args + " -o '" + out + "'");
+    EXPECT_EQ(r.status, 0) << r.err;
+    const std::string json = slurp(out);
+    std::remove(out.c_str());
+    return json.substr(json.find("\"saved_values\""), 2000);
+  };
+  const std::string plain = saved_of(kGraph, "");
+  ASSERT_NE(saved_of(graph, ""), plain) << "the graph's categories must matter here";
+  const std::string file = options_file(R"({"ops": {"aten.addmm": ["compute_intensive"]}})");
+  EXPECT_EQ(saved_of(graph, "--options '" + file + "'"), plain);
+  std::remove(graph.c_str());
+}
+
 }  // namespace
 }  // namespace remat

@@ -16,6 +16,7 @@
 
 #include "graph_fixture.h"
 #include "remat/error.h"
+#include "remat/ops.h"
 #include "remat/partition.h"
 
 namespace remat {
@@ -292,6 +293,44 @@ TEST(PipelineStages, ProgressNeverGoesBackAndEndsAtOne) {
   ASSERT_FALSE(fractions.empty());
   for (size_t i = 1; i < fractions.size(); ++i) EXPECT_GT(fractions[i], fractions[i - 1]);
   EXPECT_EQ(fractions.back(), 1.0);
+}
+
+// The graph's own op categories are defaults: an override in the options
+// (an --options file's "ops", PartitionOptions::ops) wins over them.
+TEST(PipelineOps, TheOptionsOverrideWinsOverTheGraphsCategories) {
+  const JointGraph plain = mlp();
+  JointGraph overridden = mlp();
+  overridden.op_overrides.emplace_back("aten.mm", uint8_t{kCatRecomputable | kCatFusible});
+  const PartitionOptions defaults;
+  const Names by_default =
+      testing::saved_names(plain, min_cut_rematerialization_partition(plain, defaults));
+  const Names by_graph =
+      testing::saved_names(overridden, min_cut_rematerialization_partition(overridden, defaults));
+  ASSERT_NE(by_graph, by_default) << "the graph's override must matter in this graph";
+  PartitionOptions overriding;
+  overriding.ops.set("aten.mm", OpRegistry::defaults().lookup("aten.mm"));
+  EXPECT_EQ(
+      testing::saved_names(overridden, min_cut_rematerialization_partition(overridden, overriding)),
+      by_default);
+}
+
+// num_fwd_outputs counting a gradient among the forward outputs is named as
+// such (mm_1 needs tangents_1), by both partitioners, before any stage runs.
+TEST(PipelineChecks, AGradientCountedAsAForwardOutputNamesTheField) {
+  JointGraph j = mlp();
+  j.num_fwd_outputs = 2;
+  for (bool from_default : {true, false}) {
+    try {
+      if (from_default) default_partition(j, PartitionOptions{});
+      else min_cut_rematerialization_partition(j, PartitionOptions{});
+      ADD_FAILURE() << "no error, from_default=" << from_default;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidGraph);
+      EXPECT_EQ(std::string(e.what()),
+                "field 'num_fwd_outputs' is 2, but output #1 ('mm_1') depends on a tangent: it is "
+                "a gradient, so at most 1 outputs are forward outputs");
+    }
+  }
 }
 
 }  // namespace
