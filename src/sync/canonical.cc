@@ -10,7 +10,7 @@
 // That is why the hashes below are SHA-256 over the text of Python tuples:
 // torch hashes `str((self_key, user_hashes))`, and its heap orders ready
 // nodes by Python's tuple comparison; both are spelled out here.
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 
 #include <algorithm>
 #include <queue>
@@ -27,15 +27,16 @@
 namespace remat {
 namespace {
 
+// hashlib.sha256(text).hexdigest(), with Nettle's SHA-256.
 std::string sha256_hex(std::string_view text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
-    throw Error(ErrorCode::kInternal, "internal error: OpenSSL's SHA-256 failed");
-  }
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, text.size(), reinterpret_cast<const uint8_t*>(text.data()));
+  uint8_t digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(2 * len, '0');
-  for (unsigned int i = 0; i < len; ++i) {
+  std::string out(2 * SHA256_DIGEST_SIZE, '0');
+  for (size_t i = 0; i < SHA256_DIGEST_SIZE; ++i) {
     out[2 * i] = kHex[digest[i] >> 4];
     out[2 * i + 1] = kHex[digest[i] & 0xf];
   }
