@@ -4,11 +4,13 @@ Contract: pyproject.toml is the one place remat's Python requirements are
 written: the package build's (`[build-system] requires`), the supported torch
 releases (the `torch` extra) and everything a stage of tools/test.sh imports
 or finds (the `test` extra, which repeats the build requirements with the
-same bounds; tests/python/test_packaging.py checks that). This script only
+same bounds; tests/python/test_packaging.py checks that), and the tools that
+repair the wheel (the `wheel` extra, also part of `test`: CI builds the wheel). This script only
 reads them, so setup.sh cannot drift from the package build.
 
   python tools/requirements.py build     the build-system requirements, one per line
   python tools/requirements.py test      the test extra, one per line
+  python tools/requirements.py wheel     the wheel extra (tools/build_wheel.sh's repair tools)
   python tools/requirements.py torch     the torch extra (the supported range)
   python tools/requirements.py torch-ok  exit 0 when the running interpreter's
                                          torch is inside that range, 1 otherwise
@@ -66,15 +68,15 @@ def installed_torch_ok(requirement: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[1] not in ("build", "test", "torch", "torch-ok"):
+    if len(argv) != 2 or argv[1] not in ("build", "test", "wheel", "torch", "torch-ok"):
         print(__doc__, file=sys.stderr)
         return 2
     doc = _load()
     what = argv[1]
     if what == "build":
         print("\n".join(doc["build-system"]["requires"]))
-    elif what == "test":
-        print("\n".join(doc["project"]["optional-dependencies"]["test"]))
+    elif what in ("test", "wheel"):
+        print("\n".join(doc["project"]["optional-dependencies"][what]))
     elif what == "torch":
         print(torch_requirement(doc))
     else:

@@ -5,7 +5,7 @@
 # that environment. Safe to run again: it installs only what is missing.
 #
 #   bash tools/setup.sh [--venv DIR] [--fresh] [--torch VERSION] [--remat WHEEL]
-#                       [--wheel-dir DIR]
+#                       [--wheel-dir DIR] [--debian-only]
 #
 #   --venv DIR       the environment (default .venv), created when missing;
 #                    an existing one, yours included, is used as it is
@@ -16,6 +16,7 @@
 #   --remat WHEEL    install remat from this wheel instead of building it
 #   --wheel-dir DIR  keep the wheel it builds there (tools/test.sh installs
 #                    it into one environment per torch release)
+#   --debian-only    install the Debian packages only (tools/build_wheel.sh)
 #
 # Which torch: --torch when given; otherwise a supported torch the
 # environment already has is kept (a new default .venv sees the system
@@ -26,8 +27,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=.venv fresh=0 torch_version="" remat_wheel="" wheel_dir=""
-usage() { sed -n '6,19p' "$0" | sed 's/^# \{0,1\}//'; }
+venv=.venv fresh=0 torch_version="" remat_wheel="" wheel_dir="" debian_only=0
+usage() { sed -n '6,20p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --venv) venv=${2:?--venv needs a directory}; shift 2 ;;
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     --torch) torch_version=${2:?--torch needs a version}; shift 2 ;;
     --remat) remat_wheel=${2:?--remat needs a wheel file}; shift 2 ;;
     --wheel-dir) wheel_dir=${2:?--wheel-dir needs a directory}; shift 2 ;;
+    --debian-only) debian_only=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "setup: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -54,6 +56,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
+[ "$debian_only" = 0 ] || exit 0
 
 # The environment. A new default one may see the system interpreter's
 # packages, so that a supported torch there (several GB) is not installed a

@@ -4,6 +4,10 @@
 # torch release included; CI's limit is 90):
 #  setup          tools/setup.sh into a fresh virtual environment (build-venv),
 #                 which every later stage runs from;
+#  wheel          the wheel setup built, repaired as users get it
+#                 (tools/build_wheel.sh --repair, into build-dist/): every
+#                 other release's environment installs it, and
+#                 tools/test_wheel.sh checks it in each release's environment;
 #  build, ctest   the Release build (gcc) with warnings as errors, and the C++
 #                 suite (GoogleTest through ctest);
 #  pytest         the Python suite, which calls torch's partitioner live,
@@ -96,7 +100,7 @@ install_releases() {
   local r rc
   for r in $RELEASES; do
     rc=0
-    bash tools/setup.sh --fresh --venv "build-venv-$r" --torch "$r" --remat build-wheel/remat-*.whl \
+    bash tools/setup.sh --fresh --venv "build-venv-$r" --torch "$r" --remat build-dist/remat-*.whl \
       >"build-venv-$r.log" 2>&1 || rc=$?
     echo "$rc" >"build-venv-$r.done"
   done
@@ -112,13 +116,19 @@ wait_for_release() {
   grep '^setup: done' "build-venv-$r.log"
 }
 # The Python suite under one release: every parity test against that
-# release's own partitioner, live.
+# release's own partitioner, live; then the wheel checked there as a user
+# meets it.
 pytest_release() {
   local r=$1 rc=0
   PATH=$PWD/build-venv-$r/bin:$PATH VIRTUAL_ENV=$PWD/build-venv-$r \
     "build-venv-$r/bin/python" -m pytest tests/python -q -p no:cacheprovider || rc=$?
+  [ "$rc" != 0 ] || bash tools/test_wheel.sh --venv "build-venv-$r" build-dist/remat-*.whl || rc=$?
   rm -rf "build-venv-$r"
   return "$rc"
+}
+repair_wheel() {
+  rm -rf build-dist
+  bash tools/build_wheel.sh --repair build-wheel/remat-*.whl --out build-dist
 }
 build_release() {
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREMAT_WERROR=ON \
@@ -216,6 +226,7 @@ wait_for_asan_build() {
 }
 
 stage "setup" setup_environment
+stage "wheel" repair_wheel
 rm -rf build-venv-*
 install_releases &
 releases_pid=$!
@@ -234,6 +245,7 @@ else
   asan_pid=$!
 fi
 stage "pytest (asan build beside it)" python3 -m pytest tests/python -q
+stage "wheel check torch 2.13.0" bash tools/test_wheel.sh --venv "$VENV" build-dist/remat-*.whl
 for r in $RELEASES; do
   stage "torch $r install (rest)" wait_for_release "$r"
   stage "pytest torch $r" pytest_release "$r"

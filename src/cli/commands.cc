@@ -161,6 +161,11 @@ std::string resolve_graph_path(const CommonSettings& common) {
     dirs.emplace_back(env);
   }
   dirs.push_back(exe_dir(common.argv0) + "/../share/remat/examples");
+  // Installed from a repaired wheel, the binary lives in site-packages
+  // (remat.scripts/) and <prefix>/bin/remat is a Python script that execs
+  // it with its own path as argv[0]: the examples are beside that one.
+  if (const size_t slash = common.argv0.rfind('/'); slash != std::string::npos)
+    dirs.push_back(common.argv0.substr(0, slash) + "/../share/remat/examples");
 #ifdef REMAT_EXAMPLES_DIR
   dirs.emplace_back(REMAT_EXAMPLES_DIR);
 #endif

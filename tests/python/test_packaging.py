@@ -94,3 +94,26 @@ def test_the_torch_extra_is_the_engines_supported_range():
     major, oldest = releases["oldest"].split(".")
     _, newest = releases["newest"].split(".")
     assert req == f"torch>={major}.{oldest},<{major}.{int(newest) + 1}", req
+
+
+def test_the_wheels_repair_tools_are_installed_for_ci():
+    # CI builds and repairs the wheel from build-venv, which setup.sh fills
+    # from the test extra: the wheel extra (tools/build_wheel.sh's own
+    # environment) must be part of it, with the same bounds.
+    extras = _pyproject()["project"]["optional-dependencies"]
+    assert extras["wheel"] and set(extras["wheel"]) <= set(extras["test"]), extras["wheel"]
+    assert "tools/requirements.py wheel" in (ROOT / "tools" / "build_wheel.sh").read_text()
+
+
+def test_the_license_is_bsd_3_clause_and_shipped():
+    # The metadata users rely on: the license (torch's), in a LICENSE file at
+    # the root that the wheel carries, and the Python versions it supports.
+    project = _pyproject()["project"]
+    assert project["license"] == "BSD-3-Clause"
+    assert project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License") and "Neither the name of the copyright holder" in text
+    minimum = tuple(int(x) for x in project["requires-python"].lstrip(">=").split("."))
+    listed = {c.rsplit(" ", 1)[1] for c in project["classifiers"]
+              if c.startswith("Programming Language :: Python :: 3.")}
+    assert f"{minimum[0]}.{minimum[1]}" in listed, listed
