@@ -125,7 +125,9 @@ class Simulator {
       Storage& st = st_[id];
       if (--st.refs == 0 && !st.pinned && st.died == kNever) {
         live_ -= st.bytes;
-        st.died = instant_ + 1;
+        // record() has already moved instant_ past the node that released
+        // it: instant_ is the first instant it is not alive.
+        st.died = instant_;
       }
     });
   }

@@ -65,6 +65,32 @@ TEST(MemorySimulator, AtPeakListsLiveStoragesLargestFirst) {
   EXPECT_EQ(names, (std::vector<std::string>{"cos:32", "primals_1:16", "sin:16", "exp:8"}));
 }
 
+// A storage released after one node is not alive at the next: at_peak holds
+// exactly the storages the peak counts. Here sin goes after cos runs, and
+// the peak comes one node later, at exp.
+TEST(MemorySimulator, AtPeakSumsToThePeak) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4});
+  Ref a = f.call("aten.sin.default", {x}, {4});
+  Ref b = f.call("aten.cos.default", {a}, {4});
+  Ref c = f.call("aten.exp.default", {b}, {64});
+  f.output({A::tuple({c})});
+  TestGraph g;
+  Ref t = g.placeholder("tangents_1", {1});
+  g.output({A::tuple({t})});
+  const Pair p{f.build(), g.build()};
+  const MemoryProfile m = simulate_memory(p.fw, p.bw, 1);
+  ASSERT_EQ(node_at(p.fw, m.peak_node), "exp");
+  std::vector<std::string> names;
+  int64_t sum = 0;
+  for (const LiveStorage& s : m.at_peak) {
+    names.push_back(node_at(p.fw, s.node));
+    sum += s.bytes;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"exp", "primals_1", "cos"}));
+  EXPECT_EQ(sum, m.peak_bytes);
+}
+
 TEST(MemorySimulator, NumFwdOutputsOutOfRangeIsAnError) {
   Pair p = chain();
   EXPECT_THROW(simulate_memory(p.fw, p.bw, 3), Error);
