@@ -48,11 +48,16 @@ namespace remat {
 enum class Pass : uint8_t { kForward, kBackward };
 
 // A storage alive at the peak: the node that allocated it (or, for inputs,
-// the placeholder that brought it in) and its size.
+// the placeholder that brought it in), its size, and the node after which it
+// is released (its last user's; the forward's output node for what the
+// forward's return releases). released_after is kNoNode for what lives the
+// whole step: inputs, constants, the caller's outputs, gradients.
 struct LiveStorage {
   Pass pass = Pass::kForward;
   NodeId node = kNoNode;  // in that pass's graph
   int64_t bytes = 0;
+  Pass released_pass = Pass::kForward;
+  NodeId released_after = kNoNode;  // in released_pass's graph
 };
 
 struct MemoryProfile {

@@ -61,6 +61,9 @@ void write_memory_json(JsonWriter& w, const Graph& fw, const Graph& bw, const Me
     name_or_null(w, graph_of(s.pass, fw, bw), s.node);
     w.key("bytes");
     w.integer(s.bytes);
+    w.key("released_after");
+    if (s.released_after == kNoNode) w.null();
+    else node_ref(w, s.released_pass, s.released_after, fw, bw);
     w.end_object();
   }
   if (!m.at_peak.empty()) w.break_line(indent + 2);

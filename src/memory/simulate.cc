@@ -34,6 +34,7 @@ class Simulator {
   MemoryProfile run(const Graph& fw, const Graph& bw, int num_fwd_outputs) {
     const memory::ForwardOutputs outs = memory::forward_outputs(fw, num_fwd_outputs);
     const std::vector<NodeId> link = memory::link_backward_inputs(fw, bw, outs);
+    forward_size_ = fw.size();
     prof_.forward_timeline.reserve(fw.size());
     prof_.backward_timeline.reserve(bw.size());
 
@@ -339,8 +340,17 @@ class Simulator {
 
   void finish_at_peak() {
     for (const Storage& s : st_) {
-      if (s.born <= peak_instant_ && peak_instant_ < s.died && s.bytes > 0)
-        prof_.at_peak.push_back({s.pass, s.owner, s.bytes});
+      if (s.born <= peak_instant_ && peak_instant_ < s.died && s.bytes > 0) {
+        LiveStorage live{s.pass, s.owner, s.bytes};
+        // Instants number the forward's nodes, then the backward's; the
+        // storage is released after the node of the instant before it died.
+        if (s.died != kNever && !s.pinned) {
+          const uint32_t last = s.died - 1;
+          live.released_pass = last < forward_size_ ? Pass::kForward : Pass::kBackward;
+          live.released_after = last < forward_size_ ? last : last - forward_size_;
+        }
+        prof_.at_peak.push_back(live);
+      }
     }
     std::stable_sort(prof_.at_peak.begin(), prof_.at_peak.end(),
                      [](const LiveStorage& a, const LiveStorage& b) {
@@ -356,6 +366,7 @@ class Simulator {
   int64_t live_ = 0;
   uint32_t instant_ = 0;
   uint32_t peak_instant_ = 0;
+  uint32_t forward_size_ = 0;
 };
 
 }  // namespace

@@ -65,6 +65,24 @@ TEST(MemorySimulator, AtPeakListsLiveStoragesLargestFirst) {
   EXPECT_EQ(names, (std::vector<std::string>{"cos:32", "primals_1:16", "sin:16", "exp:8"}));
 }
 
+// What fills the peak, with when each storage goes: cos after its last user
+// exp, sin (saved) after the backward's mul, the input and the caller's
+// output never.
+TEST(MemorySimulator, AtPeakNamesTheNodeAfterWhichEachStorageIsReleased) {
+  Pair p = chain();
+  const MemoryProfile m = simulate_memory(p.fw, p.bw, 1);
+  std::vector<std::string> released;
+  for (const LiveStorage& s : m.at_peak) {
+    const Graph& g = s.released_pass == Pass::kForward ? p.fw : p.bw;
+    released.push_back(node_at(p.fw, s.node) + "->" +
+                       (s.released_after == kNoNode ? std::string("end")
+                                                    : std::string(pass_name(s.released_pass)) +
+                                                          ":" + node_at(g, s.released_after)));
+  }
+  EXPECT_EQ(released, (std::vector<std::string>{"cos->forward:exp", "primals_1->end",
+                                                "sin->backward:mul", "exp->end"}));
+}
+
 // A storage released after one node is not alive at the next: at_peak holds
 // exactly the storages the peak counts. Here sin goes after cos runs, and
 // the peak comes one node later, at exp.
