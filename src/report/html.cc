@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -38,6 +39,14 @@ using report::MemoryStep;
   throw Error(ErrorCode::kParse, fmt::format("report: result field '{}': {}", field, why));
 }
 
+// One storage alive at the peak (memory.at_peak), with the joint node its
+// producer comes from ("" for nodes a rewrite created) and when it goes.
+struct PeakStorage {
+  std::string graph, node, origin;
+  int64_t bytes = 0;
+  std::string released_graph, released_after;  // "" when it lives the whole step
+};
+
 // What the report reads from the result document.
 struct ResultView {
   std::string partitioner;
@@ -52,6 +61,7 @@ struct ResultView {
   bool has_memory = false;
   int64_t peak_bytes = -1;
   std::vector<MemoryStep> timeline;
+  std::vector<PeakStorage> at_peak;  // largest first, as the simulator lists them
 };
 
 std::vector<NodeId> node_list(const Graph& g, simdjson::dom::object root, const char* field) {
@@ -86,6 +96,41 @@ std::vector<std::string> graph_names(simdjson::dom::object root, const char* fie
   return out;
 }
 
+// A result graph's node name -> the joint node it comes from ("origin").
+std::unordered_map<std::string, std::string> graph_origins(simdjson::dom::object root, const char* field) {
+  std::unordered_map<std::string, std::string> out;
+  simdjson::dom::array nodes;
+  if (root[field]["nodes"].get(nodes)) return out;
+  for (auto node : nodes) {
+    std::string_view name, origin;
+    if (!node["name"].get(name) && !node["origin"].get(origin)) out.emplace(name, origin);
+  }
+  return out;
+}
+
+// memory.at_peak: what fills the peak.
+void read_at_peak(simdjson::dom::object root, simdjson::dom::array entries, ResultView& v) {
+  const auto fw = graph_origins(root, "forward"), bw = graph_origins(root, "backward");
+  for (auto entry : entries) {
+    PeakStorage p;
+    std::string_view graph, node;
+    int64_t bytes;
+    if (entry["graph"].get(graph) || entry["bytes"].get(bytes))
+      bad_result("memory.at_peak", "expected {\"graph\", \"node\", \"bytes\"} entries");
+    p.graph = std::string(graph);
+    if (!entry["node"].get(node)) p.node = std::string(node);
+    p.bytes = bytes;
+    const auto& origins = graph == "forward" ? fw : bw;
+    if (auto it = origins.find(p.node); it != origins.end()) p.origin = it->second;
+    simdjson::dom::object released;
+    if (!entry["released_after"].get(released)) {
+      if (!released["graph"].get(graph)) p.released_graph = std::string(graph);
+      if (!released["node"].get(node)) p.released_after = std::string(node);
+    }
+    v.at_peak.push_back(std::move(p));
+  }
+}
+
 // The simulator's "memory" object (docs/format.md, "Memory"): one timeline
 // per graph, one entry per node in node order, labelled with that node.
 void read_memory(simdjson::dom::object root, simdjson::dom::object memory, ResultView& v) {
@@ -93,6 +138,8 @@ void read_memory(simdjson::dom::object root, simdjson::dom::object memory, Resul
   int64_t peak;
   if (memory["peak_bytes"].get(peak)) bad_result("memory.peak_bytes", "expected an integer");
   v.peak_bytes = peak;
+  simdjson::dom::array at_peak;
+  if (!memory["at_peak"].get(at_peak)) read_at_peak(root, at_peak, v);
   simdjson::dom::object timeline;
   if (memory["timeline"].get(timeline)) return;
   for (const char* phase : {"forward", "backward"}) {
@@ -289,6 +336,8 @@ table { border-collapse: collapse; }
 #node-table th { cursor: pointer; background: #f0f0f0; position: sticky; top: 0; text-align: left; padding: 3px 6px; user-select: none; }
 #node-table th.sorted-asc::after { content: " \25b2"; } #node-table th.sorted-desc::after { content: " \25bc"; }
 #node-table td { border-top: 1px solid #eee; padding: 2px 6px; vertical-align: top; }
+#peak-table { font-size: 12px; } #peak-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
+#peak-table td { border-top: 1px solid #eee; padding: 2px 6px; }
 #node-table td.why { white-space: pre-wrap; font-family: monospace; font-size: 11px; color: #444; }
 tr.w-saved td:nth-child(6) { background: #ffbb78; } tr.w-recomputed td:nth-child(6) { background: #aec7e8; }
 tr.w-backward_only td:nth-child(6) { background: #98df8a; } tr.w-removed { color: #999; }
@@ -358,6 +407,45 @@ constexpr const char* kScript = R"JS(
 })();
 )JS";
 
+// What fills the peak: the storages alive there, largest first, with the
+// node that made each, the joint node it comes from and that node's fate,
+// and the step after which it is released. The first question of anyone
+// over a memory limit is which of these to get rid of.
+constexpr size_t kMaxPeakRows = 50;
+
+std::string peak_table(const Graph& g, const ResultView& v) {
+  if (v.at_peak.empty()) return "<p class=\"note\">The result lists no storage alive at the peak.</p>\n";
+  std::string h = fmt::format(
+      "<p>The {} storages alive at the peak ({}), largest first. Fate is the joint node's: a "
+      "saved value stays from the forward until its last backward user; an input, a gradient or "
+      "an output the caller keeps lives the whole step.</p>\n<table id=\"peak-table\"><thead><tr>"
+      "<th>#</th><th>storage of</th><th>from joint node</th><th>fate</th><th>size</th>"
+      "<th>share</th><th>released after</th></tr></thead><tbody>\n",
+      v.at_peak.size(), html_escape(report::human_bytes(v.peak_bytes)));
+  int64_t rest = 0;
+  for (size_t i = 0; i < v.at_peak.size(); ++i) {
+    const PeakStorage& p = v.at_peak[i];
+    if (i >= kMaxPeakRows) {
+      rest += p.bytes;
+      continue;
+    }
+    const NodeId joint = p.origin.empty() ? kNoNode : g.find(p.origin);
+    const std::string fate = joint == kNoNode ? "created by a rewrite" : where_name(v.decisions[joint].where);
+    const double share = v.peak_bytes > 0 ? 100.0 * static_cast<double>(p.bytes) / static_cast<double>(v.peak_bytes) : 0;
+    h += fmt::format(
+        "<tr><td>{}</td><td>{}: {}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
+        i + 1, html_escape(p.graph), html_escape(p.node), html_escape(p.origin.empty() ? "-" : p.origin),
+        html_escape(fate), html_escape(report::human_bytes(p.bytes)), share,
+        html_escape(p.released_after.empty() ? "the end of the step"
+                                             : fmt::format("{}: {}", p.released_graph, p.released_after)));
+  }
+  h += "</tbody></table>\n";
+  if (rest > 0)
+    h += fmt::format("<p class=\"note\">{} smaller storages ({}) are not listed.</p>\n",
+                     v.at_peak.size() - kMaxPeakRows, html_escape(report::human_bytes(rest)));
+  return h;
+}
+
 void summary_row(std::string& h, std::string_view label, std::string_view value) {
   h += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", html_escape(label), html_escape(value));
 }
@@ -417,6 +505,7 @@ std::string html_report(const JointGraph& joint, std::string_view result_json,
   else
     h += "<p class=\"note\">The result carries no memory simulation.</p>\n";
   h += "</section>\n";
+  if (v.has_memory) h += "<section id=\"peak\">\n<h2>What fills the peak</h2>\n" + peak_table(g, v) + "</section>\n";
 
   h += "<section id=\"pareto\">\n<h2>Memory budget Pareto frontier</h2>\n";
   if (!r.pareto.empty()) {

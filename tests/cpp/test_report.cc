@@ -235,6 +235,34 @@ TEST(Report, ShowsTheSimulatedTimelineWithThePeakNode) {
   EXPECT_TRUE(has(html, ">backward</text>"));
 }
 
+// What fills the peak: the simulator's storages in its order, each with its
+// joint node's fate and the node after which it goes.
+TEST(Report, WhatFillsThePeakListsTheSimulatorsStoragesLargestFirst) {
+  const JointGraph joint = example("transformer_block.json");
+  const PartitionResult r = min_cut_rematerialization_partition(joint, PartitionOptions{});
+  ASSERT_GE(r.memory.at_peak.size(), 2u);
+  const std::string html = report_of(joint, write_result(joint, r));
+  ASSERT_TRUE(has(html, "<section id=\"peak\">"));
+  const std::string table = html.substr(html.find("id=\"peak-table\""));
+  size_t at = 0;
+  for (size_t i = 0; i < std::min<size_t>(r.memory.at_peak.size(), 50); ++i) {
+    const LiveStorage& s = r.memory.at_peak[i];
+    const Graph& g = s.pass == Pass::kForward ? r.forward : r.backward;
+    const std::string cell = fmt::format("<td>{}</td><td>{}: {}</td>", i + 1, pass_name(s.pass), g.name(s.node));
+    const size_t next = table.find(cell, at);
+    ASSERT_NE(next, std::string::npos) << cell;
+    at = next;
+    const std::string released =
+        s.released_after == kNoNode
+            ? std::string("the end of the step")
+            : fmt::format("{}: {}", pass_name(s.released_pass),
+                          (s.released_pass == Pass::kForward ? r.forward : r.backward).name(s.released_after));
+    EXPECT_NE(table.find("<td>" + released + "</td></tr>", at), std::string::npos) << released;
+  }
+  // Saved values are among them, named by their fate.
+  EXPECT_TRUE(has(table, "<td>saved</td>"));
+}
+
 TEST(Report, RejectsAMemoryTimelineThatIsNotByteCounts) {
   const JointGraph joint = example("mlp.json");
   std::string result = write_result(joint, min_cut_rematerialization_partition(joint, PartitionOptions{}));
