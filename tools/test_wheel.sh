@@ -73,7 +73,15 @@ import torch
 import remat
 import remat.torch as rt
 
-assert not remat.__file__.startswith(sys.argv[1]), f"remat imported from the source tree: {remat.__file__}"
+import os
+import sysconfig
+
+# From the environment's site-packages, not the source tree's python/ (the
+# environment itself may live inside the source tree, as CI's do).
+site = os.path.realpath(sysconfig.get_path("platlib"))
+here = os.path.realpath(remat.__file__)
+assert os.path.commonpath([here, site]) == site, f"remat imported from {here}, not from {site}"
+assert not here.startswith(os.path.realpath(os.path.join(sys.argv[1], "python")) + os.sep), here
 assert json.load(open("result.json"))["format"] == "remat.partition_result"
 # The metadata users rely on: the license, and torch as an extra only.
 import importlib.metadata as md
