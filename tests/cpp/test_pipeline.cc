@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -28,6 +29,21 @@ using testing::TestGraph;
 using Names = std::vector<std::string>;
 
 using testing::joint_of;
+
+// Calls default_partition, then min_cut_rematerialization_partition, on j:
+// each must throw a remat::Error, which `check` inspects.
+void expect_both_partitioners_throw(const JointGraph& j,
+                                    const std::function<void(const Error&)>& check) {
+  for (bool from_default : {true, false}) {
+    try {
+      if (from_default) default_partition(j, PartitionOptions{});
+      else min_cut_rematerialization_partition(j, PartitionOptions{});
+      ADD_FAILURE() << "no error, from_default=" << from_default;
+    } catch (const Error& e) {
+      check(e);
+    }
+  }
+}
 
 Names stage_names(const PartitionResult& r) {
   Names out;
@@ -114,17 +130,10 @@ TEST(PipelineHandover, AFunctionalTaggedGraphStaysWithDefault) {
 // functional), the min-cut back (no backward). remat stops
 // at the second handover, whichever partitioner was called.
 TEST(PipelineHandover, AGraphHandedBackIsAnUnsupportedError) {
-  const JointGraph j = tagged_and_mutating(/*with_backward=*/false);
-  for (bool from_default : {true, false}) {
-    try {
-      if (from_default) default_partition(j, PartitionOptions{});
-      else min_cut_rematerialization_partition(j, PartitionOptions{});
-      ADD_FAILURE() << "no error, from_default=" << from_default;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-      EXPECT_NE(std::string(e.what()).find("recurse forever"), std::string::npos) << e.what();
-    }
-  }
+  expect_both_partitioners_throw(tagged_and_mutating(/*with_backward=*/false), [](const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("recurse forever"), std::string::npos) << e.what();
+  });
 }
 
 // The Pareto sweep is the min-cut's; it has no default partitioner to hand
@@ -319,18 +328,12 @@ TEST(PipelineOps, TheOptionsOverrideWinsOverTheGraphsCategories) {
 TEST(PipelineChecks, AGradientCountedAsAForwardOutputNamesTheField) {
   JointGraph j = mlp();
   j.num_fwd_outputs = 2;
-  for (bool from_default : {true, false}) {
-    try {
-      if (from_default) default_partition(j, PartitionOptions{});
-      else min_cut_rematerialization_partition(j, PartitionOptions{});
-      ADD_FAILURE() << "no error, from_default=" << from_default;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidGraph);
-      EXPECT_EQ(std::string(e.what()),
-                "field 'num_fwd_outputs' is 2, but output #1 ('mm_1') depends on a tangent: it is "
-                "a gradient, so at most 1 outputs are forward outputs");
-    }
-  }
+  expect_both_partitioners_throw(j, [](const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidGraph);
+    EXPECT_EQ(std::string(e.what()),
+              "field 'num_fwd_outputs' is 2, but output #1 ('mm_1') depends on a tangent: it is "
+              "a gradient, so at most 1 outputs are forward outputs");
+  });
 }
 
 }  // namespace
