@@ -31,9 +31,23 @@ const char* where_text(NodeDecision::Where where);
 // The inverse of where_name(); nullopt for an unknown name.
 std::optional<NodeDecision::Where> where_from_name(std::string_view name);
 
+// The sentence for a reason, with placeholders the caller fills:
+// {ban} (NodeDecision::ban_reason), {detail}, {merged} (the merged-into
+// node's name) and {cap} (" (capacity N)" when the capacity is known, else
+// ""). The report's page fills the same templates, so the words live here
+// only. "" for kUnknown.
+const char* why_template(NodeDecision::Why why);
+
+// The inverse of why_name(); nullopt for an unknown name.
+std::optional<NodeDecision::Why> why_from_name(std::string_view name);
+
+// why_template(d.why) filled for `d` (of node-graph `g`).
+std::string why_text(const Graph& g, const NodeDecision& d);
+
 // Why `id` ended where it did, one fact per line:
 //   node 'relu' (call_function aten.relu.default, float32[4, 8])
 //     saved: computed in the forward and saved for the backward
+//     why: recomputation is banned (...) and the backward needs it, so ...
 //     recomputation banned: ...
 //     checkpoint policy: ...
 //     size: 128 B

@@ -21,9 +21,21 @@ std::string pareto_csv(std::span<const MemoryBudgetPoint> points);
 // {"points": [{"budget": .., "recompute_runtime": .., "memory_ratio": ..}, ...]}
 std::string pareto_json(std::span<const MemoryBudgetPoint> points);
 // A standalone SVG line chart: memory ratio (x) against recompute runtime
-// (y), each point labelled with its ratio, as torch's matplotlib figure.
+// (y), as torch's matplotlib figure. Each point is labelled with its ratio
+// while there are at most kParetoLabels distinct points and its label
+// touches none placed before; otherwise (and beyond that count) the
+// point's tooltip carries it instead.
+inline constexpr size_t kParetoLabels = 12;
 std::string pareto_svg(std::span<const MemoryBudgetPoint> points,
                        std::string_view title =
                            "Pareto Frontier of Memory Budget vs. Recomputation Runtime");
+
+// A standalone SVG scatter of budget plans (budget_plans()): simulated peak
+// memory in bytes (x) against estimated recompute runtime (y). The plans
+// no other plan beats on both axes are joined as the frontier; each dot's
+// tooltip names its plan; nothing else is labelled, so any number of plans
+// stays readable. `chosen` (may be null) is drawn as a red ring with a
+// "this plan" label placed inside the plot on the side with room.
+std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPoint* chosen);
 
 }  // namespace remat

@@ -120,5 +120,24 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
                                                     double resolution = 1e-3,
                                                     const std::vector<double>& budgets = {});
 
+// One plan torch's activation-memory-budget logic makes for a graph, built
+// and measured: what `remat report` and `remat pareto --peak` draw.
+struct BudgetPlanPoint {
+  std::string label;             // "runtime-optimized", "more aggressive", "knapsack 0.5", ...
+  int64_t peak_bytes = 0;        // simulated peak of the step (remat/memory.h)
+  double recompute_runtime = 0;  // estimated runtime of what the backward recomputes
+  size_t saved_values = 0;       // tensors saved
+};
+
+// The distinct plans choose_saved_values_set returns as the activation
+// budget goes from 1 to 0 (the runtime-optimized cut, the two aggressive
+// tiers, the knapsack at each of `budgets` (in (0, 1), descending), then
+// budget 0), each built as the min-cut partitioner builds its plan and
+// simulated; a saved set met before is skipped. One build per plan: on big
+// graphs give few budgets. options.progress hears "plans" after each.
+// Throws Error(kUnsupported) when the backward needs nothing from the
+// forward (torch hands such graphs to the default partitioner).
+std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const PartitionOptions& options,
+                                          const std::vector<double>& budgets);
 
 }  // namespace remat

@@ -62,9 +62,39 @@ struct NodeDecision {
     kBackwardOnly, // computed in the backward only
     kUnused,       // in neither graph
   };
+  // The reason behind the fate. The min-cut's kinds (kSavedBanned and the
+  // rest) are told apart only when the partition was traced
+  // (PartitionOptions::trace); otherwise they read as kSavedCheaper /
+  // kRecomputedCheaper without a capacity. why_template() words each.
+  enum class Why : uint8_t {
+    kUnknown,            // not recorded
+    kDead,               // removed: nothing used it
+    kMerged,             // removed: CSE kept the equal node merged_into
+    kInput,              // a placeholder: never recomputed
+    kTangent,            // derived from a gradient input: only the backward can compute it
+    kBackwardOnly,       // only the backward needs it, and computes it there
+    kNotNeeded,          // forward only: the backward needs nothing of it
+    kSavedBanned,        // saved: recomputation banned (ban_reason), the backward needs it
+    kSavedCheaper,       // saved: its X_in -> X_out edge is part of the cheapest cut
+    kSavedKnapsack,      // saved: a knapsack item the knapsack kept (ban_reason)
+    kSavedDefault,       // the default partitioner saves what the backward reads
+    kTied,               // recomputed: tied to the backward (detail: the policy or limit)
+    kRecomputedLifted,   // recomputed: the memory budget lifted its ban (detail)
+    kRecomputedCheaper,  // recomputed: on the backward side of the cheapest cut
+    kRecomputedDefault,  // the default partitioner recomputes tagged ops
+    kBudgetInputs,       // recomputed: activation budget 0 saves only the inputs
+    kUnused,             // in neither graph
+  };
   Where where = Where::kUnused;
   std::string ban_reason;   // why recomputation was banned ("" if it was not)
   NodeId merged_into = kNoNode;  // CSE: the equal node that replaced this one
+  Why why = Why::kUnknown;
+  // The capacity the min cut weighed on the node's X_in -> X_out edge (what
+  // saving it costs: its size times 1.1 ** its distance to the backward,
+  // doubled when not materialized); -1 when the cut weighed none or was not
+  // traced.
+  int64_t capacity = -1;
+  std::string detail;  // kTied: what tied it; kRecomputedLifted: the ban lifted
 };
 
 // One line torch's partitioner logs (logger
@@ -188,5 +218,6 @@ struct PartitionResult {
 };
 
 const char* where_name(NodeDecision::Where w);  // "saved", "recomputed", ...
+const char* why_name(NodeDecision::Why w);      // "saved_banned", "tied", ...; "" for kUnknown
 
 }  // namespace remat

@@ -331,8 +331,26 @@ nb::list pareto(nb::bytes joint_json, nb::bytes options_json, double resolution,
   return out;
 }
 
+using PlanTuples = std::vector<std::tuple<std::string, int64_t, double, size_t>>;
+
+PlanTuples plans(nb::bytes joint_json, nb::bytes options_json, std::vector<double> budgets,
+                 nb::object knapsack_solver, nb::object runtime_estimator) {
+  std::vector<remat::BudgetPlanPoint> points;
+  const remat::OptionHooks hooks = engine_hooks(PyHooks(knapsack_solver, runtime_estimator));
+  {
+    nb::gil_scoped_release release;
+    remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks, &joint);
+    points = remat::budget_plans(joint, options, budgets);
+  }
+  PlanTuples out;
+  for (const auto& p : points) out.emplace_back(p.label, p.peak_bytes, p.recompute_runtime, p.saved_values);
+  return out;
+}
+
 std::string report(nb::bytes joint_json, nb::bytes result_json, const PointTuples& pareto_points,
-                   const std::string& title, const std::string& pareto_note) {
+                   const std::string& title, const std::string& pareto_note,
+                   const PlanTuples& plan_tuples) {
   std::string out;
   {
     nb::gil_scoped_release release;
@@ -341,6 +359,8 @@ std::string report(nb::bytes joint_json, nb::bytes result_json, const PointTuple
     report.title = title;
     report.pareto_note = pareto_note;
     report.pareto = points_of(pareto_points);
+    for (const auto& [label, peak, runtime, saved] : plan_tuples)
+      report.plans.push_back({label, peak, runtime, saved});
     for (const auto& [key, cats] : joint.op_overrides) report.options.ops.set(key, cats);
     out = remat::html_report(joint, view_of(result_json), report);
   }
@@ -465,9 +485,14 @@ NB_MODULE(_remat, m) {
       "pareto_svg", [](const PointTuples& points) { return remat::pareto_svg(points_of(points)); },
       nb::arg("points"),
       "The frontier [(budget, recompute_runtime, memory_ratio)] as remat's SVG chart.");
+  m.def("plans", &plans, nb::arg("joint_json"), nb::arg("options_json"),
+        nb::arg("budgets") = std::vector<double>{}, nb::arg("knapsack_solver") = nb::none(),
+        nb::arg("runtime_estimator") = nb::none(),
+        "torch's budget plans, built and simulated: [(label, peak_bytes, recompute_runtime,\n"
+        "saved_values)].");
   m.def("report", &report, nb::arg("joint_json"), nb::arg("result_json"),
         nb::arg("pareto") = PointTuples{}, nb::arg("title") = "", nb::arg("pareto_note") = "",
-        "The partition's self-contained HTML report.");
+        nb::arg("plans") = PlanTuples{}, "The partition's self-contained HTML report.");
   m.def("simulate_memory", &simulate_memory, nb::arg("forward_json"), nb::arg("backward_json"),
         nb::arg("num_fwd_outputs"), nb::arg("mutated_inputs") = std::vector<std::string>{},
         "Simulates a forward/backward pair (two graph documents); returns\n"

@@ -36,6 +36,7 @@ __all__ = [
     "BudgetUnreachableError",
     "partition",
     "pareto",
+    "plans",
     "roundtrip",
     "info",
     "version",
@@ -176,6 +177,35 @@ def pareto(
     return [tuple(p) for p in points]
 
 
+# The activation budgets `remat report` builds torch's plans at.
+REPORT_BUDGETS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+
+
+def plans(
+    joint: JsonLike,
+    options: JsonLike | None = None,
+    *,
+    budgets: list[float] | None = None,
+    knapsack_solver: Callable[[list, float, list], tuple] | None = None,
+    runtime_estimator: Callable[[int], float] | None = None,
+) -> list[dict]:
+    """torch's activation-budget plans for a format-v1 joint graph, each
+    built and simulated as the min-cut partitioner builds its own.
+
+    Returns one dict per distinct plan as the budget goes from 1 to 0 (the
+    runtime-optimized cut, the two aggressive tiers, the knapsack at each of
+    `budgets`, default REPORT_BUDGETS, then budget 0): {"label",
+    "peak_bytes", "recompute_runtime", "saved_values"}. Each plan is one
+    build of the whole step: give few budgets on big graphs. Raises
+    UnsupportedError when the backward needs nothing from the forward.
+    """
+    chosen = REPORT_BUDGETS if budgets is None else budgets
+    rows = _ext().plans(_to_bytes(joint), _to_bytes(options or {}), [float(b) for b in chosen],
+                        knapsack_solver, runtime_estimator)
+    return [{"label": label, "peak_bytes": peak, "recompute_runtime": runtime,
+             "saved_values": saved} for label, peak, runtime, saved in rows]
+
+
 def roundtrip(joint: JsonLike) -> bytes:
     """Reads a joint graph into the engine's IR and writes it back out."""
     return _ext().roundtrip(_to_bytes(joint))
@@ -205,6 +235,7 @@ def report(
     joint: JsonLike,
     result: JsonLike,
     *,
+    plans: list[dict] | None = None,
     pareto: list | None = None,
     title: str = "",
     pareto_note: str = "",
@@ -212,10 +243,15 @@ def report(
     """One partition as a self-contained HTML page (what `remat report` writes).
 
     `result` is partition()'s document for `joint` (fields added to it, such as
-    a memory simulation's "memory", are shown); `pareto` the frontier from
-    pareto(), or None (then `pareto_note` says why there is none).
+    a memory simulation's "memory", are shown); `plans` torch's budget plans
+    from plans(), drawn as peak memory against recompute beside this
+    partition's own plan; `pareto` torch's frontier from pareto(). Without
+    either, `pareto_note` says why there is none.
     """
     points = [tuple(float(x) for x in p) for p in pareto or ()]
-    if not pareto and not pareto_note:
+    plan_rows = [(str(p["label"]), int(p["peak_bytes"]), float(p["recompute_runtime"]),
+                  int(p["saved_values"])) for p in plans or ()]
+    if not pareto and not plans and not pareto_note:
         pareto_note = "No frontier was computed for this graph."
-    return _ext().report(_to_bytes(joint), _to_bytes(result), points, title, pareto_note)
+    return _ext().report(_to_bytes(joint), _to_bytes(result), points, title, pareto_note,
+                         plan_rows)

@@ -80,15 +80,18 @@ struct Loaded {
   JointGraph joint;
 };
 
-Loaded load(const CommonSettings& common) {
+// `bar` (may be null) is drawing "load": erased before a line is printed.
+Loaded load(const CommonSettings& common, ProgressBar* bar = nullptr) {
   const std::string path = resolve_graph_path(common);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && st.st_size >= (64 << 20)) {
+    if (bar) bar->finish();
     std::fprintf(stderr, "remat: loading %s (%s)...\n", path.c_str(), human_bytes(st.st_size).c_str());
   }
   const auto t0 = Clock::now();
   JointGraph joint = read_joint_graph_file(path, common.max_input_bytes);
   if (common.verbose || joint.graph.size() >= kBigGraph) {
+    if (bar) bar->finish();
     std::fprintf(stderr, "remat: loaded %s (%zu nodes) in %.1f ms\n", path.c_str(),
                  joint.graph.size(), ms_since(t0));
   }
@@ -148,6 +151,18 @@ int explain(const JointGraph& joint, const PartitionResult& r, const std::string
     return 0;
   }
   std::printf("\n%s\n", report::explain_node(g, id, r.decisions[id], options).c_str());
+  // Its inputs' fates: what a recomputation starts from.
+  std::string inputs;
+  size_t shown = 0;
+  for (NodeId in : g.inputs(id)) {
+    if (shown++ == 8) {
+      inputs += ", ...";
+      break;
+    }
+    inputs += fmt::format("{}{} ({})", shown > 1 ? ", " : "", g.name(in),
+                          in < r.decisions.size() ? where_name(r.decisions[in].where) : "?");
+  }
+  if (!inputs.empty()) std::printf("  inputs: %s\n", inputs.c_str());
   return 0;
 }
 
@@ -259,6 +274,9 @@ PartitionOptions partition_options(const JointGraph& joint, const CommonSettings
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("--explain: node '{}' is not in the joint graph", s.explain));
   }
+  // The cut's capacities and ties, which the explanation reads, are
+  // recorded only in a traced partition.
+  if (!s.explain.empty()) options.trace = true;
   return options;
 }
 
@@ -448,43 +466,66 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   return 0;
 }
 
+// The activation budgets at which the report builds torch's plans: few,
+// since each is one build and simulation of the whole step.
+constexpr double kReportBudgets[] = {0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1};
+
 int run_report(const CommonSettings& common, const ReportSettings& s) {
-  const auto [path, joint] = load(common);
+  // Every phase of a report on a big graph takes a while: the bar (on a
+  // terminal) names each as it starts.
+  ProgressBar bar(wants_progress(common, true));
+  bar.update("load", 0);
+  const auto [path, joint] = load(common, &bar);
   PartitionOptions options = options_from(joint, s.sources, common.max_input_bytes);
   if (s.no_cse) options.cse = false;
   if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
-  options.trace = true;  // the budget step and saved sizes feed the summary
+  options.trace = true;  // the budget step, the cut's capacities and ties feed the report
   options.validate();
-
-  ProgressBar bar(wants_progress(common, !s.no_pareto || joint.graph.size() >= kBigGraph));
   options.progress = bar.hook();
-  const PartitionResult r = s.partitioner == "default"
-                                ? default_partition(joint, options)
-                                : min_cut_rematerialization_partition(joint, options);
-  // The report shows the engine's time; the --json file, like partition's
-  // -o, is the same bytes on every run.
-  const std::string result = write_result(joint, r, /*timings=*/true);
 
   ReportOptions report;
   report.title = path;
   report.options = options;
+  report.options.progress = nullptr;
+  PartitionResult r;
+  try {
+    r = s.partitioner == "default" ? default_partition(joint, options)
+                                   : min_cut_rematerialization_partition(joint, options);
+  } catch (const NoFiniteCutError& e) {
+    // No partition, but a report all the same: the diagnosis is what the
+    // reader needs. The command still fails.
+    bar.update("render", 0);
+    const std::string html = html_no_cut_report(joint, e, report);
+    bar.finish();
+    write_file_atomic(s.html, html);
+    std::fprintf(stderr, "remat: error: %s\n", e.what());
+    std::fprintf(stderr, "remat: wrote the diagnosis to %s\n", s.html.c_str());
+    return 1;
+  }
+  // The report shows the engine's time; the --json file, like partition's
+  // -o, is the same bytes on every run.
+  const std::string result = write_result(joint, r, /*timings=*/true);
+
   if (s.no_pareto) {
     report.pareto_note = "Not computed (--no-pareto).";
   } else if (s.partitioner == "default") {
     report.pareto_note = "The default partitioner has no memory budget.";
   } else {
     try {
-      report.pareto = memory_budget_pareto(joint, options);
+      report.plans = budget_plans(joint, options,
+                                  std::vector<double>(std::begin(kReportBudgets), std::end(kReportBudgets)));
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kUnsupported) throw;
       report.pareto_note = std::string("No trade-off to draw: ") + e.what();
     }
   }
-  bar.finish();
   // Render everything first: a failure leaves no file half-written.
+  bar.update("render", 0);
   const std::string html = html_report(joint, result, report);
+  bar.update("write", 0);
   write_file_atomic(s.html, html);
   if (!s.json.empty()) write_file_atomic(s.json, write_result(joint, r));
+  bar.finish();
   std::printf("graph: %s (%zu nodes)\n", path.c_str(), joint.graph.size());
   std::printf("wrote %s\n", s.html.c_str());
   if (!s.json.empty()) std::printf("wrote %s\n", s.json.c_str());

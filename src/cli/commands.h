@@ -61,7 +61,7 @@ struct ReportSettings {
   OptionSources sources;        // --options FILE, --config KEY=VALUE
   std::optional<double> memory_budget;
   bool no_cse = false;
-  bool no_pareto = false;       // skip the frontier (a sweep costs many partitions)
+  bool no_pareto = false;       // skip torch's budget plans (one build each)
 };
 
 int run_info(const CommonSettings& common);

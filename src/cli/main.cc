@@ -188,7 +188,8 @@ CLI::App* add_report(CLI::App& app, remat::cli::CommonSettings& common,
                      remat::cli::ReportSettings& rs) {
   CLI::App* report = app.add_subcommand(
       "report", "Partition a joint graph and write one self-contained HTML report: summary, "
-                "memory timeline, Pareto frontier, the cut as a picture, every node's fate");
+                "memory timeline, what fills the peak, torch's budget plans against this one, the "
+                "cut as a picture, every node's fate and why");
   report->add_option("graph", common.graph, "joint graph JSON file");
   report->add_option("-o,--output", rs.html, "write the HTML report here")
       ->required()
@@ -201,7 +202,7 @@ CLI::App* add_report(CLI::App& app, remat::cli::CommonSettings& common,
                      "activation memory budget, a fraction in [0, 1] (default 1.0)");
   report->add_flag("--no-cse", rs.no_cse, "do not deduplicate equal nodes first");
   report->add_flag("--no-pareto", rs.no_pareto,
-                   "leave the memory-budget frontier out (it partitions once per budget tried)");
+                   "leave torch's budget plans out (each is one more build and simulation of the step)");
   report->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
   add_option_sources(report, rs.sources);
   add_progress_option(report, common);

@@ -58,6 +58,7 @@ BanRules::BanRules(const DecideContext& ctx, const MinCutOptions& mc,
       stamp_(ctx.graph.size(), 0),
       tracing_(ctx.trace != nullptr) {
   result_.ban_reason.assign(g_.size(), std::string_view());
+  if (tracing_) result_.lifted.assign(g_.size(), std::string_view());
 }
 
 bool BanRules::forced_recompute(NodeId n) const {
@@ -79,7 +80,10 @@ bool BanRules::ban(NodeId n, std::string_view torch_reason, std::string_view lab
   if (is_view(n)) return false;
   if (!dont_ban_.empty() && dont_ban_[n] && !forced_ban(n)) {
     // Collectives stay banned whatever the memory budget says.
-    if (opt_.unsafe_allow_optimization_of_collectives || !is_collective(g_, n)) return false;
+    if (opt_.unsafe_allow_optimization_of_collectives || !is_collective(g_, n)) {
+      if (tracing_) result_.lifted[n] = torch_reason.empty() ? label : torch_reason;
+      return false;
+    }
   }
   const Node& node = g_.node(n);
   if (must_recompute(node)) return false;

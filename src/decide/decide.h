@@ -100,6 +100,16 @@ struct MinCutResult {
   // The lines torch's solve_min_cut logs on this graph, in order (only when
   // ctx.trace is set): replayed into the trace each time this cut is used.
   std::vector<LogRecord> log;
+  // The story of each node, for NodeDecision's why (only when ctx.trace is
+  // set, else empty): the capacity the cut weighed on its X_in -> X_out edge
+  // (kNoCapacity when it has none: tied to the backward, or no network
+  // vertex); why it was tied to the sink, needing the backward to compute
+  // it ("" if not); and the ban the memory budget's dont_ban lifted ("" if
+  // none). All three views are of static strings.
+  static constexpr int64_t kNoCapacity = -1;
+  std::vector<int64_t> capacity;
+  std::vector<std::string_view> tie;
+  std::vector<std::string_view> lifted;
 };
 
 // Per-node overrides of the ban rules; each vector may be empty (none).
@@ -121,10 +131,21 @@ MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
 MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
                            const std::vector<uint8_t>& dont_ban = {});
 
-// A cut's ban reasons keyed by joint id (`g` is the graph it cut, derived
-// from a joint graph of `joint_size` nodes): "" for joint nodes without one.
-std::vector<std::string_view> ban_reasons_by_joint_id(const Graph& g, const MinCutResult& cut,
-                                                      size_t joint_size);
+// MinCutResult::tie of a value derived from a gradient input.
+inline constexpr std::string_view kTieTangent = "it is derived from a gradient input (a tangent)";
+
+// What a cut says about each node, keyed by joint id (`g` is the graph it
+// cut, derived from a joint graph of `joint_size` nodes): MinCutResult's
+// ban_reason, and its capacity / tie / lifted when the cut was traced
+// (empty vectors otherwise). The pipeline turns it into NodeDecision's why.
+struct CutStory {
+  std::vector<std::string_view> ban_reason;  // "" for nodes without one
+  std::vector<int64_t> capacity;             // MinCutResult::kNoCapacity for none
+  std::vector<std::string_view> tie;
+  std::vector<std::string_view> lifted;
+  bool empty() const { return ban_reason.empty(); }  // no cut ran
+};
+CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size);
 
 // torch's choose_saved_values_set. Returns the saved values; `last` (may be
 // null) receives the details of the last min-cut that ran (empty when none

@@ -54,6 +54,10 @@ class MinCutSolver {
         fusion_(rules_.fusion()),
         tracing_(ctx.trace != nullptr) {
     for (int k = 1; k <= 100; ++k) pow11_[k] = std::pow(1.1, static_cast<double>(k));
+    if (tracing_) {
+      result_.capacity.assign(g_.size(), MinCutResult::kNoCapacity);
+      result_.tie.resize(g_.size());
+    }
   }
 
   MinCutResult run() {
@@ -113,6 +117,10 @@ class MinCutSolver {
     return {w, nullptr, false};
   }
 
+  void tie(NodeId n, std::string_view why) {
+    if (tracing_) result_.tie[n] = why;
+  }
+
   // --- stage 1: the walk ----------------------------------------------------
   void build() {
     for (NodeId n = 0; n < g_.size(); ++n) {
@@ -131,6 +139,7 @@ class MinCutSolver {
           uint32_t u = cg_.in(n);
           uint32_t t = cg_.sink();
           cg_.add_edge(u, t, CapacityGraph::kInf, "must be computed in backward: required for gradient");
+          tie(n, kTieTangent);
           continue;
         }
       }
@@ -138,11 +147,15 @@ class MinCutSolver {
         uint32_t u = cg_.in(n);
         uint32_t t = cg_.sink();
         cg_.add_edge(u, t, CapacityGraph::kInf, "must recompute: marked by checkpoint policy");
+        tie(n, node.recompute == RecomputePolicy::kMustRecompute
+                   ? "its checkpoint policy is MUST_RECOMPUTE"
+                   : "its checkpoint policy is PREFER_RECOMPUTE");
         continue;
       }
       if (rules_.forced_recompute(n)) {
         cg_.add_edge(cg_.in(n), cg_.sink(), CapacityGraph::kInf,
                      "must recompute: chosen by the peak memory budget");
+        tie(n, "the peak memory budget chose to recompute it");
         continue;
       }
       if (is_primal(g_, n)) {
@@ -172,6 +185,7 @@ class MinCutSolver {
       }
       uint32_t in = cg_.in(n);
       uint32_t out = cg_.out(n);
+      if (tracing_) result_.capacity[n] = w.capacity;
       if (w.cannot_save && (w.capacity == CapacityGraph::kInf || w.capacity == CapacityGraph::kIntInf))
         cg_.add_edge(in, out, w.capacity, std::string("cannot save: ") + w.cannot_save, w.is_float);
       else
@@ -211,12 +225,23 @@ MinCutResult solve_min_cut(const DecideContext& ctx, const MinCutOptions& mc,
   return MinCutSolver(ctx, mc, dont_ban, kNone, kNone).run();
 }
 
-std::vector<std::string_view> ban_reasons_by_joint_id(const Graph& g, const MinCutResult& cut,
-                                                      size_t joint_size) {
-  std::vector<std::string_view> out(joint_size);
+CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size) {
+  CutStory out;
+  out.ban_reason.resize(joint_size);
+  const bool traced = !cut.capacity.empty();
+  if (traced) {
+    out.capacity.assign(joint_size, MinCutResult::kNoCapacity);
+    out.tie.resize(joint_size);
+    out.lifted.resize(joint_size);
+  }
   for (NodeId id = 0; id < cut.ban_reason.size(); ++id) {
     const NodeId j = joint_id(g, id);
-    if (j < joint_size) out[j] = cut.ban_reason[id];
+    if (j >= joint_size) continue;
+    out.ban_reason[j] = cut.ban_reason[id];
+    if (!traced) continue;
+    out.capacity[j] = cut.capacity[id];
+    out.tie[j] = cut.tie[id];
+    out.lifted[j] = cut.lifted[id];
   }
   return out;
 }

@@ -596,7 +596,8 @@ void write_snapshots(JsonWriter& w, const Graph& joint, const std::vector<GraphS
 }
 
 // "decisions": joint node name -> where it went, why it was banned, what
-// replaced it; one line each.
+// replaced it, the reason for its fate (why, the cut's capacity, detail);
+// one line each.
 void write_decisions(JsonWriter& w, const Graph& g, const std::vector<NodeDecision>& decisions) {
   w.begin_object();
   const size_t n = std::min(decisions.size(), g.size());
@@ -614,6 +615,18 @@ void write_decisions(JsonWriter& w, const Graph& g, const std::vector<NodeDecisi
     if (d.merged_into != kNoNode && d.merged_into < g.size()) {
       w.key("merged_into");
       w.string(g.name(d.merged_into));
+    }
+    if (d.why != NodeDecision::Why::kUnknown) {
+      w.key("why");
+      w.string(why_name(d.why));
+    }
+    if (d.capacity >= 0) {
+      w.key("capacity");
+      w.integer(d.capacity);
+    }
+    if (!d.detail.empty()) {
+      w.key("detail");
+      w.string(d.detail);
     }
     w.end_object();
   }

@@ -287,10 +287,10 @@ PeakBudgetPlan plan_peak_budget(const DecideContext& ctx, int64_t limit, size_t 
                                 const SavedSetsBuilder& build) {
   const Graph& g = ctx.graph;
   auto build_candidate = [&](const std::vector<NodeId>& chosen, const MinCutResult* cut) {
-    const std::vector<std::string_view> ban_reason =
-        cut != nullptr ? ban_reasons_by_joint_id(g, *cut, joint_size)
-                       : std::vector<std::string_view>(joint_size);
-    return build(split_saved_values(g, chosen, ctx.options.torch), ban_reason);
+    CutStory story;
+    if (cut != nullptr) story = cut_story(g, *cut, joint_size);
+    else story.ban_reason.resize(joint_size);
+    return build(split_saved_values(g, chosen, ctx.options.torch), story);
   };
   PeakBudgetPlan plan;
   plan.result = solve_peak_budget(ctx, limit, build_candidate);

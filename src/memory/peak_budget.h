@@ -62,8 +62,8 @@ PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const
 
 // The search as the pipeline's plan step runs it (PartitionPlan under
 // peak_memory_budget): `build` receives each candidate's saved values split
-// by kind (split_saved_values) and its ban reasons by joint id (empty
-// strings when no cut chose it), and builds it exactly as a plain plan is
+// by kind (split_saved_values) and its cut's story by joint id (cut_story;
+// empty ban reasons when no cut chose it), and builds it exactly as a plain plan is
 // built. The answer is the chosen candidate's result and its saved values
 // both as ids of ctx.graph (`chosen`) and as joint ids (`saved_joint`:
 // saved values, then sym nodes, then opaque values).
@@ -73,7 +73,7 @@ struct PeakBudgetPlan {
   std::vector<NodeId> saved_joint;
 };
 using SavedSetsBuilder = std::function<PartitionResult(
-    SavedSets saved, const std::vector<std::string_view>& ban_reason)>;
+    SavedSets saved, const CutStory& story)>;
 PeakBudgetPlan plan_peak_budget(const DecideContext& ctx, int64_t limit, size_t joint_size,
                                 const SavedSetsBuilder& build);
 

@@ -30,6 +30,7 @@
 #include "graph/query.h"
 #include "memory/peak_budget.h"
 #include "memory/plan.h"
+#include "pipeline/why.h"
 #include "prepare/prepare.h"
 #include "remat/error.h"
 #include "remat/partition.h"
@@ -110,9 +111,10 @@ Graph rooted(const JointGraph& joint) {
 }
 
 // Fills the report part of the result: where each joint node ended up.
-// `ban_reason` is per joint node (empty when no cut ran).
-void record_decisions(size_t n, const Prepared& p,
-                      const std::vector<std::string_view>& ban_reason, PartitionResult& r) {
+// `story.ban_reason` is per joint node (empty when no cut ran); why each
+// fate comes after (why.h).
+void record_decisions(size_t n, const Prepared& p, const CutStory& story, PartitionResult& r) {
+  const std::vector<std::string_view>& ban_reason = story.ban_reason;
   std::vector<uint8_t> present(n, 0), in_fw(n, 0), in_bw(n, 0), saved(n, 0);
   for (const Node& node : p.graph.nodes()) present[node.origin] = 1;
   for (const Node& node : r.forward.nodes()) {
@@ -160,7 +162,7 @@ struct PartitionPlan::State {
   SavedSets sets;
   std::vector<NodeId> saved_joint;  // saved(): chosen or sets.saved_values, as joint ids
   MinCutResult cut;                 // ban reasons (views into it live as long)
-  std::vector<std::string_view> ban_reason;  // per joint node; empty: no cut ran
+  CutStory story;                   // per joint node; empty: no cut ran
   bool dce_collectives = false;  // default: DCE dead collectives after extraction
   bool reorder = false;          // reorder the backward like the autograd engine
   bool thread_bw = true;         // thread HOP RNG states through the backward too
@@ -263,7 +265,7 @@ std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOp
   const DecideContext ctx = in.context(g, options, tracing ? &trace : nullptr);
   s->chosen = choose_saved_values_set(ctx, budget, &s->cut);
   s->clock.lap("decide");
-  s->ban_reason = ban_reasons_by_joint_id(g, s->cut, joint.graph.size());
+  s->story = cut_story(g, s->cut, joint.graph.size());
   s->saved_joint = joint_ids(g, s->chosen);
   s->info = std::move(in.info);
   s->prepared = std::move(p);
@@ -308,8 +310,8 @@ std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
 // Extraction, rewrites and the memory simulation of one decision, shared by
 // both partitioners and by the peak-budget search's candidates. Reads the
 // plan's state, never changes it: a search builds many candidates from one.
-PartitionResult build_plan(const PlanState& s, SavedSets saved,
-                           const std::vector<std::string_view>& ban_reason, StageClock& clock,
+PartitionResult build_plan(const PlanState& s, SavedSets saved, const CutStory& story,
+                           StageClock& clock,
                            PartitionTrace trace) {
   const Prepared& p = s.prepared;
   const Graph& g = p.graph;
@@ -366,7 +368,8 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved,
   r.snapshots = std::move(snapshots);
   r.forced_must_save = p.forced_must_save;
   r.partitioner = s.partitioner;
-  record_decisions(s.joint_size, p, ban_reason, r);
+  record_decisions(s.joint_size, p, story, r);
+  fill_why(g, s.partitioner, story, trace, r.decisions);
   if (options.trace && s.partitioner == std::string_view("min_cut")) {
     // The sizes of what is saved after any replacement (a synced decision).
     for (NodeId id : e.saved_values) trace.saved_bytes.push_back(size_of(g, id, options));
@@ -385,7 +388,7 @@ PartitionResult emit(PlanState& s) {
   SavedSets saved = s.partitioner == std::string_view("min_cut")
                         ? split_saved_values(s.prepared.graph, s.chosen, s.options.torch)
                         : std::move(s.sets);
-  return build_plan(s, std::move(saved), s.ban_reason, s.clock, std::move(s.trace));
+  return build_plan(s, std::move(saved), s.story, s.clock, std::move(s.trace));
 }
 
 // The min-cut under remat's peak memory limit (memory/peak_budget.h): each
@@ -396,9 +399,9 @@ PartitionResult emit(PlanState& s) {
 void peak_budget_on(PlanState& s, const DecideContext& ctx) {
   PeakBudgetPlan plan = plan_peak_budget(
       ctx, s.options.peak_memory_budget, s.joint_size,
-      [&](SavedSets saved, const std::vector<std::string_view>& ban_reason) {
+      [&](SavedSets saved, const CutStory& story) {
         StageClock scratch;
-        return build_plan(s, std::move(saved), ban_reason, scratch, PartitionTrace{});
+        return build_plan(s, std::move(saved), story, scratch, PartitionTrace{});
       });
   s.clock.lap("peak_search");
   plan.result.seconds = s.clock.total();
@@ -614,6 +617,44 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
   return memory_budget_pareto(in.context(p.graph, o), resolution, budgets);
 }
 
+std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const PartitionOptions& options,
+                                          const std::vector<double>& budgets) {
+  options.validate();
+  check_joint(joint);
+  const PartitionOptions o = with_overrides(joint, options);
+  std::unique_ptr<PlanState> s = new_state(joint, o);
+  Prepared p = prepare_for_min_cut(joint.graph, joint.num_fwd_outputs, o);
+  MinCutInputs in = min_cut_inputs(p.graph, joint, o);
+  if (!in.has_cut()) {
+    throw Error(ErrorCode::kUnsupported,
+                "memory budget plans: the backward needs nothing from the forward (torch hands "
+                "this graph to the default partitioner, which has no budget)");
+  }
+  // The plan a min-cut decision gets (min_cut_on), minus the decision.
+  s->partitioner = "min_cut";
+  s->reorder = true;
+  s->dce_collectives = false;
+  s->thread_bw = true;
+  s->info = std::move(in.info);
+  s->prepared = std::move(p);
+  const Graph& g = s->prepared.graph;
+  const DecideContext ctx{g, s->info, in.dist_from_bw, in.op_categories, o, nullptr};
+  BudgetPlanList list(ctx, budgets);
+  std::vector<BudgetPlanPoint> out;
+  const double expected = 5.0 + static_cast<double>(budgets.size());  // tiers, budgets, budget 0
+  while (std::optional<BudgetPlan> plan = list.next()) {
+    CutStory story;
+    if (plan->from_cut) story = cut_story(g, plan->cut, s->joint_size);
+    else story.ban_reason.resize(s->joint_size);
+    StageClock scratch;
+    const PartitionResult r =
+        build_plan(*s, split_saved_values(g, plan->saved, o.torch), story, scratch, PartitionTrace{});
+    out.push_back({plan->label, r.memory.peak_bytes, r.recompute_runtime, r.saved_values.size()});
+    if (o.progress) o.progress("plans", std::min(1.0, static_cast<double>(out.size()) / expected));
+  }
+  return out;
+}
+
 const char* where_name(NodeDecision::Where w) {
   switch (w) {
     case NodeDecision::Where::kRemoved: return "removed";
@@ -622,6 +663,30 @@ const char* where_name(NodeDecision::Where w) {
     case NodeDecision::Where::kRecomputed: return "recomputed";
     case NodeDecision::Where::kBackwardOnly: return "backward_only";
     case NodeDecision::Where::kUnused: return "unused";
+  }
+  return "?";
+}
+
+const char* why_name(NodeDecision::Why w) {
+  using Why = NodeDecision::Why;
+  switch (w) {
+    case Why::kUnknown: return "";
+    case Why::kDead: return "dead";
+    case Why::kMerged: return "merged";
+    case Why::kInput: return "input";
+    case Why::kTangent: return "tangent";
+    case Why::kBackwardOnly: return "backward_only";
+    case Why::kNotNeeded: return "not_needed";
+    case Why::kSavedBanned: return "saved_banned";
+    case Why::kSavedCheaper: return "saved_cheaper";
+    case Why::kSavedKnapsack: return "saved_knapsack";
+    case Why::kSavedDefault: return "saved_default";
+    case Why::kTied: return "tied";
+    case Why::kRecomputedLifted: return "recomputed_lifted";
+    case Why::kRecomputedCheaper: return "recomputed_cheaper";
+    case Why::kRecomputedDefault: return "recomputed_default";
+    case Why::kBudgetInputs: return "budget_inputs";
+    case Why::kUnused: return "unused";
   }
   return "?";
 }

@@ -67,12 +67,82 @@ std::optional<NodeDecision::Where> where_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+const char* why_template(NodeDecision::Why why) {
+  using Why = NodeDecision::Why;
+  switch (why) {
+    case Why::kUnknown: return "";
+    case Why::kDead: return "dead code: nothing uses its value";
+    case Why::kMerged: return "CSE merged it into the equal node '{merged}'";
+    case Why::kInput: return "an input of the step: inputs are never recomputed";
+    case Why::kTangent:
+      return "derived from a gradient input (a tangent): only the backward can compute it";
+    case Why::kBackwardOnly: return "only the backward needs it, so only the backward computes it";
+    case Why::kNotNeeded: return "the backward needs neither it nor anything recomputed from it";
+    case Why::kSavedBanned:
+      return "recomputation is banned ({ban}) and the backward needs it, so the min cut "
+             "crosses its edge{cap}";
+    case Why::kSavedCheaper:
+      return "the cheapest cut crosses its edge{cap}: saving it costs less than saving the "
+             "values it is computed from";
+    case Why::kSavedKnapsack:
+      return "a knapsack item ({ban}) the knapsack kept: recomputing it would cost more "
+             "runtime than the memory budget asks to give up";
+    case Why::kSavedDefault: return "the default partitioner saves every forward value the backward reads";
+    case Why::kTied: return "{detail}: the backward computes it whatever it costs";
+    case Why::kRecomputedLifted:
+      return "the memory budget's knapsack lifted its ban ({detail}), and the cheapest cut "
+             "leaves it to the backward{cap}";
+    case Why::kRecomputedCheaper:
+      return "the cheapest cut leaves it to the backward: recomputing it from saved values "
+             "costs less than saving it{cap}";
+    case Why::kRecomputedDefault:
+      return "tagged recomputable (activation checkpointing): the default partitioner "
+             "recomputes it in the backward";
+    case Why::kBudgetInputs:
+      return "activation memory budget 0: the forward saves only the inputs and the backward "
+             "recomputes the rest";
+    case Why::kUnused: return "in neither graph";
+  }
+  return "";
+}
+
+std::optional<NodeDecision::Why> why_from_name(std::string_view name) {
+  for (int w = 1; w <= static_cast<int>(NodeDecision::Why::kUnused); ++w) {
+    const auto why = static_cast<NodeDecision::Why>(w);
+    if (name == why_name(why)) return why;
+  }
+  return std::nullopt;
+}
+
+std::string why_text(const Graph& g, const NodeDecision& d) {
+  std::string_view t = why_template(d.why);
+  std::string out;
+  while (!t.empty()) {
+    const size_t open = t.find('{');
+    const size_t close = open == std::string_view::npos ? open : t.find('}', open);
+    if (close == std::string_view::npos) {
+      out += t;
+      break;
+    }
+    out += t.substr(0, open);
+    const std::string_view key = t.substr(open + 1, close - open - 1);
+    if (key == "ban") out += d.ban_reason;
+    else if (key == "detail") out += d.detail;
+    else if (key == "merged")
+      out += d.merged_into != kNoNode && d.merged_into < g.size() ? g.name(d.merged_into) : "?";
+    else if (key == "cap" && d.capacity >= 0) out += fmt::format(" (capacity {})", d.capacity);
+    t.remove_prefix(close + 1);
+  }
+  return out;
+}
+
 std::string explain_node(const Graph& g, NodeId id, const NodeDecision& d,
                          const PartitionOptions& options) {
   const Node& n = g.node(id);
   std::string s = fmt::format("node '{}' ({} {}, {})\n  {}: {}", g.name(id), node_kind_name(n.kind),
                               g.str(n.target), describe_value(g, id), where_name(d.where),
                               where_text(d.where));
+  if (d.why != NodeDecision::Why::kUnknown) s += "\n  why: " + why_text(g, d);
   if (d.merged_into != kNoNode && d.merged_into < g.size())
     s += fmt::format("\n  merged into the equal node '{}'", g.name(d.merged_into));
   if (!d.ban_reason.empty()) s += "\n  recomputation banned: " + d.ban_reason;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "io/json_writer.h"
 #include "remat/error.h"
@@ -60,6 +61,7 @@ struct ResultView {
   std::string budget_step;
   bool has_memory = false;
   int64_t peak_bytes = -1;
+  double recompute_runtime = 0;
   std::vector<MemoryStep> timeline;
   std::vector<PeakStorage> at_peak;  // largest first, as the simulator lists them
 };
@@ -189,9 +191,19 @@ ResultView read_result(const Graph& g, std::string_view json) {
     d.where = *where;
     if (!value["ban"].get(text)) d.ban_reason = std::string(text);
     if (!value["merged_into"].get(text)) d.merged_into = g.find(text);
+    if (!value["why"].get(text)) {
+      const auto why = report::why_from_name(text);
+      if (!why) bad_result("decisions", fmt::format("'{}': unknown 'why' '{}'", name, text));
+      d.why = *why;
+    }
+    int64_t capacity;
+    if (!value["capacity"].get(capacity)) d.capacity = capacity;
+    if (!value["detail"].get(text)) d.detail = std::string(text);
   }
   double seconds;
   if (!root["seconds"].get(seconds)) v.seconds = seconds;
+  double recompute;
+  if (!root["recompute_runtime"].get(recompute)) v.recompute_runtime = recompute;
   simdjson::dom::object stages;
   if (!root["stages"].get(stages))
     for (auto [stage, t] : stages) {
@@ -247,16 +259,39 @@ std::string dot_quoted(std::string_view s) {
   return out + "\"";
 }
 
-// The saved values with their producers and consumers: the cut, drawn.
+// The cut, drawn: the largest saved activations (saved values the forward
+// computes; inputs, mostly parameters on real models, are saved as they
+// are and would crowd the picture) with their producers and consumers.
 // Big cuts are clipped so the picture stays readable.
-constexpr size_t kMaxCutNodes = 40, kMaxNeighbors = 6;
+constexpr size_t kMaxCutNodes = 30, kMaxNeighbors = 6;
 
-std::string cut_dot(const Graph& g, const ResultView& v) {
-  std::vector<NodeId> saved = v.saved_values;
-  saved.insert(saved.end(), v.saved_sym_nodes.begin(), v.saved_sym_nodes.end());
-  saved.insert(saved.end(), v.saved_opaque_nodes.begin(), v.saved_opaque_nodes.end());
-  std::sort(saved.begin(), saved.end());
-  if (saved.size() > kMaxCutNodes) saved.resize(kMaxCutNodes);
+struct CutPick {
+  std::vector<NodeId> drawn;  // the activations drawn, largest first
+  size_t activations = 0;     // saved activations in all
+  size_t inputs = 0;          // saved inputs (not drawn)
+};
+
+CutPick pick_cut(const Graph& g, const ResultView& v, const PartitionOptions& options) {
+  CutPick pick;
+  std::vector<std::pair<int64_t, NodeId>> acts;
+  for (const auto* list : {&v.saved_values, &v.saved_sym_nodes, &v.saved_opaque_nodes})
+    for (NodeId id : *list) {
+      if (g.node(id).kind == NodeKind::kPlaceholder) {
+        ++pick.inputs;
+        continue;
+      }
+      acts.emplace_back(report::bytes_of(g, id, options), id);
+    }
+  pick.activations = acts.size();
+  // Largest first; equal sizes in graph order.
+  std::sort(acts.begin(), acts.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  for (size_t i = 0; i < acts.size() && i < kMaxCutNodes; ++i) pick.drawn.push_back(acts[i].second);
+  return pick;
+}
+
+std::string cut_dot(const Graph& g, const ResultView& v, const std::vector<NodeId>& saved,
+                    const PartitionOptions& options) {
   std::vector<NodeId> shown;
   std::unordered_set<NodeId> in_set;
   auto add = [&](NodeId id) {
@@ -278,10 +313,15 @@ std::string cut_dot(const Graph& g, const ResultView& v) {
       "fontsize=10];\n  edge [color=\"#777777\"];\n";
   for (NodeId id : shown) {
     const NodeDecision& d = v.decisions[id];
+    const bool is_saved = saved_set.count(id) != 0;
+    // One format call (GCC 12 warns, falsely, on appending a temporary).
+    const std::string label =
+        is_saved ? fmt::format("{}\n{}\n{}", g.name(id), report::describe_value(g, id),
+                               report::human_bytes(std::max<int64_t>(0, report::bytes_of(g, id, options))))
+                 : fmt::format("{}\n{}", g.name(id), report::describe_value(g, id));
     dot += fmt::format("  {} [label={}, fillcolor=\"{}\"{}, tooltip={}];\n", dot_quoted(g.name(id)),
-                       dot_quoted(fmt::format("{}\n{}", g.name(id), report::describe_value(g, id))),
-                       fate_color(d.where), saved_set.count(id) ? ", penwidth=2" : "",
-                       dot_quoted(where_name(d.where)));
+                       dot_quoted(label), fate_color(d.where), is_saved ? ", penwidth=2" : "",
+                       dot_quoted(fmt::format("{}: {}", where_name(d.where), report::why_text(g, d))));
   }
   for (NodeId id : shown)
     for (NodeId user : g.users(id))
@@ -291,13 +331,37 @@ std::string cut_dot(const Graph& g, const ResultView& v) {
   return dot;
 }
 
-// One JSON row per joint node: index, name, kind, target, value, bytes,
-// fate, ban reason, explanation.
+// The node table's data: {"s": strings, "t": why templates, "r": rows}.
+// Repeated strings (kinds, targets, value types, fates, ban reasons,
+// details) are written once in "s" and rows refer to them by index, so a
+// 100k-node graph stays a few megabytes. A row: [index, name, kind, target,
+// value, bytes, fate, ban, why, capacity, detail, merged into] with the
+// string columns as indices into "s" (but name and merged-into, which are
+// unique), why as an index into "t" (explain.h's why_template), capacity -1
+// when unknown.
+class StringTable {
+ public:
+  int operator()(std::string_view s) {
+    auto [it, fresh] = index_.try_emplace(std::string(s), static_cast<int>(strings_.size()));
+    if (fresh) strings_.emplace_back(s);
+    return it->second;
+  }
+  const std::vector<std::string>& strings() const { return strings_; }
+
+ private:
+  std::unordered_map<std::string, int> index_;
+  std::vector<std::string> strings_;
+};
+
+constexpr NodeDecision::Why kLastWhy = NodeDecision::Why::kUnused;
+
 std::string node_rows(const JointGraph& joint, const ResultView& v,
                       const PartitionOptions& options) {
   const Graph& g = joint.graph;
-  std::string out;
-  io::JsonWriter w(out);
+  StringTable strings;
+  strings("");  // index 0: none
+  std::string rows;
+  io::JsonWriter w(rows);
   w.begin_array();
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -306,17 +370,36 @@ std::string node_rows(const JointGraph& joint, const ResultView& v,
     w.begin_array();
     w.integer(id);
     w.string(g.name(id));
-    w.string(node_kind_name(n.kind));
-    w.string(g.str(n.target));
-    w.string(report::describe_value(g, id));
+    w.integer(strings(node_kind_name(n.kind)));
+    w.integer(strings(g.str(n.target)));
+    w.integer(strings(report::describe_value(g, id)));
     w.integer(report::bytes_of(g, id, options));
-    w.string(where_name(d.where));
-    w.string(d.ban_reason);
-    w.string(report::explain_node(g, id, d, options));
+    w.integer(strings(where_name(d.where)));
+    w.integer(strings(d.ban_reason));
+    w.integer(static_cast<int>(d.why));
+    w.integer(d.capacity);
+    w.integer(strings(d.detail));
+    w.string(d.merged_into != kNoNode && d.merged_into < g.size() ? g.name(d.merged_into) : "");
     w.end_array();
   }
   w.break_line(0);
   w.end_array();
+
+  std::string out;
+  io::JsonWriter doc(out);
+  doc.begin_object();
+  doc.key("s");
+  doc.begin_array();
+  for (const std::string& str : strings.strings()) doc.string(str);
+  doc.end_array();
+  doc.key("t");
+  doc.begin_array();
+  for (int why = 0; why <= static_cast<int>(kLastWhy); ++why)
+    doc.string(report::why_template(static_cast<NodeDecision::Why>(why)));
+  doc.end_array();
+  doc.key("r");
+  doc.raw(rows);
+  doc.end_object();
   // Inside <script>, "</" could end the element: JSON may spell '<' as \u003c.
   std::string safe;
   safe.reserve(out.size());
@@ -338,10 +421,13 @@ table { border-collapse: collapse; }
 #node-table td { border-top: 1px solid #eee; padding: 2px 6px; vertical-align: top; }
 #peak-table { font-size: 12px; } #peak-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
 #peak-table td { border-top: 1px solid #eee; padding: 2px 6px; }
+#plans-table { font-size: 12px; margin-top: 0.5em; } #plans-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
+#plans-table td { border-top: 1px solid #eee; padding: 2px 6px; } #plans-table tr.chosen td { color: #d62728; font-weight: bold; }
 #node-table td.why { white-space: pre-wrap; font-family: monospace; font-size: 11px; color: #444; }
 tr.w-saved td:nth-child(6) { background: #ffbb78; } tr.w-recomputed td:nth-child(6) { background: #aec7e8; }
 tr.w-backward_only td:nth-child(6) { background: #98df8a; } tr.w-removed { color: #999; }
 .note { color: #666; font-style: italic; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .picture { overflow: auto; max-width: 100%; border: 1px solid #ddd; }
 #search { font-size: 14px; padding: 3px 6px; width: 20em; }
 )CSS";
@@ -349,7 +435,8 @@ tr.w-backward_only td:nth-child(6) { background: #98df8a; } tr.w-removed { color
 constexpr const char* kScript = R"JS(
 (function () {
   "use strict";
-  var data = JSON.parse(document.getElementById("node-data").textContent);
+  var doc = JSON.parse(document.getElementById("node-data").textContent);
+  var S = doc.s, T = doc.t;
   var table = document.getElementById("node-table");
   var tbody = table.tBodies[0];
   var search = document.getElementById("search");
@@ -363,6 +450,17 @@ constexpr const char* kScript = R"JS(
     while (v >= 1024 && u < 5) { v /= 1024; u++; }
     return u === 0 ? b + " B" : v.toFixed(1) + " " + units[u];
   }
+  // A row's why: its template (explain.h's why_template) filled in.
+  function why(r) {
+    return T[r[8]].replace(/\{(ban|detail|merged|cap)\}/g, function (_, k) {
+      return k === "ban" ? S[r[7]] : k === "detail" ? S[r[10]] : k === "merged" ? r[11] :
+             r[9] >= 0 ? " (capacity " + r[9] + ")" : "";
+    });
+  }
+  // Columns as shown: #, name, kind, target, value, bytes, fate, ban, why.
+  var data = doc.r.map(function (r) {
+    return [r[0], r[1], S[r[2]], S[r[3]], S[r[4]], r[5], S[r[6]], S[r[7]], why(r)];
+  });
   function compare(a, b) {
     var x = a[sortCol], y = b[sortCol];
     return (x < y ? -1 : x > y ? 1 : a[0] - b[0]) * sortDir;
@@ -379,8 +477,7 @@ constexpr const char* kScript = R"JS(
       for (var i = 0; i < 9; i++) {
         if (i === 5) continue;
         var td = document.createElement("td");
-        td.textContent = i === 4 ? r[4] + (r[5] >= 0 ? " (" + bytes(r[5]) + ")" : "") :
-                         i === 8 ? r[8].split("\n").slice(1).join("\n") : r[i];
+        td.textContent = i === 4 ? r[4] + (r[5] >= 0 ? " (" + bytes(r[5]) + ")" : "") : r[i];
         if (i === 8) td.className = "why";
         tr.appendChild(td);
       }
@@ -446,6 +543,40 @@ std::string peak_table(const Graph& g, const ResultView& v) {
   return h;
 }
 
+// torch's budget plans against this partition's: the chart, then the
+// same numbers as a table (exact values, any number of plans).
+std::string plans_section(const ResultView& v, const std::vector<BudgetPlanPoint>& plans) {
+  BudgetPlanPoint chosen;
+  const bool has_chosen = v.peak_bytes >= 0;
+  if (has_chosen) {
+    chosen.label = v.has_budget ? fmt::format("activation budget {}, {}", v.memory_budget, v.budget_step)
+                                : v.partitioner;
+    chosen.peak_bytes = v.peak_bytes;
+    chosen.recompute_runtime = v.recompute_runtime;
+    chosen.saved_values = v.saved_values.size();
+  }
+  std::string h =
+      "<p>Each plan torch's activation-memory-budget logic makes for this graph as the budget "
+      "goes from 1 to 0, built and simulated: its peak memory against the estimated runtime of "
+      "what it recomputes. The line joins the plans no other plan beats on both. This "
+      "partition's own plan is the red ring.</p>\n<div class=\"picture\">" +
+      plans_svg(plans, has_chosen ? &chosen : nullptr) +
+      "</div>\n<table id=\"plans-table\"><thead><tr><th>plan</th><th>peak memory</th>"
+      "<th>estimated recompute</th><th>saved values</th></tr></thead><tbody>\n";
+  auto row = [&](const BudgetPlanPoint& p, const char* cls) {
+    h += fmt::format("<tr{}><td>{}</td><td>{} ({} B)</td><td>{:.6g}</td><td>{}</td></tr>\n", cls,
+                     html_escape(p.label), html_escape(report::human_bytes(p.peak_bytes)),
+                     p.peak_bytes, p.recompute_runtime, p.saved_values);
+  };
+  for (const BudgetPlanPoint& p : plans) row(p, "");
+  if (has_chosen) {
+    chosen.label = "this partition: " + chosen.label;
+    row(chosen, " class=\"chosen\"");
+  }
+  h += "</tbody></table>\n";
+  return h;
+}
+
 void summary_row(std::string& h, std::string_view label, std::string_view value) {
   h += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", html_escape(label), html_escape(value));
 }
@@ -483,18 +614,103 @@ std::string summary(const JointGraph& joint, const ResultView& v, const ReportOp
   return h;
 }
 
+// The page's head and its first heading.
+std::string page_start(const ReportOptions& r, std::string_view heading) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  h += fmt::format("<title>remat report: {}</title>\n", html_escape(r.title.empty() ? "partition" : r.title));
+  h += "<style>";
+  h += kStyle;
+  h += fmt::format("</style>\n</head>\n<body>\n<h1>{}</h1>\n", html_escape(heading));
+  return h;
+}
+
+// The vertices of the message's "[Debug: min-cut path] source -> a_in ->
+// a_out -> ... -> sink" line, folded to FX node names in path order.
+std::vector<std::string> conflict_path(std::string_view message) {
+  std::vector<std::string> out;
+  constexpr std::string_view kMark = "[Debug: min-cut path] ";
+  const size_t at = message.find(kMark);
+  if (at == std::string_view::npos) return out;
+  std::string_view line = message.substr(at + kMark.size());
+  line = line.substr(0, line.find('\n'));
+  while (!line.empty()) {
+    const size_t arrow = line.find(" -> ");
+    std::string_view v = line.substr(0, arrow);
+    for (std::string_view suffix : {"_in", "_out"})
+      if (v.size() > suffix.size() && v.substr(v.size() - suffix.size()) == suffix) {
+        v.remove_suffix(suffix.size());
+        break;
+      }
+    if (out.empty() || out.back() != v) out.emplace_back(v);
+    if (arrow == std::string_view::npos) break;
+    line.remove_prefix(arrow + 4);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string html_no_cut_report(const JointGraph& joint, const NoFiniteCutError& e,
+                               const ReportOptions& r) {
+  const Graph& g = joint.graph;
+  std::string h = page_start(r, "remat partition report: no valid partition");
+  h += "<section id=\"overview\">\n<table id=\"summary\">\n";
+  summary_row(h, "graph", r.title.empty() ? "(unnamed)" : r.title);
+  summary_row(h, "joint graph", fmt::format("{} nodes, {} forward outputs", g.size(), joint.num_fwd_outputs));
+  summary_row(h, "result", "no finite min cut: some value the backward needs can be neither "
+                           "saved nor recomputed");
+  h += "</table>\n</section>\n";
+  h += "<section id=\"diagnosis\">\n<h2>Why no partition exists</h2>\n<pre>" +
+       html_escape(e.what()) + "</pre>\n</section>\n";
+
+  const std::vector<std::string> path = conflict_path(e.what());
+  h += "<section id=\"conflict\">\n<h2>The conflicting path</h2>\n";
+  if (path.size() < 2) {
+    h += "<p class=\"note\">The diagnosis names no path.</p>\n";
+  } else {
+    std::string dot = "digraph conflict {\n  rankdir=LR;\n  node [shape=box, style=filled, "
+                      "fontname=\"sans-serif\", fontsize=10, fillcolor=\"#f7f7f7\"];\n"
+                      "  edge [color=\"#d62728\", penwidth=2];\n";
+    for (const std::string& v : path) {
+      const NodeId id = g.find(v);
+      const std::string label =
+          id == kNoNode ? v : fmt::format("{}\n{}\n{}", v, g.str(g.node(id).target), report::describe_value(g, id));
+      dot += fmt::format("  {} [label={}{}];\n", dot_quoted(v), dot_quoted(label),
+                         id == kNoNode ? ", shape=ellipse, fillcolor=\"#ffffff\"" : "");
+    }
+    for (size_t i = 1; i < path.size(); ++i)
+      dot += fmt::format("  {} -> {};\n", dot_quoted(path[i - 1]), dot_quoted(path[i]));
+    dot += "}\n";
+    if (auto svg = report::render_svg(dot)) {
+      h += "<p>Every edge on this path is infinite: the source's side must compute it in the "
+           "forward, the sink's side needs it in the backward, and no node on it can be saved "
+           "or recomputed.</p>\n<div class=\"picture\">" + inline_svg(*svg) + "</div>\n";
+    } else {
+      h += "<p class=\"note\">Graphviz's dot command was not found (or failed), so the path is "
+           "not drawn: " + html_escape(fmt::format("{}", fmt::join(path, " -> "))) + "</p>\n";
+    }
+    h += "<table id=\"peak-table\"><thead><tr><th>node</th><th>kind</th><th>target</th>"
+         "<th>value</th><th>size</th></tr></thead><tbody>\n";
+    for (const std::string& v : path) {
+      const NodeId id = g.find(v);
+      if (id == kNoNode) continue;
+      const int64_t b = report::bytes_of(g, id, r.options);
+      h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                       html_escape(v), html_escape(node_kind_name(g.node(id).kind)),
+                       html_escape(g.str(g.node(id).target)), html_escape(report::describe_value(g, id)),
+                       b >= 0 ? html_escape(report::human_bytes(b)) : "?");
+    }
+    h += "</tbody></table>\n";
+  }
+  h += "</section>\n</body>\n</html>\n";
+  return h;
+}
 
 std::string html_report(const JointGraph& joint, std::string_view result_json,
                         const ReportOptions& r) {
   const Graph& g = joint.graph;
   const ResultView v = read_result(g, result_json);
-  std::string h;
-  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  h += fmt::format("<title>remat report: {}</title>\n", html_escape(r.title.empty() ? "partition" : r.title));
-  h += "<style>";
-  h += kStyle;
-  h += "</style>\n</head>\n<body>\n<h1>remat partition report</h1>\n";
+  std::string h = page_start(r, "remat partition report");
   h += "<section id=\"overview\">\n" + summary(joint, v, r) + "</section>\n";
 
   h += "<section id=\"memory\">\n<h2>Memory timeline</h2>\n";
@@ -507,30 +723,40 @@ std::string html_report(const JointGraph& joint, std::string_view result_json,
   h += "</section>\n";
   if (v.has_memory) h += "<section id=\"peak\">\n<h2>What fills the peak</h2>\n" + peak_table(g, v) + "</section>\n";
 
-  h += "<section id=\"pareto\">\n<h2>Memory budget Pareto frontier</h2>\n";
-  if (!r.pareto.empty()) {
-    h += "<div class=\"picture\">" + pareto_svg(r.pareto) + "</div>\n";
-  } else {
+  h += "<section id=\"pareto\">\n<h2>Peak memory against recompute</h2>\n";
+  if (!r.plans.empty()) h += plans_section(v, r.plans);
+  if (!r.pareto.empty())
+    h += "<p>torch's memory-budget Pareto frontier (its visualize_memory_budget_pareto sweep): "
+         "saved activation memory against recompute, by activation budget.</p>\n"
+         "<div class=\"picture\">" + pareto_svg(r.pareto) + "</div>\n";
+  if (r.plans.empty() && r.pareto.empty())
     h += fmt::format("<p class=\"note\">{}</p>\n",
                      html_escape(r.pareto_note.empty() ? "No frontier was computed." : r.pareto_note));
-  }
   h += "</section>\n";
 
   h += "<section id=\"cut\">\n<h2>The cut and its neighborhood</h2>\n";
-  const size_t cut_size = v.saved_values.size() + v.saved_sym_nodes.size() + v.saved_opaque_nodes.size();
-  if (cut_size == 0) {
-    h += "<p class=\"note\">Nothing is saved for the backward.</p>\n";
-  } else if (auto svg = report::render_svg(cut_dot(g, v))) {
-    h += "<p>Saved values (bold) with their inputs and users; colors are fates: saved "
-         "(orange), recomputed (blue), forward only (grey), backward only (green).";
-    if (cut_size > kMaxCutNodes) h += fmt::format(" The first {} of {} saved values are drawn.", kMaxCutNodes, cut_size);
-    h += "</p>\n<div class=\"picture\">" + inline_svg(*svg) + "</div>\n";
+  const CutPick pick = pick_cut(g, v, r.options);
+  if (pick.activations == 0) {
+    h += pick.inputs == 0 ? "<p class=\"note\">Nothing is saved for the backward.</p>\n"
+                          : fmt::format("<p class=\"note\">The forward saves only inputs ({}), "
+                                        "which it does not compute: there is no cut to draw.</p>\n",
+                                        pick.inputs);
+  } else if (auto svg = report::render_svg(cut_dot(g, v, pick.drawn, r.options))) {
+    h += fmt::format(
+        "<p>The {} saved activations (bold, with their sizes), their inputs and their users; "
+        "colors are fates: saved (orange), recomputed (blue), forward only (grey), backward "
+        "only (green). Hover a node for why.{}</p>\n",
+        pick.drawn.size() == pick.activations ? fmt::format("{}", pick.activations)
+                                              : fmt::format("largest {} of {}", pick.drawn.size(), pick.activations),
+        pick.inputs ? fmt::format(" The {} saved inputs (parameters and other inputs, saved as "
+                                  "they are) are not drawn.", pick.inputs)
+                    : "");
+    h += "<div class=\"picture\">" + inline_svg(*svg) + "</div>\n";
   } else {
     h += "<p class=\"note\">Graphviz's dot command was not found (or failed), so the cut is not "
          "drawn; the table below lists every saved value.</p>\n";
   }
-  h += "</section>\n";
-
+  h += "</section>\n\n";
   h += "<section id=\"nodes\">\n<h2>Nodes</h2>\n"
        "<p><input id=\"search\" type=\"search\" placeholder=\"search by name\" "
        "aria-label=\"search nodes by name\"> <span id=\"count\"></span></p>\n"

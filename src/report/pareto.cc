@@ -8,9 +8,11 @@
 #include <cmath>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "remat/explain.h"
 #include "report/escape.h"
 
 namespace remat {
@@ -85,9 +87,9 @@ std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_vi
   s += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">Memory Budget (saved activation memory "
-      "ratio)</text>\n"
+      "ratio: 0 = inputs only, 1 = runtime-optimized)</text>\n"
       "<text transform=\"translate(20 {}) rotate(-90)\" text-anchor=\"middle\">Runtime of "
-      "Recomputed Components</text>\n",
+      "Recomputed Components (estimator units)</text>\n",
       kLeft, kTop, pw, ph, kLeft + pw / 2, kH - 15, kTop + ph / 2);
   // The curve, its points, and each point's ratio above it.
   if (!points.empty()) {
@@ -98,14 +100,153 @@ std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_vi
     }
     s += "\"/>\n";
   }
+  // Labels only while they cannot pile up: torch's sweep repeats interval
+  // ends, so count distinct points; and a label that would touch one
+  // already placed is left to the point's tooltip.
+  size_t distinct = 0;
+  for (size_t i = 0; i < points.size(); ++i)
+    distinct += i == 0 || points[i].memory_ratio != points[i - 1].memory_ratio ||
+                points[i].recompute_runtime != points[i - 1].recompute_runtime;
+  const bool labelled = distinct <= kParetoLabels;
+  const double radius = points.size() > 100 ? 2 : 4;
+  struct Box {
+    double left, right, top, bottom;
+  };
+  std::vector<Box> placed;
   for (const MemoryBudgetPoint& p : points) {
     const double x = sx(p.memory_ratio), y = sy(p.recompute_runtime);
     s += fmt::format(
-        "<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" fill=\"#1f77b4\">"
-        "<title>budget {2}: runtime {3}, ratio {4}</title></circle>\n"
-        "<text x=\"{0:.1f}\" y=\"{5:.1f}\" text-anchor=\"middle\" font-size=\"10\">{4:.4f}</text>\n",
-        x, y, p.budget, p.recompute_runtime, p.memory_ratio, y - 10);
+        "<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"{2}\" fill=\"#1f77b4\">"
+        "<title>budget {3}: runtime {4}, ratio {5}</title></circle>\n",
+        x, y, radius, p.budget, p.recompute_runtime, p.memory_ratio);
+    if (!labelled) continue;
+    // "0.1234" at font size 10: about 6 px a character, 11 px high, with
+    // a pixel of air around.
+    const Box b{x - 20, x + 20, y - 21, y - 8};
+    bool clear = true;
+    for (const Box& q : placed)
+      clear = clear && (b.right < q.left || q.right < b.left || b.bottom < q.top || q.bottom < b.top);
+    if (!clear) continue;
+    placed.push_back(b);
+    s += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"10\">{:.4f}</text>\n", x,
+        y - 10, p.memory_ratio);
   }
+  s += "</svg>\n";
+  return s;
+}
+
+namespace {
+
+// Whether `a` is no worse than `b` on both axes and better on one.
+bool dominates(const BudgetPlanPoint& a, const BudgetPlanPoint& b) {
+  return a.peak_bytes <= b.peak_bytes && a.recompute_runtime <= b.recompute_runtime &&
+         (a.peak_bytes < b.peak_bytes || a.recompute_runtime < b.recompute_runtime);
+}
+
+}  // namespace
+
+std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPoint* chosen) {
+  constexpr double kW = 800, kH = 440, kLeft = 90, kRight = 30, kTop = 50, kBottom = 60;
+  constexpr int kTicks = 5;
+  std::vector<BudgetPlanPoint> all(plans.begin(), plans.end());
+  if (chosen) all.push_back(*chosen);
+  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
+  if (!all.empty()) {
+    x_lo = x_hi = static_cast<double>(all[0].peak_bytes);
+    y_lo = y_hi = all[0].recompute_runtime;
+    for (const BudgetPlanPoint& p : all) {
+      x_lo = std::min(x_lo, static_cast<double>(p.peak_bytes));
+      x_hi = std::max(x_hi, static_cast<double>(p.peak_bytes));
+      y_lo = std::min(y_lo, p.recompute_runtime);
+      y_hi = std::max(y_hi, p.recompute_runtime);
+    }
+    // Room around the extreme points, so no marker sits on the frame.
+    const double dx = x_hi > x_lo ? (x_hi - x_lo) * 0.06 : std::max(1.0, x_lo * 0.05);
+    const double dy = y_hi > y_lo ? (y_hi - y_lo) * 0.08 : std::max(1.0, std::abs(y_lo) * 0.1);
+    x_lo = std::max(0.0, x_lo - dx);
+    x_hi += dx;
+    y_lo = y_lo >= 0 ? std::max(0.0, y_lo - dy) : y_lo - dy;
+    y_hi += dy;
+  }
+  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
+  auto sx = [&](double x) { return kLeft + (x - x_lo) / (x_hi - x_lo) * pw; };
+  auto sy = [&](double y) { return kTop + ph - (y - y_lo) / (y_hi - y_lo) * ph; };
+
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plans\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{2}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">Peak memory against "
+      "recompute: torch's budget plans</text>\n",
+      kW, kH, kW / 2);
+  for (int i = 0; i <= kTicks; ++i) {
+    const double fx = x_lo + (x_hi - x_lo) * i / kTicks, fy = y_lo + (y_hi - y_lo) * i / kTicks;
+    s += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
+        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
+        sx(fx), kTop, kTop + ph, kTop + ph + 18,
+        report::xml_escape(report::human_bytes(static_cast<int64_t>(fx))));
+    s += fmt::format(
+        "<line x1=\"{1:.1f}\" y1=\"{0:.1f}\" x2=\"{2:.1f}\" y2=\"{0:.1f}\" stroke=\"#ddd\"/>\n"
+        "<text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.4g}</text>\n",
+        sy(fy), kLeft, kLeft + pw, kLeft - 6, sy(fy) + 4, fy);
+  }
+  s += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">simulated peak memory of the step "
+      "(bytes)</text>\n"
+      "<text transform=\"translate(20 {}) rotate(-90)\" text-anchor=\"middle\">estimated "
+      "recompute runtime (estimator units)</text>\n",
+      kLeft, kTop, pw, ph, kLeft + pw / 2, kH - 15, kTop + ph / 2);
+  // The frontier: plans no other plan dominates, by peak.
+  std::vector<const BudgetPlanPoint*> front;
+  for (const BudgetPlanPoint& p : plans) {
+    bool beaten = false;
+    for (const BudgetPlanPoint& q : plans) beaten = beaten || dominates(q, p);
+    if (!beaten) front.push_back(&p);
+  }
+  std::sort(front.begin(), front.end(), [](const BudgetPlanPoint* a, const BudgetPlanPoint* b) {
+    return a->peak_bytes != b->peak_bytes ? a->peak_bytes < b->peak_bytes
+                                          : a->recompute_runtime < b->recompute_runtime;
+  });
+  if (front.size() > 1) {
+    s += "<polyline class=\"frontier\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" "
+         "points=\"";
+    for (size_t i = 0; i < front.size(); ++i)
+      s += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", sx(static_cast<double>(front[i]->peak_bytes)),
+                       sy(front[i]->recompute_runtime));
+    s += "\"/>\n";
+  }
+  const double radius = plans.size() > 100 ? 2.5 : 4;
+  for (const BudgetPlanPoint& p : plans)
+    s += fmt::format(
+        "<circle class=\"plan\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"#1f77b4\">"
+        "<title>{}: peak {} ({} B), recompute {:.6g}, {} saved</title></circle>\n",
+        sx(static_cast<double>(p.peak_bytes)), sy(p.recompute_runtime), radius,
+        report::xml_escape(p.label), report::xml_escape(report::human_bytes(p.peak_bytes)),
+        p.peak_bytes, p.recompute_runtime, p.saved_values);
+  if (chosen) {
+    const double x = sx(static_cast<double>(chosen->peak_bytes)), y = sy(chosen->recompute_runtime);
+    // The label goes toward the plot's middle, so it never leaves the frame.
+    const bool right = x < kLeft + pw / 2;
+    const bool below = y < kTop + ph / 2;
+    s += fmt::format(
+        "<circle class=\"chosen\" cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"8\" fill=\"none\" "
+        "stroke=\"#d62728\" stroke-width=\"2.5\"><title>this plan ({2}): peak {3}, recompute "
+        "{4:.6g}</title></circle>\n"
+        "<text class=\"chosen-label\" x=\"{5:.1f}\" y=\"{6:.1f}\" text-anchor=\"{7}\" fill=\"#d62728\">"
+        "this plan ({3})</text>\n",
+        x, y, report::xml_escape(chosen->label), report::xml_escape(report::human_bytes(chosen->peak_bytes)),
+        chosen->recompute_runtime, right ? x + 12 : x - 12, below ? y + 20 : y - 12,
+        right ? "start" : "end");
+  }
+  // The legend, inside the top-right corner of the plot.
+  s += fmt::format(
+      "<g class=\"legend\" font-size=\"11\"><circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" "
+      "fill=\"#1f77b4\"/><text x=\"{2:.1f}\" y=\"{3:.1f}\">a torch budget plan (hover for "
+      "which)</text></g>\n",
+      kLeft + pw - 230, kTop - 12, kLeft + pw - 222, kTop - 8);
   s += "</svg>\n";
   return s;
 }

@@ -12,7 +12,7 @@
 namespace remat::report {
 
 std::string timeline_svg(const std::vector<MemoryStep>& steps, int64_t peak_bytes) {
-  constexpr double kW = 800, kH = 360, kLeft = 90, kRight = 30, kTop = 40, kBottom = 50;
+  constexpr double kW = 800, kH = 376, kLeft = 90, kRight = 30, kTop = 56, kBottom = 50;
   constexpr int kTicks = 4;
   const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
   int64_t hi = std::max<int64_t>(peak_bytes, 1);
@@ -57,24 +57,52 @@ std::string timeline_svg(const std::vector<MemoryStep>& steps, int64_t peak_byte
     }
   }
   s += "<polyline fill=\"none\" stroke=\"#2ca02c\" stroke-width=\"2\" points=\"";
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const double y = sy(static_cast<double>(steps[i].bytes));
-    if (i) s += fmt::format(" {:.1f},{:.1f}", sx(static_cast<double>(i)), sy(static_cast<double>(steps[i - 1].bytes)));
-    s += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", sx(static_cast<double>(i)), y);
+  if (steps.size() <= 2 * static_cast<size_t>(pw)) {
+    // A step line: each step's level runs until the next step.
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const double y = sy(static_cast<double>(steps[i].bytes));
+      if (i) s += fmt::format(" {:.1f},{:.1f}", sx(static_cast<double>(i)), sy(static_cast<double>(steps[i - 1].bytes)));
+      s += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", sx(static_cast<double>(i)), y);
+    }
+  } else {
+    // More steps than pixels: per pixel column, the range the steps in it
+    // span (high then low, alternately, so the line stays connected). The
+    // picture is the same; the file stays small on big graphs.
+    const size_t columns = static_cast<size_t>(pw);
+    size_t i = 0;
+    for (size_t c = 0; c < columns && i < steps.size(); ++c) {
+      const size_t end = std::max(i + 1, (c + 1) * steps.size() / columns);
+      int64_t lo = steps[i].bytes, hi_b = steps[i].bytes;
+      for (size_t k = i; k < end && k < steps.size(); ++k) {
+        lo = std::min(lo, steps[k].bytes);
+        hi_b = std::max(hi_b, steps[k].bytes);
+      }
+      const double x = sx(static_cast<double>(i));
+      const bool down = c % 2 == 0;
+      s += fmt::format("{}{:.1f},{:.1f} {:.1f},{:.1f}", c ? " " : "", x,
+                       sy(static_cast<double>(down ? hi_b : lo)), x, sy(static_cast<double>(down ? lo : hi_b)));
+      i = end;
+    }
   }
   s += "\"/>\n";
   const auto peak = std::max_element(steps.begin(), steps.end(),
                                      [](const MemoryStep& a, const MemoryStep& b) { return a.bytes < b.bytes; });
   const size_t at = static_cast<size_t>(peak - steps.begin());
+  // The label sits in the top margin, above the frame, where the line never
+  // goes, anchored toward the middle so it is never cut off; a dotted leader
+  // joins it to the peak.
+  const double px = sx(static_cast<double>(at)), py = sy(static_cast<double>(peak->bytes));
+  const char* anchor = px < kLeft + pw / 3 ? "start" : px > kLeft + 2 * pw / 3 ? "end" : "middle";
   s += fmt::format(
-      "<circle class=\"peak\" cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"5\" fill=\"#d62728\"><title>peak {2} "
-      "at step {3}{4}</title></circle>\n"
-      "<text x=\"{0:.1f}\" y=\"{5:.1f}\" text-anchor=\"middle\" font-size=\"11\" fill=\"#d62728\">"
-      "peak {2}</text>\n",
-      sx(static_cast<double>(at)), sy(static_cast<double>(peak->bytes)),
-      xml_escape(human_bytes(peak->bytes)), at,
-      peak->label.empty() ? "" : " (" + xml_escape(peak->label) + ")",
-      std::max(kTop + 12, sy(static_cast<double>(peak->bytes)) - 9));
+      "<line class=\"peak-leader\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
+      "stroke=\"#d62728\" stroke-dasharray=\"2 2\"/>\n"
+      "<circle class=\"peak\" cx=\"{0:.1f}\" cy=\"{2:.1f}\" r=\"5\" fill=\"#d62728\"><title>peak {3} "
+      "at step {4}{5}</title></circle>\n"
+      "<text class=\"peak-label\" x=\"{0:.1f}\" y=\"{6:.1f}\" text-anchor=\"{7}\" font-size=\"11\" "
+      "fill=\"#d62728\">peak {3}{8}</text>\n",
+      px, kTop - 4, py, xml_escape(human_bytes(peak->bytes)), at,
+      peak->label.empty() ? "" : " (" + xml_escape(peak->label) + ")", kTop - 8, anchor,
+      peak->label.empty() ? "" : " at " + xml_escape(peak->label));
   s += "</svg>\n";
   return s;
 }

@@ -1,7 +1,9 @@
 // report/timeline_svg.h — the memory timeline as an SVG chart.
 //
 // Contract: a standalone, deterministic SVG: live bytes (y) at each step
-// (x) as a step line, the peak marked and labelled, and a dashed line where
+// (x) as a step line (per pixel column, the range of the steps in it, when
+// there are more steps than pixels), the peak marked and labelled in the
+// margin above the plot, and a dashed line where
 // the forward ends when the steps carry phases. Empty steps: a chart that
 // says so.
 #pragma once

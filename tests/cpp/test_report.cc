@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "analyze/analyze.h"
 #include "budget/pareto.h"
 #include "graph_fixture.h"
 #include "remat/error.h"
@@ -16,6 +17,8 @@
 #include "remat/partition.h"
 #include "remat/report.h"
 #include "remat/explain.h"
+#include "remat/graphviz.h"
+#include "remat/pareto.h"
 #include "report/timeline_svg.h"
 
 namespace remat {
@@ -26,6 +29,11 @@ const std::string kExamples = REMAT_EXAMPLES_DIR;
 JointGraph example(const char* name) { return read_joint_graph_file(kExamples + "/" + name); }
 
 using testing::has;
+using testing::joint_of;
+using testing::TestGraph;
+using testing::A;
+using testing::Ref;
+using Why = NodeDecision::Why;
 
 size_t count(const std::string& text, const std::string& part) {
   size_t n = 0;
@@ -208,9 +216,9 @@ TEST(Report, HasEverySectionAndNoNetwork) {
   EXPECT_FALSE(has(html, "src=\"http"));
   EXPECT_FALSE(has(html, "href=\"http"));
   EXPECT_FALSE(has(html, "<link"));
-  // Every joint node has a row, with its explanation.
+  // Every joint node has a row; the reasons' words travel once, as templates.
   EXPECT_EQ(count(html, "\n[") , joint.graph.size());
-  EXPECT_TRUE(has(html, "computed in the forward and saved for the backward"));
+  EXPECT_TRUE(has(html, report::why_template(NodeDecision::Why::kSavedCheaper)));
 }
 
 TEST(Report, SameInputsSameBytesApartFromTimings) {
@@ -307,11 +315,261 @@ TEST(Report, BadResultNamesTheField) {
   EXPECT_THROW(report_of(joint, R"({"format": "remat.joint_graph"})"), Error);
 }
 
+// --- why each node ended where it did ---------------------------------------------
+
+PartitionOptions traced() {
+  PartitionOptions o;
+  o.trace = true;
+  return o;
+}
+
+// A traced min-cut gives every fate its reason: bans name themselves,
+// inputs and tangents are told apart, and a saved value's capacity is what
+// saving it cost the cut (its size scaled by at least 1.1 for its distance
+// to the backward).
+TEST(Why, ATracedMinCutGivesEveryFateItsReason) {
+  const JointGraph joint = example("transformer_block.json");
+  const PartitionOptions o = traced();
+  const PartitionResult r = min_cut_rematerialization_partition(joint, o);
+  const Graph& g = joint.graph;
+  std::vector<size_t> seen(static_cast<size_t>(Why::kUnused) + 1, 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const NodeDecision& d = r.decisions[id];
+    ASSERT_NE(d.why, Why::kUnknown) << g.name(id);
+    ++seen[static_cast<size_t>(d.why)];
+    EXPECT_FALSE(has(report::why_text(g, d), "{")) << g.name(id);
+    if (g.node(id).kind == NodeKind::kPlaceholder) {
+      EXPECT_TRUE(d.why == Why::kInput || d.why == Why::kTangent) << g.name(id);
+      continue;
+    }
+    if (d.where != NodeDecision::Where::kSaved) continue;
+    EXPECT_EQ(d.why == Why::kSavedBanned, !d.ban_reason.empty()) << g.name(id);
+    ASSERT_GE(d.capacity, 0) << g.name(id);
+    if (g.node(id).value == ValueKind::kTensor) {
+      EXPECT_GT(d.capacity, size_of(g, id, o)) << g.name(id);
+    }
+  }
+  for (Why w : {Why::kInput, Why::kTangent, Why::kSavedBanned, Why::kSavedCheaper,
+                Why::kRecomputedCheaper, Why::kNotNeeded})
+    EXPECT_GT(seen[static_cast<size_t>(w)], 0u) << why_name(w);
+}
+
+// Under a budget the knapsack lets banned nodes be recomputed: their reason
+// names the ban lifted, the one the fully aggressive cut (whose banned
+// nodes are the knapsack's items) gives them.
+TEST(Why, TheKnapsacksRecomputedItemsNameTheBanItLifted) {
+  const JointGraph joint = example("transformer_block.json");
+  PartitionOptions aggressive = traced();
+  aggressive.aggressive_recomputation = true;
+  const PartitionResult plain = min_cut_rematerialization_partition(joint, aggressive);
+  PartitionOptions o = traced();
+  o.activation_memory_budget = 0.3;
+  const PartitionResult r = min_cut_rematerialization_partition(joint, o);
+  ASSERT_EQ(r.trace.budget_step, "knapsack");
+  size_t lifted = 0;
+  for (NodeId id = 0; id < joint.graph.size(); ++id) {
+    const NodeDecision& d = r.decisions[id];
+    if (d.why != Why::kRecomputedLifted) continue;
+    ++lifted;
+    EXPECT_EQ(d.where, NodeDecision::Where::kRecomputed);
+    EXPECT_FALSE(d.detail.empty());
+    EXPECT_EQ(d.detail, plain.decisions[id].ban_reason) << joint.graph.name(id);
+    const KnapsackRecord& k = r.trace.knapsack.back();
+    bool recomputed_item = false;
+    for (int i : k.recomputed_items) recomputed_item = recomputed_item || k.items[i] == id;
+    EXPECT_TRUE(recomputed_item) << joint.graph.name(id);
+  }
+  EXPECT_GT(lifted, 0u);
+}
+
+TEST(Why, ACheckpointPolicyTiesItsNodeToTheBackward) {
+  TestGraph t;
+  Ref p1 = t.placeholder("primals_1");
+  Ref t1 = t.placeholder("tangents_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  t[sin].recompute = RecomputePolicy::kMustRecompute;
+  Ref mul = t.call("aten.mul.Tensor", {sin, sin});
+  Ref grad = t.call("aten.mul.Tensor", {t1, sin});
+  t.output({A::tuple({mul, grad})});
+  const JointGraph j = joint_of(t);
+  const PartitionResult r = min_cut_rematerialization_partition(j, traced());
+  const NodeDecision& d = r.decisions[j.graph.find("sin")];
+  EXPECT_EQ(d.where, NodeDecision::Where::kRecomputed);
+  EXPECT_EQ(d.why, Why::kTied);
+  EXPECT_TRUE(has(d.detail, "MUST_RECOMPUTE")) << d.detail;
+}
+
+// Without a trace the cut records no capacities: the reasons stay true but
+// say less, and the result document carries none.
+TEST(Why, UntracedPartitionsRecordNoCapacities) {
+  const JointGraph joint = example("transformer_block.json");
+  const PartitionResult r = min_cut_rematerialization_partition(joint, PartitionOptions{});
+  for (NodeId id = 0; id < joint.graph.size(); ++id) {
+    EXPECT_EQ(r.decisions[id].capacity, -1) << joint.graph.name(id);
+    EXPECT_NE(r.decisions[id].why, Why::kRecomputedLifted);
+  }
+  const std::string doc = write_result(joint, r);
+  EXPECT_FALSE(has(doc, "\"capacity\""));
+  EXPECT_TRUE(has(doc, "\"why\":\"saved_banned\""));
+}
+
+TEST(Why, TheDefaultPartitionerSaysItIsTheDefaultOne) {
+  const JointGraph joint = example("mlp.json");
+  const PartitionResult r = default_partition(joint, traced());
+  size_t saved = 0;
+  for (NodeId id = 0; id < joint.graph.size(); ++id) {
+    const NodeDecision& d = r.decisions[id];
+    if (d.where != NodeDecision::Where::kSaved || joint.graph.node(id).kind == NodeKind::kPlaceholder) continue;
+    ++saved;
+    EXPECT_EQ(d.why, Why::kSavedDefault) << joint.graph.name(id);
+  }
+  EXPECT_GT(saved, 0u);
+}
+
+TEST(Why, NamesReadBackAndEveryReasonHasWords) {
+  for (int w = 1; w <= static_cast<int>(Why::kUnused); ++w) {
+    const auto why = static_cast<Why>(w);
+    EXPECT_EQ(report::why_from_name(why_name(why)), why);
+    EXPECT_STRNE(report::why_template(why), "");
+  }
+  EXPECT_FALSE(report::why_from_name("nonsense"));
+}
+
+// --- the report's other pieces -------------------------------------------------------
+
+// The rows carry each node's reason as an index into the templates, which
+// travel once; the page is small per node.
+TEST(Report, RowsCarryTheReasonsAndStaySmall) {
+  const JointGraph joint = example("transformer_block.json");
+  const std::string result = write_result(joint, min_cut_rematerialization_partition(joint, traced()));
+  const std::string html = report_of(joint, result);
+  for (int w = 1; w <= static_cast<int>(Why::kUnused); ++w)
+    EXPECT_TRUE(has(html, report::why_template(static_cast<Why>(w)))) << w;
+  const size_t data = html.find("id=\"node-data\"");
+  const size_t rows = html.find("</script>", data) - data;
+  EXPECT_LT(rows / joint.graph.size(), 120u) << rows;
+}
+
+// The cut picture is about activations: saved inputs (parameters, mostly)
+// are counted, not drawn as the cut.
+TEST(Report, TheCutPictureCountsSavedInputsApart) {
+  const JointGraph joint = example("transformer_block.json");
+  const PartitionResult r = min_cut_rematerialization_partition(joint, PartitionOptions{});
+  size_t inputs = 0;
+  for (NodeId id : r.saved_values) inputs += joint.graph.node(id).kind == NodeKind::kPlaceholder;
+  const size_t activations = r.saved_values.size() + r.saved_sym_nodes.size() +
+                             r.saved_opaque_nodes.size() - inputs;
+  ASSERT_GT(inputs, 0u);
+  const std::string html = report_of(joint, write_result(joint, r));
+  if (!report::dot_available()) GTEST_SKIP() << "Graphviz's dot is not on PATH";
+  EXPECT_TRUE(has(html, fmt::format("The {} saved activations", activations))) << activations;
+  EXPECT_TRUE(has(html, fmt::format("The {} saved inputs", inputs)));
+}
+
+TEST(Report, AGraphWithoutAFiniteCutGetsItsDiagnosis) {
+  const JointGraph joint = read_joint_graph_file(kExamples + "/../tests/data/no_finite_cut.json");
+  try {
+    min_cut_rematerialization_partition(joint, PartitionOptions{});
+    FAIL() << "expected no finite cut";
+  } catch (const NoFiniteCutError& e) {
+    ReportOptions r;
+    r.title = "no cut";
+    const std::string html = html_no_cut_report(joint, e, r);
+    EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+    EXPECT_TRUE(has(html, "Nodes involved in the conflict"));
+    EXPECT_TRUE(has(html, "<td>mm</td><td>call_function</td>"));
+    EXPECT_TRUE(has(html, "<td>mul</td><td>call_function</td>"));
+    if (report::dot_available()) {
+      EXPECT_TRUE(has(html, "<svg"));
+    }
+    EXPECT_EQ(html, html_no_cut_report(joint, e, r));
+  }
+}
+
+// torch's plans, built: the first is the plain partition's plan, the last
+// budget 0's, each saved set once.
+TEST(BudgetPlans, RunFromTheRuntimeOptimizedPlanToBudgetZero) {
+  const JointGraph joint = example("transformer_block.json");
+  const std::vector<BudgetPlanPoint> plans = budget_plans(joint, PartitionOptions{}, {0.9, 0.5, 0.1});
+  ASSERT_GE(plans.size(), 3u);
+  const PartitionResult plain = min_cut_rematerialization_partition(joint, PartitionOptions{});
+  EXPECT_EQ(plans.front().label, "runtime-optimized");
+  EXPECT_EQ(plans.front().peak_bytes, plain.memory.peak_bytes);
+  EXPECT_EQ(plans.front().recompute_runtime, plain.recompute_runtime);
+  EXPECT_EQ(plans.front().saved_values, plain.saved_values.size());
+  PartitionOptions zero;
+  zero.activation_memory_budget = 0;
+  const PartitionResult inputs = min_cut_rematerialization_partition(joint, zero);
+  EXPECT_EQ(plans.back().label, "inputs only");
+  EXPECT_EQ(plans.back().peak_bytes, inputs.memory.peak_bytes);
+  EXPECT_EQ(plans.back().recompute_runtime, inputs.recompute_runtime);
+  for (size_t i = 0; i < plans.size(); ++i)
+    for (size_t k = i + 1; k < plans.size(); ++k) EXPECT_NE(plans[i].label, plans[k].label);
+}
+
+TEST(BudgetPlans, AGraphWhoseBackwardNeedsNothingHasNone) {
+  TestGraph t;  // a forward without a backward
+  Ref p1 = t.placeholder("primals_1");
+  Ref sin = t.call("aten.sin.default", {p1});
+  t.output({A::tuple({sin})});
+  try {
+    budget_plans(joint_of(t), PartitionOptions{}, {0.5});
+    FAIL() << "expected Error(kUnsupported)";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_TRUE(has(e.what(), "needs nothing from the forward")) << e.what();
+  }
+}
+
+// A chart of any number of plans has the same text: ticks, axes, title,
+// legend and the chosen plan's label; the rest is in tooltips.
+TEST(PlansSvg, LabelsOnlyTheChosenPlanAtAnyCount) {
+  auto plans_of = [](size_t n) {
+    std::vector<BudgetPlanPoint> out;
+    for (size_t i = 0; i < n; ++i)
+      out.push_back({fmt::format("p{}", i), static_cast<int64_t>(1000 + i * 7 % 97), 50.0 - static_cast<double>(i % 50), i});
+    return out;
+  };
+  const BudgetPlanPoint chosen{"mine", 1040, 10, 3};
+  const std::string few = plans_svg(plans_of(5), &chosen), many = plans_svg(plans_of(1000), &chosen);
+  EXPECT_EQ(count(few, "<text"), count(many, "<text"));
+  EXPECT_EQ(count(many, "class=\"plan\""), 1000u);
+  EXPECT_EQ(count(many, "class=\"chosen\""), 1u);
+  EXPECT_TRUE(has(many, "(bytes)"));
+  EXPECT_TRUE(has(many, "estimator units"));
+  EXPECT_EQ(count(plans_svg(plans_of(5), nullptr), "class=\"chosen\""), 0u);
+}
+
+TEST(ParetoSvg, LabelsEachPointOnlyWhileTheyCannotPileUp) {
+  auto points_of = [](size_t n) {
+    std::vector<MemoryBudgetPoint> out;
+    for (size_t i = 0; i < n; ++i)
+      out.push_back({static_cast<double>(i) / static_cast<double>(n), static_cast<double>(n - i),
+                     static_cast<double>(i) / static_cast<double>(n)});
+    return out;
+  };
+  const size_t frame = count(pareto_svg(points_of(0)), "<text");
+  EXPECT_EQ(count(pareto_svg(points_of(kParetoLabels)), "<text"), frame + kParetoLabels);
+  EXPECT_EQ(count(pareto_svg(points_of(1000)), "<text"), frame);
+}
+
 TEST(TimelineSvg, MarksThePeak) {
   const std::string svg = report::timeline_svg({{10, "a", ""}, {30, "b", ""}, {20, "c", ""}}, 30);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_TRUE(has(svg, "peak 30 B at step 1 (b)"));
   EXPECT_TRUE(has(report::timeline_svg({}, 0), "no steps"));
+}
+
+// More steps than pixels: the line is drawn per pixel column, so a
+// million steps make a small picture that still reaches the peak.
+TEST(TimelineSvg, AMillionStepsStaySmallAndKeepThePeak) {
+  std::vector<report::MemoryStep> steps(1000000);
+  for (size_t i = 0; i < steps.size(); ++i) steps[i].bytes = static_cast<int64_t>(i % 1000);
+  steps[777777] = {5000, "top", "backward"};
+  const std::string svg = report::timeline_svg(steps, 5000);
+  EXPECT_LT(svg.size(), 100000u);
+  EXPECT_TRUE(has(svg, "peak 4.9 KiB at step 777777 (top)"));
+  EXPECT_TRUE(has(svg, ">peak 4.9 KiB at top</text>"));
 }
 
 }  // namespace

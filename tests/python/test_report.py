@@ -33,6 +33,7 @@ import remat
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "transformer_block.json"
+NO_CUT = ROOT / "tests" / "data" / "no_finite_cut.json"
 
 
 def _remat_cli() -> str:
@@ -45,13 +46,14 @@ def _remat_cli() -> str:
 # --- the report itself ------------------------------------------------------------
 
 def _report_html(tmp_path: Path) -> tuple[Path, int]:
-    """A report with every section: the frontier, the cut, and the
-    simulated memory timeline."""
+    """A report with every section: torch's plans and frontier, the cut, the
+    simulated memory timeline, and every node's reason (a traced partition)."""
     doc = EXAMPLE.read_bytes()
-    result = remat.partition(doc, as_json=False)
+    result = remat.partition(doc, {"trace": True}, as_json=False)
     assert result["memory"]["timeline"]["forward"]
     nodes = len(json.loads(doc)["nodes"])
-    html = remat.report(doc, result, pareto=remat.pareto(doc), title="transformer_block")
+    html = remat.report(doc, result, plans=remat.plans(doc), pareto=remat.pareto(doc),
+                        title="transformer_block")
     path = tmp_path / "report.html"
     path.write_text(html)
     return path, nodes
@@ -64,7 +66,8 @@ def test_cli_report_writes_a_self_contained_page(tmp_path):
     assert proc.returncode == 0, proc.stderr
     html = out.read_text()
     assert html.startswith("<!DOCTYPE html>")
-    assert "Pareto Frontier of Memory Budget" in html
+    assert 'class="plans"' in html and "this plan" in html  # torch's plans beside this one
+    assert '"why":"' in result.read_text()  # the result says why, for each node
     assert json.loads(result.read_text())["format"] == "remat.partition_result"
     # No network: nothing is fetched from anywhere.
     for attr in ('src="http', "href=\"http", "<link", "@import"):
@@ -76,6 +79,27 @@ def test_cli_report_writes_a_self_contained_page(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode != 0 and "remat: error:" in proc.stderr
     assert not (tmp_path / "x.html").exists()
+
+
+def test_plans_are_torchs_budget_plans_built(tmp_path):
+    doc = EXAMPLE.read_bytes()
+    plans = remat.plans(doc, budgets=[0.5])
+    assert plans[0]["label"] == "runtime-optimized"
+    plain = remat.partition(doc, as_json=False)
+    assert plans[0]["peak_bytes"] == plain["memory"]["peak_bytes"]
+    assert plans[0]["saved_values"] == len(plain["saved_values"])
+    assert plans[-1]["label"] == "inputs only"
+    assert len({p["label"] for p in plans}) == len(plans)
+
+
+def test_a_graph_without_a_valid_partition_gets_a_diagnosis_page(tmp_path):
+    out = tmp_path / "nocut.html"
+    proc = subprocess.run([_remat_cli(), "report", str(NO_CUT), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "remat: error:" in proc.stderr
+    assert f"wrote the diagnosis to {out}" in proc.stderr
+    html = out.read_text()
+    assert "no valid partition" in html and "Nodes involved in the conflict" in html
 
 
 # --- Chromium over the DevTools protocol -------------------------------------------
@@ -225,6 +249,87 @@ def test_report_in_a_browser(browser, tmp_path):
     assert png.startswith(b"\x89PNG") and len(png) > 10000
     (tmp_path / "report.png").write_bytes(png)
     assert browser.errors() == []
+
+
+# What a machine can judge of a layout: in every picture no text is cut off
+# by its picture's edge and no two texts overlap; the page is no wider than
+# the window (wide pictures scroll inside their frame); the timeline's peak
+# label sits above the plot, where the line never goes.
+LAYOUT_PROBLEMS = """(() => {
+  const problems = [];
+  const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 &&
+                            Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
+  for (const svg of document.querySelectorAll('section svg')) {
+    if (svg.parentElement.closest('svg')) continue;
+    const box = svg.getBoundingClientRect();
+    const where = svg.closest('section').id;
+    const texts = Array.from(svg.querySelectorAll('text'))
+        .map(t => [t.textContent, t.getBoundingClientRect()]).filter(([_, r]) => r.width > 0);
+    for (const [t, r] of texts)
+      if (r.left < box.left - 0.5 || r.right > box.right + 0.5 ||
+          r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5)
+        problems.push(where + ': cut off: ' + t);
+    for (let i = 0; i < texts.length; i++)
+      for (let k = i + 1; k < texts.length; k++)
+        if (overlap(texts[i][1], texts[k][1]))
+          problems.push(where + ': overlap: ' + texts[i][0] + ' / ' + texts[k][0]);
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth + 1)
+    problems.push('the page is wider than the window: ' + document.documentElement.scrollWidth);
+  for (const label of document.querySelectorAll('svg.timeline text.peak-label')) {
+    const frame = label.closest('svg').querySelector('rect[stroke]').getBoundingClientRect();
+    if (label.getBoundingClientRect().bottom > frame.top + 0.5) problems.push('peak label inside the plot');
+  }
+  return problems;
+})()"""
+
+WHY = f"Array.from({ROWS}).map(tr => tr.cells[7].textContent)"
+
+
+def test_report_layout_and_reasons_in_a_browser(browser, tmp_path):
+    path, nodes = _report_html(tmp_path)
+    _open(browser, path.as_uri())
+    assert browser.errors() == []
+    assert browser.eval(LAYOUT_PROBLEMS) == []
+    # Every node says why, in words: no placeholder is left unfilled.
+    reasons = browser.eval(WHY)
+    assert len(reasons) == nodes and all(r and "{" not in r for r in reasons), reasons
+    assert any("capacity" in r for r in reasons)
+    # torch's plans are dots with tooltips; this partition's plan is marked once.
+    assert browser.eval("document.querySelectorAll('svg.plans circle.plan').length") >= 3
+    assert browser.eval("document.querySelectorAll('svg.plans circle.chosen').length") == 1
+    assert browser.eval("document.querySelectorAll('#plans-table tr.chosen').length") == 1
+
+
+def test_a_big_graphs_report_stays_small_and_usable(browser, tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("synthetic", ROOT / "bench" / "synthetic.py")
+    synthetic = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synthetic)
+    graph, out = tmp_path / "big.json", tmp_path / "big.html"
+    synthetic.main(["--nodes", "20000", "-o", str(graph)])
+    nodes = len(json.loads(graph.read_text())["nodes"])
+    proc = subprocess.run([_remat_cli(), "report", str(graph), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    # Bytes per node: what keeps a 100k-node report under 10 MB.
+    assert out.stat().st_size / nodes < 100, out.stat().st_size
+    _open(browser, out.as_uri())
+    assert browser.errors() == []
+    assert browser.eval(f"{ROWS}.length") == 2000  # the table renders its first rows only
+    assert browser.eval("document.getElementById('count').textContent").startswith(
+        f"{nodes} of {nodes} nodes (the first 2000 shown")
+    assert browser.eval(LAYOUT_PROBLEMS) == []
+
+
+def test_the_diagnosis_page_in_a_browser(browser, tmp_path):
+    out = tmp_path / "nocut.html"
+    subprocess.run([_remat_cli(), "report", str(NO_CUT), "-o", str(out)], capture_output=True)
+    _open(browser, out.as_uri())
+    assert browser.errors() == []
+    assert browser.eval(LAYOUT_PROBLEMS) == []
+    if shutil.which("dot"):
+        assert browser.eval("document.querySelectorAll('#conflict svg').length") == 1
 
 
 def test_search_link_prefills_the_filter(browser, tmp_path):

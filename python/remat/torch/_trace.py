@@ -392,18 +392,18 @@ def write_report(directory: str, doc: bytes, result: dict, opts: dict) -> str:
     named after the graph being compiled (and numbered, never overwriting)."""
     get_aot_graph_name = _internals.aot_logging().get_aot_graph_name
     os.makedirs(directory, exist_ok=True)
-    pareto = None
+    plans = None
     if result.get("partitioner") == "min_cut":
         try:
             engine_opts = {k: v for k, v in opts.items()
                            if k not in ("trace", "visualize_memory_budget_pareto")}
-            pareto = remat.pareto(doc, engine_opts)
+            plans = remat.plans(doc, engine_opts)
         except remat.RematError:
-            pareto = None  # no trade-off on this graph: the report says so
-    note = "" if pareto else ("The default partitioner has no memory budget."
-                              if result.get("partitioner") != "min_cut"
-                              else "No trade-off on this graph: every budget partitions alike.")
-    html = remat.report(doc, result, pareto=pareto, title=get_aot_graph_name(),
+            plans = None  # no trade-off on this graph: the report says so
+    note = "" if plans else ("The default partitioner has no memory budget."
+                             if result.get("partitioner") != "min_cut"
+                             else "No trade-off on this graph: every budget partitions alike.")
+    html = remat.report(doc, result, plans=plans, title=get_aot_graph_name(),
                         pareto_note=note)
     name = "".join(c if c.isalnum() or c in "._-" else "_" for c in get_aot_graph_name())
     path = _unique_path(os.path.join(directory, f"remat_report_{name}"), ".html")
