@@ -18,7 +18,11 @@ void ProgressBar::update(std::string_view task, double fraction) {
   fraction = std::clamp(fraction, 0.0, 1.0);
   const int percent = static_cast<int>(fraction * 100);
   const auto now = std::chrono::steady_clock::now();
-  if (percent == last_percent_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  // A new task is always drawn: it names the phase the command is in.
+  if (task == last_task_ && percent == last_percent_ &&
+      now - last_draw_ < std::chrono::milliseconds(100))
+    return;
+  last_task_.assign(task);
   last_percent_ = percent;
   last_draw_ = now;
   constexpr int kWidth = 30;

@@ -3,7 +3,7 @@
 // Contract: draws only when stderr is a terminal (never into a pipe or a
 // file: those stay byte-for-byte what they were without it). The bar is one
 // line rewritten in place with "\r", redrawn at most every 100 ms or when
-// the percentage changes, and erased by finish() (or the destructor), so the
+// the percentage or the task changes, and erased by finish() (or the destructor), so the
 // command's own lines start on a clean line. hook() adapts it to
 // PartitionOptions::progress.
 #pragma once
@@ -33,6 +33,7 @@ class ProgressBar {
   bool active_;
   bool drawn_ = false;
   int last_percent_ = -1;
+  std::string last_task_;
   std::chrono::steady_clock::time_point last_draw_{};
 };
 

@@ -375,6 +375,16 @@ def test_pareto_draws_a_progress_bar_on_a_terminal_only(tmp_path):
     assert piped.stderr == "" and "\r" not in piped.stdout
 
 
+def test_report_names_each_phase_on_a_terminal(tmp_path):
+    args = [_remat_cli(), "report", str(EXAMPLE), "-o", str(tmp_path / "r.html")]
+    rc, tty = _run_on_pty(args)
+    assert rc == 0, tty
+    for phase in ("load", "plans", "render", "write"):
+        assert f"\rremat: {phase}" in tty, (phase, tty)
+    piped = subprocess.run(args, capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == ""
+
+
 def test_partition_progress_follows_the_option(tmp_path):
     always = [_remat_cli(), "partition", str(EXAMPLE), "--progress", "always"]
     rc, tty = _run_on_pty(always)
