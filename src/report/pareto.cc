@@ -25,6 +25,53 @@ std::pair<double, double> padded_range(double lo, double hi) {
   return {lo - pad, hi + pad};
 }
 
+// A chart's frame: the plot area inside fixed margins (y grows downwards
+// in SVG), the data ranges mapped onto it.
+struct Frame {
+  static constexpr double kW = 800, kLeft = 90, kRight = 30, kTop = 50, kBottom = 60;
+  static constexpr int kTicks = 5;
+  double height;
+  double x_lo, x_hi, y_lo, y_hi;
+
+  double pw() const { return kW - kLeft - kRight; }
+  double ph() const { return height - kTop - kBottom; }
+  double sx(double x) const { return kLeft + (x - x_lo) / (x_hi - x_lo) * pw(); }
+  double sy(double y) const { return kTop + ph() - (y - y_lo) / (y_hi - y_lo) * ph(); }
+
+  // The chart up to its data: the svg element (with `cls`, "" for none),
+  // the title, the grid with tick labels (x's written by `x_tick`), the
+  // frame and the two axis titles.
+  template <class XTick>
+  std::string open(std::string_view cls, std::string_view title, XTick x_tick,
+                   std::string_view x_title, std::string_view y_title) const {
+    std::string s = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\"{0} width=\"{1}\" height=\"{2}\" "
+        "viewBox=\"0 0 {1} {2}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        "<text x=\"{3}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">{4}</text>\n",
+        cls.empty() ? std::string() : fmt::format(" class=\"{}\"", cls), kW, height, kW / 2,
+        report::xml_escape(title));
+    for (int i = 0; i <= kTicks; ++i) {
+      const double fx = x_lo + (x_hi - x_lo) * i / kTicks, fy = y_lo + (y_hi - y_lo) * i / kTicks;
+      s += fmt::format(
+          "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
+          "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
+          sx(fx), kTop, kTop + ph(), kTop + ph() + 18, report::xml_escape(x_tick(fx)));
+      s += fmt::format(
+          "<line x1=\"{1:.1f}\" y1=\"{0:.1f}\" x2=\"{2:.1f}\" y2=\"{0:.1f}\" stroke=\"#ddd\"/>\n"
+          "<text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.4g}</text>\n",
+          sy(fy), kLeft, kLeft + pw(), kLeft - 6, sy(fy) + 4, fy);
+    }
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n"
+        "<text transform=\"translate(20 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+        kLeft, kTop, pw(), ph(), kLeft + pw() / 2, height - 15, report::xml_escape(x_title),
+        kTop + ph() / 2, report::xml_escape(y_title));
+    return s;
+  }
+};
+
 }  // namespace
 
 std::string pareto_csv(std::span<const MemoryBudgetPoint> points) {
@@ -47,10 +94,7 @@ std::string pareto_json(std::span<const MemoryBudgetPoint> points) {
 }
 
 std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_view title) {
-  // Plot area inside fixed margins; y grows downwards in SVG.
-  constexpr double kW = 800, kH = 480, kLeft = 90, kRight = 30, kTop = 50, kBottom = 60;
-  constexpr int kTicks = 5;
-  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
+  Frame f{480, 0, 1, 0, 1};
   if (!points.empty()) {
     auto [xmin, xmax] = std::minmax_element(points.begin(), points.end(),
         [](const MemoryBudgetPoint& a, const MemoryBudgetPoint& b) { return a.memory_ratio < b.memory_ratio; });
@@ -58,39 +102,15 @@ std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_vi
         [](const MemoryBudgetPoint& a, const MemoryBudgetPoint& b) {
           return a.recompute_runtime < b.recompute_runtime;
         });
-    std::tie(x_lo, x_hi) = padded_range(xmin->memory_ratio, xmax->memory_ratio);
-    std::tie(y_lo, y_hi) = padded_range(ymin->recompute_runtime, ymax->recompute_runtime);
+    std::tie(f.x_lo, f.x_hi) = padded_range(xmin->memory_ratio, xmax->memory_ratio);
+    std::tie(f.y_lo, f.y_hi) = padded_range(ymin->recompute_runtime, ymax->recompute_runtime);
   }
-  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  auto sx = [&](double x) { return kLeft + (x - x_lo) / (x_hi - x_lo) * pw; };
-  auto sy = [&](double y) { return kTop + ph - (y - y_lo) / (y_hi - y_lo) * ph; };
-
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "viewBox=\"0 0 {} {}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">{}</text>\n",
-      kW, kH, kW, kH, kW / 2, report::xml_escape(title));
-  // Grid, ticks and tick labels.
-  for (int i = 0; i <= kTicks; ++i) {
-    const double fx = x_lo + (x_hi - x_lo) * i / kTicks, fy = y_lo + (y_hi - y_lo) * i / kTicks;
-    s += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
-        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:.3g}</text>\n",
-        sx(fx), kTop, kTop + ph, kTop + ph + 18, fx);
-    s += fmt::format(
-        "<line x1=\"{1:.1f}\" y1=\"{0:.1f}\" x2=\"{2:.1f}\" y2=\"{0:.1f}\" stroke=\"#ddd\"/>\n"
-        "<text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.4g}</text>\n",
-        sy(fy), kLeft, kLeft + pw, kLeft - 6, sy(fy) + 4, fy);
-  }
-  // Axes and their labels.
-  s += fmt::format(
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">Memory Budget (saved activation memory "
-      "ratio: 0 = inputs only, 1 = runtime-optimized)</text>\n"
-      "<text transform=\"translate(20 {}) rotate(-90)\" text-anchor=\"middle\">Runtime of "
-      "Recomputed Components (estimator units)</text>\n",
-      kLeft, kTop, pw, ph, kLeft + pw / 2, kH - 15, kTop + ph / 2);
+  auto sx = [&](double x) { return f.sx(x); };
+  auto sy = [&](double y) { return f.sy(y); };
+  std::string s = f.open(
+      "", title, [](double x) { return fmt::format("{:.3g}", x); },
+      "Memory Budget (saved activation memory ratio: 0 = inputs only, 1 = runtime-optimized)",
+      "Runtime of Recomputed Components (estimator units)");
   // The curve, its points, and each point's ratio above it.
   if (!points.empty()) {
     s += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"";
@@ -147,14 +167,12 @@ bool dominates(const BudgetPlanPoint& a, const BudgetPlanPoint& b) {
 }  // namespace
 
 std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPoint* chosen) {
-  constexpr double kW = 800, kH = 440, kLeft = 90, kRight = 30, kTop = 50, kBottom = 60;
-  constexpr int kTicks = 5;
   std::vector<BudgetPlanPoint> all(plans.begin(), plans.end());
   if (chosen) all.push_back(*chosen);
-  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
+  Frame f{440, 0, 1, 0, 1};
   if (!all.empty()) {
-    x_lo = x_hi = static_cast<double>(all[0].peak_bytes);
-    y_lo = y_hi = all[0].recompute_runtime;
+    double x_lo = static_cast<double>(all[0].peak_bytes), x_hi = x_lo;
+    double y_lo = all[0].recompute_runtime, y_hi = y_lo;
     for (const BudgetPlanPoint& p : all) {
       x_lo = std::min(x_lo, static_cast<double>(p.peak_bytes));
       x_hi = std::max(x_hi, static_cast<double>(p.peak_bytes));
@@ -164,41 +182,18 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
     // Room around the extreme points, so no marker sits on the frame.
     const double dx = x_hi > x_lo ? (x_hi - x_lo) * 0.06 : std::max(1.0, x_lo * 0.05);
     const double dy = y_hi > y_lo ? (y_hi - y_lo) * 0.08 : std::max(1.0, std::abs(y_lo) * 0.1);
-    x_lo = std::max(0.0, x_lo - dx);
-    x_hi += dx;
-    y_lo = y_lo >= 0 ? std::max(0.0, y_lo - dy) : y_lo - dy;
-    y_hi += dy;
+    f.x_lo = std::max(0.0, x_lo - dx);
+    f.x_hi = x_hi + dx;
+    f.y_lo = y_lo >= 0 ? std::max(0.0, y_lo - dy) : y_lo - dy;
+    f.y_hi = y_hi + dy;
   }
-  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  auto sx = [&](double x) { return kLeft + (x - x_lo) / (x_hi - x_lo) * pw; };
-  auto sy = [&](double y) { return kTop + ph - (y - y_lo) / (y_hi - y_lo) * ph; };
-
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plans\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{2}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">Peak memory against "
-      "recompute: torch's budget plans</text>\n",
-      kW, kH, kW / 2);
-  for (int i = 0; i <= kTicks; ++i) {
-    const double fx = x_lo + (x_hi - x_lo) * i / kTicks, fy = y_lo + (y_hi - y_lo) * i / kTicks;
-    s += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
-        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
-        sx(fx), kTop, kTop + ph, kTop + ph + 18,
-        report::xml_escape(report::human_bytes(static_cast<int64_t>(fx))));
-    s += fmt::format(
-        "<line x1=\"{1:.1f}\" y1=\"{0:.1f}\" x2=\"{2:.1f}\" y2=\"{0:.1f}\" stroke=\"#ddd\"/>\n"
-        "<text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.4g}</text>\n",
-        sy(fy), kLeft, kLeft + pw, kLeft - 6, sy(fy) + 4, fy);
-  }
-  s += fmt::format(
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">simulated peak memory of the step "
-      "(bytes)</text>\n"
-      "<text transform=\"translate(20 {}) rotate(-90)\" text-anchor=\"middle\">estimated "
-      "recompute runtime (estimator units)</text>\n",
-      kLeft, kTop, pw, ph, kLeft + pw / 2, kH - 15, kTop + ph / 2);
+  const double pw = f.pw(), ph = f.ph(), kLeft = Frame::kLeft, kTop = Frame::kTop;
+  auto sx = [&](double x) { return f.sx(x); };
+  auto sy = [&](double y) { return f.sy(y); };
+  std::string s = f.open(
+      "plans", "Peak memory against recompute: torch's budget plans",
+      [](double x) { return report::human_bytes(static_cast<int64_t>(x)); },
+      "simulated peak memory of the step (bytes)", "estimated recompute runtime (estimator units)");
   // The frontier: plans no other plan dominates, by peak.
   std::vector<const BudgetPlanPoint*> front;
   for (const BudgetPlanPoint& p : plans) {
