@@ -4,7 +4,8 @@ run once per release, in that release's environment, one table per release.
 Contract: for each `--venv RELEASE=PYTHON`, runs `PYTHON bench/bench_partition.py
 --rows-json ...` with the arguments after `--` (default: every case, 3 remat
 runs and 1 torch run per case, no scaling runs), then writes
-docs/performance_releases.md (with --write-docs) or prints it: per release,
+docs/performance_releases.md (with --write-docs; what follows the NOTES
+marker in it is kept) or prints it: per release,
 every row's torch time, remat's end-to-end drop-in time and the speedup, and
 whether the graphs are identical. Speedups are ratios measured in the same
 process. Exits 1 when a row of any release is slower end to end than that
@@ -27,6 +28,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, "..", "docs", "performance_releases.md")
 DEFAULT_ARGS = ["--repeat", "3", "--torch-repeat", "1", "--scaling"]
+NOTES = "<!-- notes: kept by bench_releases.py -->"
 
 
 def run_release(python: str, args: list[str], pythonpath: str | None) -> dict:
@@ -125,8 +127,16 @@ def main(argv: list[str] | None = None) -> int:
         text += f"\n## torch {res['torch']}\n\n" + table(res) + "\n"
     print(text)
     if a.write_docs:
+        # Notes written by hand below the marker (rechecks, what the run does
+        # not cover) outlive a rerun.
+        notes = ""
+        if os.path.exists(DOC):
+            with open(DOC) as f:
+                old = f.read()
+            if NOTES in old:
+                notes = "\n" + old[old.index(NOTES):]
         with open(DOC, "w") as f:
-            f.write(text)
+            f.write(text + notes)
     ok = all(faster_and_same(r) for res in results.values() for r in res["rows"])
     return 0 if ok else 1
 

@@ -139,11 +139,10 @@ inline constexpr std::string_view kTieTangent = "it is derived from a gradient i
 // ban_reason, and its capacity / tie / lifted when the cut was traced
 // (empty vectors otherwise). The pipeline turns it into NodeDecision's why.
 struct CutStory {
-  std::vector<std::string_view> ban_reason;  // "" for nodes without one
+  std::vector<std::string_view> ban_reason;  // "" for nodes without one; empty: no cut ran
   std::vector<int64_t> capacity;             // MinCutResult::kNoCapacity for none
   std::vector<std::string_view> tie;
   std::vector<std::string_view> lifted;
-  bool empty() const { return ban_reason.empty(); }  // no cut ran
 };
 CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size);
 

@@ -225,6 +225,16 @@ std::unique_ptr<PlanState> default_on(const JointGraph& joint, Prepared p,
                                       const PartitionOptions& options,
                                       std::unique_ptr<PlanState> s, bool from_min_cut);
 
+// How the min-cut partitioner builds its plans: the backward reordered as
+// the autograd engine runs it, collectives kept, HOP RNG states threaded
+// through both graphs.
+void as_min_cut(PlanState& s) {
+  s.partitioner = "min_cut";
+  s.reorder = true;
+  s.dce_collectives = false;
+  s.thread_bw = true;
+}
+
 // The peak-budget search: decides and builds `s` (defined with the builder).
 void peak_budget_on(PlanState& s, const DecideContext& ctx);
 
@@ -243,10 +253,7 @@ std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOp
   if (!in.has_cut()) {
     return default_on(joint, std::move(p), options, std::move(s), /*from_min_cut=*/true);
   }
-  s->partitioner = "min_cut";
-  s->reorder = true;
-  s->dce_collectives = false;
-  s->thread_bw = true;
+  as_min_cut(*s);
   if (options.peak_memory_budget > 0) {
     // torch's story (the trace) is that of one plain decision: the search
     // over many candidates records none.
@@ -630,11 +637,7 @@ std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const Partiti
                 "memory budget plans: the backward needs nothing from the forward (torch hands "
                 "this graph to the default partitioner, which has no budget)");
   }
-  // The plan a min-cut decision gets (min_cut_on), minus the decision.
-  s->partitioner = "min_cut";
-  s->reorder = true;
-  s->dce_collectives = false;
-  s->thread_bw = true;
+  as_min_cut(*s);
   s->info = std::move(in.info);
   s->prepared = std::move(p);
   const Graph& g = s->prepared.graph;
