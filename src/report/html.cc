@@ -1,14 +1,17 @@
-// report/html.cc — html_report (remat/report.h): one partition as one
-// self-contained HTML page.
+// report/html.cc — html_report and html_no_cut_report (remat/report.h): one
+// partition, or one graph without a valid partition, as one self-contained
+// HTML page.
 //
 // The page is built from the joint graph and the result *document* rather
 // than a PartitionResult, so fields later stages add to the document (the
 // simulator's "memory") reach the report without this file knowing their
-// producer. Pictures are inline SVG (Pareto: remat/pareto.h's writer;
-// timeline: timeline_svg.h; the cut: Graphviz through graphviz.h). The node
-// table's rows travel as JSON in a <script type="application/json"> block
-// and a small script renders, sorts and filters them, so a big graph does
-// not become a multi-megabyte DOM up front.
+// producer. Pictures are inline SVG (plans and Pareto: remat/pareto.h's
+// writers; timeline: timeline_svg.h; the cut and the conflicting path:
+// Graphviz through graphviz.h). The node table's rows travel as compact JSON
+// in a <script type="application/json"> block (repeated strings and the
+// reasons' templates once) and a small script renders, sorts and filters
+// them, so a big graph becomes neither a multi-megabyte DOM nor a page of
+// repeated sentences.
 #include <simdjson.h>
 
 #include <algorithm>
