@@ -87,6 +87,9 @@ struct NodeDecision {
   };
   Where where = Where::kUnused;
   std::string ban_reason;   // why recomputation was banned ("" if it was not)
+  // What the ban rule measured, when the partition was traced ("12 nodes
+  // from the backward, more than max_dist_from_bw 10"); "" otherwise.
+  std::string ban_detail;
   NodeId merged_into = kNoNode;  // CSE: the equal node that replaced this one
   Why why = Why::kUnknown;
   // The capacity the min cut weighed on the node's X_in -> X_out edge (what

@@ -58,7 +58,10 @@ BanRules::BanRules(const DecideContext& ctx, const MinCutOptions& mc,
       stamp_(ctx.graph.size(), 0),
       tracing_(ctx.trace != nullptr) {
   result_.ban_reason.assign(g_.size(), std::string_view());
-  if (tracing_) result_.lifted.assign(g_.size(), std::string_view());
+  if (tracing_) {
+    result_.lifted.assign(g_.size(), std::string_view());
+    result_.ban_detail.assign(g_.size(), std::string());
+  }
 }
 
 bool BanRules::forced_recompute(NodeId n) const {
@@ -76,7 +79,8 @@ int64_t BanRules::size(NodeId n) {
   return size_[n];
 }
 
-bool BanRules::ban(NodeId n, std::string_view torch_reason, std::string_view label) {
+bool BanRules::ban(NodeId n, std::string_view torch_reason, std::string_view label,
+                   std::string_view detail) {
   if (is_view(n)) return false;
   if (!dont_ban_.empty() && dont_ban_[n] && !forced_ban(n)) {
     // Collectives stay banned whatever the memory budget says.
@@ -93,6 +97,7 @@ bool BanRules::ban(NodeId n, std::string_view torch_reason, std::string_view lab
     result_.banned_nodes.push_back(n);
   }
   result_.ban_reason[n] = torch_reason.empty() ? label : torch_reason;
+  if (tracing_) result_.ban_detail[n].assign(detail);
   reason_.assign("cannot recompute");
   if (!torch_reason.empty()) reason_.append(": ").append(torch_reason);
   uint32_t s = cg_.source();
@@ -113,7 +118,10 @@ bool BanRules::materialized_backwards(NodeId n) {
     NodeId cur = stack_.back();
     stack_.pop_back();
     for (NodeId user : g_.users(cur)) {
-      if (!required_fw(user) && !fusion_.fusible(cur, user)) return true;
+      if (!required_fw(user) && !fusion_.fusible(cur, user)) {
+        unfusible_user_ = user;
+        return true;
+      }
       if (is_view(user) && stamp_[user] != epoch_) {
         stamp_[user] = epoch_;
         stack_.push_back(user);
@@ -124,6 +132,45 @@ bool BanRules::materialized_backwards(NodeId n) {
 }
 
 const char* BanRules::should_ban(NodeId n) {
+  detail_.clear();
+  const char* reason = should_ban_rule(n);
+  if (tracing_ && reason != nullptr) explain_rule(n, reason);
+  return reason;
+}
+
+// What the rule that banned `n` measured, in words (traced runs only).
+void BanRules::explain_rule(NodeId n, std::string_view reason) {
+  const std::string_view target = target_name(g_, n);
+  if (reason == "not in recomputable allowlist" || reason == "random op" ||
+      reason == "compute intensive op" || reason == "non-builtin op") {
+    detail_ = fmt::format("op {}", target);
+  } else if (reason == "materialized in backward" && unfusible_user_ != kNoNode) {
+    detail_ = g_.node(unfusible_user_).kind == NodeKind::kOutput
+                  ? std::string("the joint graph returns it (a gradient), which no kernel fuses")
+                  : fmt::format("its backward user '{}' cannot fuse with it", g_.name(unfusible_user_));
+  } else if (reason == "too far from backward") {
+    detail_ = fmt::format("{} nodes from the backward, more than max_dist_from_bw {}", dist_[n],
+                          opt_.max_dist_from_bw);
+  } else if (reason == "reduction op") {
+    detail_ = fmt::format("output {} B, less than a quarter of its inputs' {} B", size(n),
+                          static_cast<int64_t>(reduction_inputs(n)));
+  }
+}
+
+// The bytes of a node's top-level positional node arguments, as `for i in
+// node.args` sees them (a node given twice counts twice).
+__int128 BanRules::reduction_inputs(NodeId n) {
+  const Node& node = g_.node(n);
+  __int128 inputs = 0;
+  if (node.args != kNoArg) {
+    const ArgId stop = node.args + g_.arg(node.args).span;
+    for (ArgId c = node.args + 1; c < stop; c += g_.arg(c).span)
+      if (g_.arg(c).kind == ArgKind::kNode) inputs += size(g_.arg(c).id);
+  }
+  return inputs;
+}
+
+const char* BanRules::should_ban_rule(NodeId n) {
   const Node& node = g_.node(n);
   if (node.kind != NodeKind::kCallFunction) return nullptr;
   if (fusion_.is_getitem(n)) return nullptr;
@@ -153,16 +200,8 @@ const char* BanRules::should_ban(NodeId n) {
   const int64_t d = dist_[n];
   if (d < 1000 && d > opt_.max_dist_from_bw) return "too far from backward";
   if (mc_.ban_if_reduction) {
-    // Only the top-level positional arguments that are nodes, as
-    // `for i in node.args` sees them (a node given twice counts twice).
-    Int inputs = 0;
-    if (node.args != kNoArg) {
-      const ArgId stop = node.args + g_.arg(node.args).span;
-      for (ArgId c = node.args + 1; c < stop; c += g_.arg(c).span)
-        if (g_.arg(c).kind == ArgKind::kNode) inputs += size(g_.arg(c).id);
-    }
-    Int output = size(n);
-    if (output * 4 < inputs) return "reduction op";
+    const Int output = size(n);
+    if (output * 4 < reduction_inputs(n)) return "reduction op";
   }
   return nullptr;
 }
@@ -228,7 +267,10 @@ void BanRules::ban_used_far_apart() {
           log(LogRecord::Level::kInfo, false, "used above/below fusible %s:(%s) -> %s -> %s:(%s)",
               {name(used), std::to_string(order(used)), std::to_string(first_unfusible),
                name(user), std::to_string(order(user))});
-        ban(user, "", "used far apart from an unfusible use");
+        ban(user, "", "used far apart from an unfusible use",
+            tracing_ ? fmt::format("at forward position {}, past the first unfusible use of '{}' at {}",
+                                   order(user), g_.name(used), first_unfusible)
+                     : std::string());
       }
     }
   }
@@ -257,7 +299,11 @@ void BanRules::ban_long_fusible_chains() {
         if (tracing_)
           log(LogRecord::Level::kInfo, false, "too long %s %s %s %s",
               {name(cur), name(start), std::to_string(order(cur)), std::to_string(start_order)});
-        ban(cur, "", "long fusible chain");
+        ban(cur, "", "long fusible chain",
+            tracing_ ? fmt::format("the fusible chain from '{}' (forward position {}) reaches "
+                                   "position {}, more than 100 further",
+                                   g_.name(start), start_order, order(cur))
+                     : std::string());
         break;
       }
       for (NodeId user : g_.users(cur))

@@ -49,10 +49,14 @@ class BanRules {
 
   // ban_recomputation_if_allowed. `torch_reason` is what torch writes on the
   // source edge; `label` is remat's own name for a ban torch gives no reason
-  // for. Returns whether the node was banned.
-  bool ban(NodeId n, std::string_view torch_reason, std::string_view label);
+  // for; `detail` what the rule measured (traced runs record it in
+  // MinCutResult::ban_detail). Returns whether the node was banned.
+  bool ban(NodeId n, std::string_view torch_reason, std::string_view label,
+           std::string_view detail = {});
   // should_ban_recomputation: torch's reason, or null when not banned.
+  // Traced, detail() then says what the rule measured.
   const char* should_ban(NodeId n);
+  const std::string& detail() const { return detail_; }
   void ban_used_far_apart();
   void ban_long_fusible_chains();
   // AOT_PARTITIONER_DEBUG's first line (tracing only).
@@ -73,6 +77,9 @@ class BanRules {
   int32_t order(NodeId n) const { return info_.fw_order[n]; }
   bool is_view(NodeId n) const { return fusion_.is_view(n); }
   bool materialized_backwards(NodeId n);
+  const char* should_ban_rule(NodeId n);
+  void explain_rule(NodeId n, std::string_view reason);
+  __int128 reduction_inputs(NodeId n);
   int32_t find_first_unfusible(const std::vector<NodeId>& starts, int32_t max_range);
 
   void log(LogRecord::Level level, bool debug_only, std::string_view format,
@@ -101,6 +108,8 @@ class BanRules {
   std::vector<NodeId> stack_;
   std::vector<uint64_t> heap_;
   std::string reason_;  // the source edge's reason, rebuilt per ban without allocating
+  std::string detail_;  // traced: what the last should_ban measured
+  NodeId unfusible_user_ = kNoNode;  // materialized_backwards' answer
   bool tracing_;
 };
 

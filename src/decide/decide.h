@@ -110,6 +110,9 @@ struct MinCutResult {
   std::vector<int64_t> capacity;
   std::vector<std::string_view> tie;
   std::vector<std::string_view> lifted;
+  // Traced: what the ban rule measured ("12 nodes from the backward, more
+  // than max_dist_from_bw 10"); "" when it measured nothing or no ban.
+  std::vector<std::string> ban_detail;
 };
 
 // Per-node overrides of the ban rules; each vector may be empty (none).
@@ -143,6 +146,7 @@ struct CutStory {
   std::vector<int64_t> capacity;             // MinCutResult::kNoCapacity for none
   std::vector<std::string_view> tie;
   std::vector<std::string_view> lifted;
+  std::vector<std::string> ban_detail;
 };
 CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size);
 

@@ -165,7 +165,7 @@ class MinCutSolver {
       }
       // Evaluated for every node, as torch does (its size lookups can raise).
       const char* reason = rules_.should_ban(n);
-      if (required_fw(n) && reason) rules_.ban(n, reason, "");
+      if (required_fw(n) && reason) rules_.ban(n, reason, "", rules_.detail());
       if (rules_.forced_ban(n) && required_fw(n) && !rules_.banned(n) && !must_recompute(node))
         rules_.ban(n, "", "kept saved by the peak memory budget");
 
@@ -233,6 +233,7 @@ CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size) {
     out.capacity.assign(joint_size, MinCutResult::kNoCapacity);
     out.tie.resize(joint_size);
     out.lifted.resize(joint_size);
+    out.ban_detail.resize(joint_size);
   }
   for (NodeId id = 0; id < cut.ban_reason.size(); ++id) {
     const NodeId j = joint_id(g, id);
@@ -242,6 +243,7 @@ CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size) {
     out.capacity[j] = cut.capacity[id];
     out.tie[j] = cut.tie[id];
     out.lifted[j] = cut.lifted[id];
+    out.ban_detail[j] = cut.ban_detail[id];
   }
   return out;
 }

@@ -612,6 +612,10 @@ void write_decisions(JsonWriter& w, const Graph& g, const std::vector<NodeDecisi
       w.key("ban");
       w.string(d.ban_reason);
     }
+    if (!d.ban_detail.empty()) {
+      w.key("ban_detail");
+      w.string(d.ban_detail);
+    }
     if (d.merged_into != kNoNode && d.merged_into < g.size()) {
       w.key("merged_into");
       w.string(g.name(d.merged_into));

@@ -143,6 +143,7 @@ void record_decisions(size_t n, const Prepared& p, const CutStory& story, Partit
     else if (in_bw[id]) d.where = W::kBackwardOnly;
     else d.where = W::kUnused;
     if (!ban_reason.empty()) d.ban_reason = ban_reason[id];
+    if (!story.ban_detail.empty()) d.ban_detail = story.ban_detail[id];
   }
 }
 

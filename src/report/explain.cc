@@ -145,7 +145,9 @@ std::string explain_node(const Graph& g, NodeId id, const NodeDecision& d,
   if (d.why != NodeDecision::Why::kUnknown) s += "\n  why: " + why_text(g, d);
   if (d.merged_into != kNoNode && d.merged_into < g.size())
     s += fmt::format("\n  merged into the equal node '{}'", g.name(d.merged_into));
-  if (!d.ban_reason.empty()) s += "\n  recomputation banned: " + d.ban_reason;
+  if (!d.ban_reason.empty())
+    s += "\n  recomputation banned: " + d.ban_reason +
+         (d.ban_detail.empty() ? std::string() : " (" + d.ban_detail + ")");
   if (n.recompute != RecomputePolicy::kNone)
     s += fmt::format("\n  checkpoint policy: {}", recompute_policy_name(n.recompute));
   if (const int64_t b = bytes_of(g, id, options); b >= 0) s += "\n  size: " + human_bytes(b);

@@ -193,6 +193,7 @@ ResultView read_result(const Graph& g, std::string_view json) {
     NodeDecision& d = v.decisions[id];
     d.where = *where;
     if (!value["ban"].get(text)) d.ban_reason = std::string(text);
+    if (!value["ban_detail"].get(text)) d.ban_detail = std::string(text);
     if (!value["merged_into"].get(text)) d.merged_into = g.find(text);
     if (!value["why"].get(text)) {
       const auto why = report::why_from_name(text);
@@ -338,7 +339,8 @@ std::string cut_dot(const Graph& g, const ResultView& v, const std::vector<NodeI
 // Repeated strings (kinds, targets, value types, fates, ban reasons,
 // details) are written once in "s" and rows refer to them by index, so a
 // 100k-node graph stays a few megabytes. A row: [index, name, kind, target,
-// value, bytes, fate, ban, why, capacity, detail, merged into] with the
+// value, bytes, fate, ban, why, capacity, detail, merged into, ban detail]
+// with the
 // string columns as indices into "s" (but name and merged-into, which are
 // unique), why as an index into "t" (explain.h's why_template), capacity -1
 // when unknown.
@@ -383,6 +385,7 @@ std::string node_rows(const JointGraph& joint, const ResultView& v,
     w.integer(d.capacity);
     w.integer(strings(d.detail));
     w.string(d.merged_into != kNoNode && d.merged_into < g.size() ? g.name(d.merged_into) : "");
+    w.integer(strings(d.ban_detail));
     w.end_array();
   }
   w.break_line(0);
@@ -421,7 +424,7 @@ table { border-collapse: collapse; }
 #node-table { font-size: 12px; width: 100%; }
 #node-table th { cursor: pointer; background: #f0f0f0; position: sticky; top: 0; text-align: left; padding: 3px 6px; user-select: none; }
 #node-table th.sorted-asc::after { content: " \25b2"; } #node-table th.sorted-desc::after { content: " \25bc"; }
-#node-table td { border-top: 1px solid #eee; padding: 2px 6px; vertical-align: top; }
+#node-table td { border-top: 1px solid #eee; padding: 2px 6px; vertical-align: top; overflow-wrap: anywhere; }
 #peak-table { font-size: 12px; } #peak-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
 #peak-table td { border-top: 1px solid #eee; padding: 2px 6px; }
 #plans-table { font-size: 12px; margin-top: 0.5em; } #plans-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
@@ -462,7 +465,8 @@ constexpr const char* kScript = R"JS(
   }
   // Columns as shown: #, name, kind, target, value, bytes, fate, ban, why.
   var data = doc.r.map(function (r) {
-    return [r[0], r[1], S[r[2]], S[r[3]], S[r[4]], r[5], S[r[6]], S[r[7]], why(r)];
+    var ban = S[r[7]] + (r[12] ? " (" + S[r[12]] + ")" : "");
+    return [r[0], r[1], S[r[2]], S[r[3]], S[r[4]], r[5], S[r[6]], ban, why(r)];
   });
   function compare(a, b) {
     var x = a[sortCol], y = b[sortCol];

@@ -354,6 +354,39 @@ TEST(Why, ATracedMinCutGivesEveryFateItsReason) {
     EXPECT_GT(seen[static_cast<size_t>(w)], 0u) << why_name(w);
 }
 
+// A traced ban says what its rule measured; an untraced one stays terse.
+TEST(Why, TracedBansSayWhatTheRuleMeasured) {
+  const JointGraph joint = example("transformer_block.json");
+  const Graph& g = joint.graph;
+  const PartitionResult r = min_cut_rematerialization_partition(joint, traced());
+  size_t allowlist = 0, materialized = 0;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const NodeDecision& d = r.decisions[id];
+    if (d.ban_reason == "not in recomputable allowlist") {
+      ++allowlist;
+      EXPECT_EQ(d.ban_detail, fmt::format("op {}", g.str(g.node(id).target)));
+    } else if (d.ban_reason == "materialized in backward") {
+      ++materialized;
+      // It names the backward use (of the node or of a view of it) that
+      // cannot fuse: a node that reads it, directly or through views, or
+      // the graph's return.
+      if (has(d.ban_detail, "the joint graph returns it")) continue;
+      const size_t open = d.ban_detail.find('\''), close = d.ban_detail.find('\'', open + 1);
+      ASSERT_NE(close, std::string::npos) << d.ban_detail;
+      const NodeId user = g.find(d.ban_detail.substr(open + 1, close - open - 1));
+      ASSERT_NE(user, kNoNode) << d.ban_detail;
+      EXPECT_EQ(r.decisions[user].where, NodeDecision::Where::kBackwardOnly) << d.ban_detail;
+      EXPECT_TRUE(has(d.ban_detail, "cannot fuse with it"));
+    } else if (d.ban_reason == "primal input") {
+      EXPECT_EQ(d.ban_detail, "");  // nothing measured
+    }
+  }
+  EXPECT_GT(allowlist, 0u);
+  EXPECT_GT(materialized, 0u);
+  const PartitionResult plain = min_cut_rematerialization_partition(joint, PartitionOptions{});
+  for (const NodeDecision& d : plain.decisions) EXPECT_EQ(d.ban_detail, "");
+}
+
 // Under a budget the knapsack lets banned nodes be recomputed: their reason
 // names the ban lifted, the one the fully aggressive cut (whose banned
 // nodes are the knapsack's items) gives them.
