@@ -120,6 +120,10 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
                                                     double resolution = 1e-3,
                                                     const std::vector<double>& budgets = {});
 
+// The activation budgets `remat report` (and remat.plans() by default)
+// builds torch's plans at: few, since each is one build of the whole step.
+inline constexpr double kPlanBudgets[] = {0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1};
+
 // One plan torch's activation-memory-budget logic makes for a graph, built
 // and measured: what `remat report` and `remat pareto --peak` draw.
 struct BudgetPlanPoint {

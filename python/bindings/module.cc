@@ -25,6 +25,7 @@
 //    target_qualified_name(name) -> str and agreed(picked_rank, payload);
 //    the same GIL and exception rules apply.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -333,15 +334,17 @@ nb::list pareto(nb::bytes joint_json, nb::bytes options_json, double resolution,
 
 using PlanTuples = std::vector<std::tuple<std::string, int64_t, double, size_t>>;
 
-PlanTuples plans(nb::bytes joint_json, nb::bytes options_json, std::vector<double> budgets,
-                 nb::object knapsack_solver, nb::object runtime_estimator) {
+PlanTuples plans(nb::bytes joint_json, nb::bytes options_json,
+                 std::optional<std::vector<double>> budgets, nb::object knapsack_solver,
+                 nb::object runtime_estimator) {
+  if (!budgets) budgets.emplace(std::begin(remat::kPlanBudgets), std::end(remat::kPlanBudgets));
   std::vector<remat::BudgetPlanPoint> points;
   const remat::OptionHooks hooks = engine_hooks(PyHooks(knapsack_solver, runtime_estimator));
   {
     nb::gil_scoped_release release;
     remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
     remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks, &joint);
-    points = remat::budget_plans(joint, options, budgets);
+    points = remat::budget_plans(joint, options, *budgets);
   }
   PlanTuples out;
   for (const auto& p : points) out.emplace_back(p.label, p.peak_bytes, p.recompute_runtime, p.saved_values);
@@ -486,10 +489,10 @@ NB_MODULE(_remat, m) {
       nb::arg("points"),
       "The frontier [(budget, recompute_runtime, memory_ratio)] as remat's SVG chart.");
   m.def("plans", &plans, nb::arg("joint_json"), nb::arg("options_json"),
-        nb::arg("budgets") = std::vector<double>{}, nb::arg("knapsack_solver") = nb::none(),
+        nb::arg("budgets") = nb::none(), nb::arg("knapsack_solver") = nb::none(),
         nb::arg("runtime_estimator") = nb::none(),
         "torch's budget plans, built and simulated: [(label, peak_bytes, recompute_runtime,\n"
-        "saved_values)].");
+        "saved_values)]; `budgets` None: remat report's (kPlanBudgets).");
   m.def("report", &report, nb::arg("joint_json"), nb::arg("result_json"),
         nb::arg("pareto") = PointTuples{}, nb::arg("title") = "", nb::arg("pareto_note") = "",
         nb::arg("plans") = PlanTuples{}, "The partition's self-contained HTML report.");

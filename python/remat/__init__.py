@@ -177,10 +177,6 @@ def pareto(
     return [tuple(p) for p in points]
 
 
-# The activation budgets `remat report` builds torch's plans at.
-REPORT_BUDGETS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
-
-
 def plans(
     joint: JsonLike,
     options: JsonLike | None = None,
@@ -194,14 +190,15 @@ def plans(
 
     Returns one dict per distinct plan as the budget goes from 1 to 0 (the
     runtime-optimized cut, the two aggressive tiers, the knapsack at each of
-    `budgets`, default REPORT_BUDGETS, then budget 0): {"label",
+    `budgets`, by default the ones `remat report` uses (0.9 down to 0.1),
+    then budget 0): {"label",
     "peak_bytes", "recompute_runtime", "saved_values"}. Each plan is one
     build of the whole step: give few budgets on big graphs. Raises
     UnsupportedError when the backward needs nothing from the forward.
     """
-    chosen = REPORT_BUDGETS if budgets is None else budgets
-    rows = _ext().plans(_to_bytes(joint), _to_bytes(options or {}), [float(b) for b in chosen],
-                        knapsack_solver, runtime_estimator)
+    chosen = None if budgets is None else [float(b) for b in budgets]
+    rows = _ext().plans(_to_bytes(joint), _to_bytes(options or {}), chosen, knapsack_solver,
+                        runtime_estimator)
     return [{"label": label, "peak_bytes": peak, "recompute_runtime": runtime,
              "saved_values": saved} for label, peak, runtime, saved in rows]
 

@@ -466,10 +466,6 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   return 0;
 }
 
-// The activation budgets at which the report builds torch's plans: few,
-// since each is one build and simulation of the whole step.
-constexpr double kReportBudgets[] = {0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1};
-
 int run_report(const CommonSettings& common, const ReportSettings& s) {
   // Every phase of a report on a big graph takes a while: the bar (on a
   // terminal) names each as it starts.
@@ -513,7 +509,7 @@ int run_report(const CommonSettings& common, const ReportSettings& s) {
   } else {
     try {
       report.plans = budget_plans(joint, options,
-                                  std::vector<double>(std::begin(kReportBudgets), std::end(kReportBudgets)));
+                                  std::vector<double>(std::begin(kPlanBudgets), std::end(kPlanBudgets)));
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kUnsupported) throw;
       report.pareto_note = std::string("No trade-off to draw: ") + e.what();
