@@ -156,16 +156,6 @@ std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_vi
   return s;
 }
 
-namespace {
-
-// Whether `a` is no worse than `b` on both axes and better on one.
-bool dominates(const BudgetPlanPoint& a, const BudgetPlanPoint& b) {
-  return a.peak_bytes <= b.peak_bytes && a.recompute_runtime <= b.recompute_runtime &&
-         (a.peak_bytes < b.peak_bytes || a.recompute_runtime < b.recompute_runtime);
-}
-
-}  // namespace
-
 std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPoint* chosen) {
   std::vector<BudgetPlanPoint> all(plans.begin(), plans.end());
   if (chosen) all.push_back(*chosen);
@@ -194,17 +184,18 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
       "plans", "Peak memory against recompute: torch's budget plans",
       [](double x) { return report::human_bytes(static_cast<int64_t>(x)); },
       "simulated peak memory of the step (bytes)", "estimated recompute runtime (estimator units)");
-  // The frontier: plans no other plan dominates, by peak.
-  std::vector<const BudgetPlanPoint*> front;
-  for (const BudgetPlanPoint& p : plans) {
-    bool beaten = false;
-    for (const BudgetPlanPoint& q : plans) beaten = beaten || dominates(q, p);
-    if (!beaten) front.push_back(&p);
-  }
-  std::sort(front.begin(), front.end(), [](const BudgetPlanPoint* a, const BudgetPlanPoint* b) {
+  // The frontier: plans no other plan dominates. By increasing peak (ties:
+  // less recompute first), a plan is on it when it recomputes strictly less
+  // than every plan before it.
+  std::vector<const BudgetPlanPoint*> by_peak;
+  for (const BudgetPlanPoint& p : plans) by_peak.push_back(&p);
+  std::sort(by_peak.begin(), by_peak.end(), [](const BudgetPlanPoint* a, const BudgetPlanPoint* b) {
     return a->peak_bytes != b->peak_bytes ? a->peak_bytes < b->peak_bytes
                                           : a->recompute_runtime < b->recompute_runtime;
   });
+  std::vector<const BudgetPlanPoint*> front;
+  for (const BudgetPlanPoint* p : by_peak)
+    if (front.empty() || p->recompute_runtime < front.back()->recompute_runtime) front.push_back(p);
   if (front.size() > 1) {
     s += "<polyline class=\"frontier\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" "
          "points=\"";
@@ -236,7 +227,7 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
         chosen->recompute_runtime, right ? x + 12 : x - 12, below ? y + 20 : y - 12,
         right ? "start" : "end");
   }
-  // The legend, inside the top-right corner of the plot.
+  // The legend, in the margin above the plot's right end.
   s += fmt::format(
       "<g class=\"legend\" font-size=\"11\"><circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" "
       "fill=\"#1f77b4\"/><text x=\"{2:.1f}\" y=\"{3:.1f}\">a torch budget plan (hover for "

@@ -573,6 +573,17 @@ TEST(PlansSvg, LabelsOnlyTheChosenPlanAtAnyCount) {
   EXPECT_EQ(count(plans_svg(plans_of(5), nullptr), "class=\"chosen\""), 0u);
 }
 
+// The line joins exactly the plans no other plan beats on both axes.
+TEST(PlansSvg, TheFrontierJoinsTheUndominatedPlans) {
+  const std::vector<BudgetPlanPoint> plans{
+      {"a", 100, 50, 1}, {"b", 110, 40, 1}, {"c", 105, 60, 1}, {"d", 120, 40, 1}, {"e", 130, 10, 1}};
+  const std::string svg = plans_svg(plans, nullptr);
+  const size_t at = svg.find("class=\"frontier\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t from = svg.find("points=\"", at) + 8, to = svg.find('"', from);
+  EXPECT_EQ(count(svg.substr(from, to - from), ",") , 3u);  // a, b, e
+}
+
 TEST(ParetoSvg, LabelsEachPointOnlyWhileTheyCannotPileUp) {
   auto points_of = [](size_t n) {
     std::vector<MemoryBudgetPoint> out;
