@@ -425,8 +425,9 @@ table { border-collapse: collapse; }
 #node-table th { cursor: pointer; background: #f0f0f0; position: sticky; top: 0; text-align: left; padding: 3px 6px; user-select: none; }
 #node-table th.sorted-asc::after { content: " \25b2"; } #node-table th.sorted-desc::after { content: " \25bc"; }
 #node-table td { border-top: 1px solid #eee; padding: 2px 6px; vertical-align: top; overflow-wrap: anywhere; }
-#peak-table { font-size: 12px; } #peak-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
-#peak-table td { border-top: 1px solid #eee; padding: 2px 6px; }
+#peak-table, #conflict-table { font-size: 12px; }
+#peak-table th, #conflict-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
+#peak-table td, #conflict-table td { border-top: 1px solid #eee; padding: 2px 6px; }
 #plans-table { font-size: 12px; margin-top: 0.5em; } #plans-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
 #plans-table td { border-top: 1px solid #eee; padding: 2px 6px; } #plans-table tr.chosen td { color: #d62728; font-weight: bold; }
 #node-table td.why { white-space: pre-wrap; font-family: monospace; font-size: 11px; color: #444; }
@@ -696,7 +697,7 @@ std::string html_no_cut_report(const JointGraph& joint, const NoFiniteCutError& 
       h += "<p class=\"note\">Graphviz's dot command was not found (or failed), so the path is "
            "not drawn: " + html_escape(fmt::format("{}", fmt::join(path, " -> "))) + "</p>\n";
     }
-    h += "<table id=\"peak-table\"><thead><tr><th>node</th><th>kind</th><th>target</th>"
+    h += "<table id=\"conflict-table\"><thead><tr><th>node</th><th>kind</th><th>target</th>"
          "<th>value</th><th>size</th></tr></thead><tbody>\n";
     for (const std::string& v : path) {
       const NodeId id = g.find(v);
