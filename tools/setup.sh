@@ -42,11 +42,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# C++ dependencies, from Debian; graphviz draws the cut in reports, chromium
+# C++ dependencies, from Debian (coinor-libcbc-dev: the MILP solver of
+# src/optimize/); graphviz draws the cut in reports, chromium
 # is the headless browser the report's test runs in, clang and its runtimes
 # (sanitizers, libFuzzer) are for the hardening builds of tools/test.sh;
 # python3-venv creates the environment (Debian's python3 lacks venv without it).
-pkgs="libsimdjson-dev libfmt-dev libcli11-dev nettle-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz chromium clang libclang-rt-dev"
+pkgs="libsimdjson-dev libfmt-dev libcli11-dev nettle-dev coinor-libcbc-dev libgtest-dev libgmock-dev libbenchmark-dev liblemon-dev libboost-graph-dev graphviz chromium clang libclang-rt-dev"
 python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs="$pkgs python3-venv"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOT_FILE = ROOT / "docs" / "stage_graph.dot"
 SVG_FILE = ROOT / "docs" / "stage_graph.svg"
 # Outside libraries worth showing: what a stage brings in from Debian.
-EXTERNAL = {"simdjson::simdjson": "simdjson", "remat_nettle": "Nettle"}
+EXTERNAL = {"simdjson::simdjson": "simdjson", "remat_nettle": "Nettle", "remat_cbc": "CBC"}
 
 NODE = re.compile(r'^\s*"(node\d+)" \[ label = "([^"\\]+)(?:\\n[^"]*)?", shape = (\w+) \];')
 EDGE = re.compile(r'^\s*"(node\d+)" -> "(node\d+)"')
