@@ -171,14 +171,30 @@ struct PartitionOptions {
   // --- remat's own -------------------------------------------------------
   CutSide cut_side = CutSide::kSinkMinimal;
   // A limit on the simulated peak memory of the training step, in bytes
-  // (remat/memory.h); 0: none. When set, the min-cut partitioner returns
-  // the first plan that fits among torch's budget tiers and its knapsack's
-  // plans over a fixed grid of activation budgets, in order of increasing
-  // estimated recompute runtime, then repairs of the smallest one; never a
-  // plan with a mutation hazard. activation_memory_budget is then not read.
-  // A smaller limit never gives a higher peak. When nothing fits it throws
-  // Error(kBudgetUnreachable) naming the smallest reachable peak.
+  // (remat/memory.h); 0: none. When set, the min-cut partitioner returns a
+  // plan whose simulated peak fits, with no mutation hazard, chosen by
+  // `peak_search`; activation_memory_budget is then not read. When nothing
+  // fits it throws Error(kBudgetUnreachable) naming the smallest peak found
+  // (and, for "exact" and "fast", a proven lower bound of any valid plan's).
   int64_t peak_memory_budget = 0;
+  // How a peak_memory_budget plan is searched (docs/memory.md):
+  //  kTorchPlans  the first plan that fits among torch's budget tiers and its
+  //               knapsack's plans over a fixed grid of activation budgets,
+  //               in order of increasing estimated recompute, then repairs
+  //               of the smallest; a smaller limit never gives a higher peak.
+  //  kFast        remat's optimizer over every valid plan (torch's ban rules
+  //               are not constraints): a min-cut that prices recompute
+  //               against saved bytes, its price searched to fit the limit,
+  //               then greedy savings. Linear-time steps; for large graphs.
+  //  kExact       the least estimated recompute of any valid plan that fits:
+  //               a MILP (COIN-OR CBC) over a proven lower bound of the peak,
+  //               each solution built and simulated, plans that do not fit
+  //               cut off, until one fits (optimal) or peak_search_seconds
+  //               run out (the best plan found, with the gap).
+  enum class PeakSearch : uint8_t { kTorchPlans, kFast, kExact };
+  PeakSearch peak_search = PeakSearch::kTorchPlans;
+  // The time limit of kExact's search (solver and builds), in seconds (> 0).
+  double peak_search_seconds = 60;
   // Measured runtimes for activation_memory_budget_runtime_estimator =
   // "profile", indexed by joint-graph NodeId (torch benchmarks each node
   // itself; remat takes the times from its caller). Read only by "profile".
@@ -217,5 +233,9 @@ struct PartitionOptions {
   // Error(kUnsupported) naming it when it asks for what remat cannot do yet.
   void validate() const;
 };
+
+// "torch_plans", "fast", "exact" (the options JSON's and the CLI's names).
+const char* peak_search_name(PartitionOptions::PeakSearch s);
+std::optional<PartitionOptions::PeakSearch> peak_search_from_name(std::string_view name);
 
 }  // namespace remat

@@ -177,6 +177,19 @@ struct GraphSnapshot {
   Graph graph;
 };
 
+// How the peak-memory search found its plan (PartitionOptions::peak_search).
+struct PeakSearchSummary {
+  std::string search;         // "torch_plans", "fast" or "exact"; "" when no limit was set
+  int plans_built = 0;        // candidates built and simulated
+  int solver_rounds = 0;      // exact: MILP solves (each cut off a plan that did not fit)
+  // exact: no valid plan within the limit recomputes less than this (a proof
+  // from the solver over a lower bound of the peak); the plan is optimal
+  // when it equals recompute_runtime (`optimal`). -1 when unknown.
+  double recompute_lower_bound = -1;
+  bool optimal = false;
+  double seconds = 0;         // time of the search
+};
+
 struct PartitionResult {
   // The two graphs. Each node's `origin` is its node in the input joint graph
   // (kCreatedNode for nodes the partitioner created, such as RNG state
@@ -218,6 +231,8 @@ struct PartitionResult {
   // runtime estimator summed over the joint nodes the plan computes in both
   // graphs.
   double recompute_runtime = 0;
+  // Under peak_memory_budget: how the plan was found (PeakSearch).
+  PeakSearchSummary peak_search;
 };
 
 const char* where_name(NodeDecision::Where w);  // "saved", "recomputed", ...

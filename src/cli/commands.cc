@@ -107,6 +107,8 @@ void apply_partition_flags(const PartitionSettings& s, PartitionOptions& options
   }
   if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
   if (!s.peak_budget.empty()) options.peak_memory_budget = parse_size(s.peak_budget, "--peak-budget");
+  if (!s.peak_search.empty()) options.peak_search = *peak_search_from_name(s.peak_search);
+  if (s.peak_search_seconds) options.peak_search_seconds = *s.peak_search_seconds;
   if (!s.solver.empty()) options.activation_memory_budget_solver = s.solver;
   if (!s.estimator.empty()) options.activation_memory_budget_runtime_estimator = s.estimator;
   if (!s.activation_quantization.empty()) {
@@ -136,6 +138,15 @@ void print_memory(const PartitionResult& r) {
               human_bytes(m.forward_peak_bytes).c_str(), human_bytes(m.backward_peak_bytes).c_str(),
               human_bytes(m.inputs_bytes).c_str(), human_bytes(m.between_bytes).c_str());
   std::printf("  estimated recompute runtime: %.6g\n", r.recompute_runtime);
+  const PeakSearchSummary& p = r.peak_search;
+  if (p.search.empty()) return;
+  std::string proof;
+  if (p.optimal) proof = ", optimal (proven)";
+  else if (p.recompute_lower_bound >= 0)
+    proof = fmt::format(", no valid plan that fits recomputes less than {:.6g} (proven)",
+                        p.recompute_lower_bound);
+  std::printf("  peak search %s: %d plans built, %d solver rounds, %.3g s%s\n", p.search.c_str(),
+              p.plans_built, p.solver_rounds, p.seconds, proof.c_str());
 }
 
 int explain(const JointGraph& joint, const PartitionResult& r, const std::string& name,

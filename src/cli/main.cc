@@ -134,6 +134,16 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "plan for a simulated peak memory of at most SIZE (bytes, or with a unit: "
                    "512MiB, 2GiB, 1.5GB): the plan with the least estimated recompute runtime "
                    "that fits (remat's own mode; --memory-budget is then ignored)");
+  part->add_option("--peak-search", ps.peak_search,
+                   "how --peak-budget searches: torch_plans (torch's budget plans, then repairs; "
+                   "default), fast (remat's optimizer over every valid plan: a priced min-cut), "
+                   "exact (the least recompute of any valid plan that fits, proven by a MILP "
+                   "solver, within --peak-search-seconds)")
+      ->check(CLI::IsMember({"torch_plans", "fast", "exact"}));
+  part->add_option("--peak-search-seconds", ps.peak_search_seconds,
+                   "time limit of --peak-search exact (default 60); on time out the best plan "
+                   "found is returned with its gap")
+      ->check(CLI::PositiveNumber);
   part->add_option("--solver", ps.solver,
                    "knapsack solver of the memory budget (torch's activation_memory_budget_solver): "
                    "dp (default), greedy, ilp, dp_knapsack_sliding_hirschberg or "

@@ -180,6 +180,11 @@ void set_cut_side(PartitionOptions& o, std::string_view k, element v) {
   else if (s == "source_minimal") o.cut_side = CutSide::kSourceMinimal;
   else bad_option(k, "expected \"sink_minimal\" or \"source_minimal\"");
 }
+void set_peak_search(PartitionOptions& o, std::string_view k, element v) {
+  const std::optional<PartitionOptions::PeakSearch> s = peak_search_from_name(option_string(k, v));
+  if (!s) bad_option(k, "expected \"torch_plans\", \"fast\" or \"exact\"");
+  o.peak_search = *s;
+}
 // {"aten.foo": ["recomputable", "fusible"], ...}: replaces those keys'
 // categories in the op registry.
 void set_ops(PartitionOptions& o, std::string_view k, element v) {
@@ -275,6 +280,8 @@ constexpr OptionKey kOptionKeys[] = {
     {"graphsafe_rng_device_types", set_device_types},
     {"cut_side", set_cut_side},
     {"peak_memory_budget", set_peak},
+    {"peak_search", set_peak_search},
+    {"peak_search_seconds", set_double<&PartitionOptions::peak_search_seconds>},
     {"profiled_runtimes", set_profiled},
     {"trace", set_bool<&PartitionOptions::trace>},
     {"visualize_memory_budget_pareto", set_bool<&PartitionOptions::visualize_memory_budget_pareto>},

@@ -745,6 +745,25 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result,
   }
   field("recompute_runtime");
   w.number(finite_or_zero(result.recompute_runtime));
+  if (!result.peak_search.search.empty()) {
+    const PeakSearchSummary& p = result.peak_search;
+    field("peak_search");
+    w.begin_object();
+    w.key("search");
+    w.string(p.search);
+    w.key("plans_built");
+    w.integer(p.plans_built);
+    w.key("solver_rounds");
+    w.integer(p.solver_rounds);
+    w.key("recompute_lower_bound");
+    if (p.recompute_lower_bound >= 0) w.number(finite_or_zero(p.recompute_lower_bound));
+    else w.null();
+    w.key("optimal");
+    w.boolean(p.optimal);
+    w.key("seconds");
+    w.number(finite_or_zero(p.seconds));
+    w.end_object();
+  }
   field("memory");
   io::write_memory_json(w, result.forward, result.backward, result.memory, 2);
   field("hazards");

@@ -293,7 +293,13 @@ PeakBudgetPlan plan_peak_budget(const DecideContext& ctx, int64_t limit, size_t 
     return build(split_saved_values(g, chosen, ctx.options.torch), story);
   };
   PeakBudgetPlan plan;
-  plan.result = solve_peak_budget(ctx, limit, build_candidate);
+  PeakSearchStats stats;
+  const auto start = std::chrono::steady_clock::now();
+  plan.result = solve_peak_budget(ctx, limit, build_candidate, &stats);
+  plan.result.peak_search.search = "torch_plans";
+  plan.result.peak_search.plans_built = stats.candidates;
+  plan.result.peak_search.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const PartitionResult& r = plan.result;
   plan.saved_joint = r.saved_values;
   for (const auto* list : {&r.saved_sym_nodes, &r.saved_opaque_nodes})

@@ -24,30 +24,34 @@ std::vector<NodeId> forward_inputs_of(const PartitionResult& r, const std::vecto
   return out;
 }
 
+double recompute_cost(const Graph& decided, NodeId id, const PartitionOptions& options) {
+  const std::string& name = options.activation_memory_budget_runtime_estimator;
+  const bool own = name == "custom" || (name == "profile" && options.profiled_runtimes.empty());
+  const std::string_view estimator = own ? "flops" : name;
+  const NodeId joint_id = decided.node(id).origin;
+  try {
+    // Measured runtimes are per joint node; the others read the node.
+    return estimator == "profile" ? options.profiled_runtimes.at(joint_id)
+                                  : estimate_runtime(decided, id, estimator, options.torch);
+  } catch (const Error&) {
+    return 1;  // a shape torch's flop formula rejects: priced as a pointwise op
+  } catch (const std::out_of_range&) {
+    return 1;  // fewer measured runtimes than joint nodes: validate() reports it
+  }
+}
+
 void measure_plan(const Graph& decided, const std::vector<NodeId>& mutated_inputs,
                   const PartitionOptions& options, PartitionResult& r) {
   r.memory = simulate_memory(r.forward, r.backward, r.num_fwd_outputs);
   r.hazards = find_mutation_hazards(r.forward, r.backward, r.num_fwd_outputs,
                                     forward_inputs_of(r, mutated_inputs));
-  const std::string& name = options.activation_memory_budget_runtime_estimator;
-  const bool own = name == "custom" || (name == "profile" && options.profiled_runtimes.empty());
-  const std::string estimator = own ? "flops" : name;
   double total = 0;
   for (NodeId id = 0; id < decided.size(); ++id) {
     const NodeId joint_id = decided.node(id).origin;
     if (joint_id >= r.decisions.size() ||
         r.decisions[joint_id].where != NodeDecision::Where::kRecomputed)
       continue;
-    try {
-      // Measured runtimes are per joint node; the others read the node.
-      total += estimator == "profile"
-                   ? options.profiled_runtimes.at(joint_id)
-                   : estimate_runtime(decided, id, estimator, options.torch);
-    } catch (const Error&) {
-      total += 1;  // a shape torch's flop formula rejects: priced as a pointwise op
-    } catch (const std::out_of_range&) {
-      total += 1;  // fewer measured runtimes than joint nodes: validate() reports it
-    }
+    total += recompute_cost(decided, id, options);
   }
   r.recompute_runtime = total;
 }

@@ -21,6 +21,13 @@ namespace remat {
 void measure_plan(const Graph& decided, const std::vector<NodeId>& mutated_inputs,
                   const PartitionOptions& options, PartitionResult& r);
 
+// What measure_plan adds to recompute_runtime for node `id` of `decided`
+// when the backward recomputes it: the options' estimator ("flops" for a
+// host hook or "profile" without times), 1 where the flop formula rejects
+// the shapes or no time was measured. The peak-memory optimizer prices its
+// plans with it (optimize/space.h), so both agree by construction.
+double recompute_cost(const Graph& decided, NodeId id, const PartitionOptions& options);
+
 // The forward placeholders of `r` that come from these joint placeholders.
 std::vector<NodeId> forward_inputs_of(const PartitionResult& r, const std::vector<NodeId>& joint_ids);
 

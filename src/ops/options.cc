@@ -85,6 +85,11 @@ void PartitionOptions::validate() const {
                 fmt::format("peak_memory_budget must be a number of bytes >= 0 (0: none), got {}",
                             peak_memory_budget));
   }
+  if (!(peak_search_seconds > 0)) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("peak_search_seconds must be a number of seconds > 0, got {}",
+                            peak_search_seconds));
+  }
   if (max_dist_from_bw < 0) {
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("max_dist_from_bw must be >= 0, got {}", max_dist_from_bw));
@@ -114,6 +119,22 @@ void PartitionOptions::validate() const {
                 "activation_memory_budget_runtime_estimator: \"custom\" needs "
                 "custom_runtime_estimator to be set");
   }
+}
+
+const char* peak_search_name(PartitionOptions::PeakSearch s) {
+  switch (s) {
+    case PartitionOptions::PeakSearch::kTorchPlans: return "torch_plans";
+    case PartitionOptions::PeakSearch::kFast: return "fast";
+    case PartitionOptions::PeakSearch::kExact: return "exact";
+  }
+  return "torch_plans";
+}
+
+std::optional<PartitionOptions::PeakSearch> peak_search_from_name(std::string_view name) {
+  for (auto s : {PartitionOptions::PeakSearch::kTorchPlans, PartitionOptions::PeakSearch::kFast,
+                 PartitionOptions::PeakSearch::kExact})
+    if (name == peak_search_name(s)) return s;
+  return std::nullopt;
 }
 
 }  // namespace remat

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -360,6 +361,9 @@ int Milp::num_rows() const { return static_cast<int>(d_->row_lo.size()); }
 Milp::Result Milp::solve(const Limits& limits) {
   const auto t0 = std::chrono::steady_clock::now();
   Result r;
+  // CBC's random state is process-wide (milp.h): one solve at a time.
+  static std::mutex cbc;
+  std::lock_guard<std::mutex> lock(cbc);
   try {
     r = num_variables() == 0 ? solve_empty(*d_) : run_cbc(*d_, limits);
   } catch (const CoinError& e) {

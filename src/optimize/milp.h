@@ -34,15 +34,16 @@
 //    objective divided by its largest coefficient, so its tolerances are
 //    relative to that coefficient, and objectives in seconds lose nothing.
 //  * Deterministic: the same program and limits give the same answer
-//    (CBC runs single-threaded); a time limit can change which answer. One
-//    caveat: CBC 2.10 keeps one process-wide random state (CoinDrand48,
-//    reseeded by every solve), so solves that overlap in time may take
-//    different paths, and, among solutions equally good within the gaps,
-//    return a different one.
+//    (CBC runs single-threaded); a time limit can change which answer.
+//    CBC 2.10 keeps one process-wide random state (CoinDrand48, reseeded by
+//    every solve): solves that overlapped in time could take different
+//    paths and return another of several equally good solutions, so solves
+//    take a process-wide lock and run one at a time.
 //  * write_mps writes the program in free MPS with full-precision numbers,
 //    variables named x<id> and rows r<index> (for comparing solvers in
 //    bench/, and for bug reports); Error(kIo) when the file cannot be written.
-// Thread-safety: one Milp per thread; distinct Milps may solve concurrently.
+// Thread-safety: one Milp per thread; distinct Milps may be used from
+// several threads (their solves queue on the lock).
 #pragma once
 
 #include <cstdint>

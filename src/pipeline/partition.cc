@@ -30,6 +30,7 @@
 #include "graph/query.h"
 #include "memory/peak_budget.h"
 #include "memory/plan.h"
+#include "optimize/optimize.h"
 #include "pipeline/why.h"
 #include "prepare/prepare.h"
 #include "remat/error.h"
@@ -399,12 +400,47 @@ PartitionResult emit(PlanState& s) {
   return build_plan(s, std::move(saved), s.story, s.clock, std::move(s.trace));
 }
 
+// remat's optimizer under the peak limit (optimize/optimize.h): each plan
+// it tries is built by build_plan exactly as a plain plan, on a silent
+// clock, and reported as one stage, "peak_search".
+void optimized_on(PlanState& s, const DecideContext& ctx) {
+  const Graph& g = s.prepared.graph;
+  const PartitionOptions& options = s.options;
+  const bool model_rows =
+      !options.enable_activation_offloading && !options.activation_quantization.enabled;
+  optimize::PlanSpace space(ctx, s.num_fwd_outputs, /*joint_order_backward=*/true, model_rows);
+  CutStory no_cut;
+  no_cut.ban_reason.resize(s.joint_size);
+  optimize::Outcome out = optimize::minimize_recompute(
+      ctx, space, options.peak_memory_budget, options.peak_search, options.peak_search_seconds,
+      [&](const std::vector<NodeId>& saved) {
+        StageClock scratch;
+        return build_plan(s, split_saved_values(g, saved, options.torch), no_cut, scratch,
+                          PartitionTrace{});
+      });
+  s.clock.lap("peak_search");
+  PartitionResult& r = out.result;
+  r.seconds = s.clock.total();
+  r.stages = s.clock.take();
+  s.saved_joint = r.saved_values;
+  for (const auto* list : {&r.saved_sym_nodes, &r.saved_opaque_nodes})
+    s.saved_joint.insert(s.saved_joint.end(), list->begin(), list->end());
+  const std::vector<NodeId> node_of = nodes_by_joint_id(g, s.joint_size);
+  s.chosen.clear();
+  for (NodeId j : s.saved_joint) s.chosen.push_back(node_of[j]);
+  s.built = std::move(r);
+}
+
 // The min-cut under remat's peak memory limit (memory/peak_budget.h): each
 // candidate goes through build_plan exactly as a plain plan does, on a
 // silent clock; the stages after classify are reported as one,
 // "peak_search". The plan keeps the result and, as its decision, the saved
 // values of the plan it chose.
 void peak_budget_on(PlanState& s, const DecideContext& ctx) {
+  if (s.options.peak_search != PartitionOptions::PeakSearch::kTorchPlans) {
+    optimized_on(s, ctx);
+    return;
+  }
   PeakBudgetPlan plan = plan_peak_budget(
       ctx, s.options.peak_memory_budget, s.joint_size,
       [&](SavedSets saved, const CutStory& story) {

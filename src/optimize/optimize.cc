@@ -1,0 +1,655 @@
+// optimize/optimize.cc — minimize_recompute (optimize/optimize.h).
+//
+// One Search object owns what every mode shares: the builds (each plan
+// built once, keyed by its saved set), the best verified plan, the
+// smallest simulated peak and the check that the model bounds each built
+// plan's peak. fast and exact are its two strategies.
+#include "optimize/optimize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "decide/maxflow.h"
+#include "memory/peak_budget.h"
+#include "optimize/milp.h"
+#include "remat/error.h"
+
+namespace remat::optimize {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string human(int64_t b) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, kUnits[u]);
+}
+
+// What a built plan told us.
+struct Verdict {
+  bool fits = false;
+  bool hazards = false;
+  int64_t peak = 0;
+  // The vars whose storages are alive at the peak, largest first, and
+  // whether each was allocated by the backward (a recomputation).
+  std::vector<std::pair<uint32_t, bool>> at_peak;
+  // Per model row: the simulated live bytes at that instant (0 where the
+  // built graphs have no such node).
+  std::vector<int64_t> rows;
+};
+
+class Search {
+ public:
+  Search(const DecideContext& ctx, PlanSpace& space, int64_t limit, double seconds,
+         const Builder& build)
+      : ctx_(ctx), space_(space), limit_(limit), seconds_(seconds), build_(build),
+        start_(Clock::now()) {}
+
+  Outcome run(PartitionOptions::PeakSearch mode) {
+    if (mode == PartitionOptions::PeakSearch::kFast) {
+      fast(limit_);
+      if (!best_) unreachable(fast_peak_bound());
+      return finish("fast");
+    }
+    fast(limit_);  // an incumbent, and a first cut of hazards
+    exact();
+    if (!best_) unreachable(smallest_peak_bound());
+    return finish("exact");
+  }
+
+ private:
+  // --- building ------------------------------------------------------------
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  double left() const { return std::max(0.0, seconds_ - elapsed()); }
+
+  // Builds a saved set once; records the smallest peak, the best fitting
+  // plan, hazards (forbidding those saves) and the model check.
+  Verdict evaluate(const std::vector<uint8_t>& saved) {
+    // Keyed by the flags as a string: std::map over vector<uint8_t> trips
+    // a GCC 12 false -Wstringop-overread in its memcmp.
+    std::string key(saved.begin(), saved.end());
+    auto it = seen_.find(key);
+    if (it != seen_.end()) return it->second;
+    const std::vector<NodeId> nodes = space_.saved_nodes(saved);
+    PartitionResult r = build_(nodes);
+    ++built_;
+    Verdict v;
+    v.peak = r.memory.peak_bytes;
+    v.hazards = !r.hazards.empty();
+    if (space_.model_peak(saved) > v.peak) model_bounds_ = false;
+    for (const MutationHazard& h : r.hazards) {
+      const int k = space_.var_of(prepared_of(r.forward.node(h.saved).origin));
+      if (k < 0) continue;
+      space_.forbid_save(static_cast<uint32_t>(k));
+      hazardous_.push_back(static_cast<uint32_t>(k));
+    }
+    for (const LiveStorage& st : r.memory.at_peak) {
+      const Graph& pg = st.pass == Pass::kForward ? r.forward : r.backward;
+      const int k = space_.var_of(prepared_of(pg.node(st.node).origin));
+      if (k >= 0) v.at_peak.push_back({static_cast<uint32_t>(k), st.pass == Pass::kBackward});
+    }
+    v.rows = simulated_rows(r);
+    if (!v.hazards) {
+      smallest_peak_ = smallest_peak_ < 0 ? v.peak : std::min(smallest_peak_, v.peak);
+      v.fits = v.peak <= limit_;
+      if (v.fits && (!best_ || r.recompute_runtime < best_->result.recompute_runtime)) {
+        best_ = Outcome{std::move(r), nodes};
+      }
+    }
+    seen_.emplace(std::move(key), v);
+    return v;
+  }
+
+  // The simulated timeline at the model's rows.
+  std::vector<int64_t> simulated_rows(const PartitionResult& r) {
+    const auto& rows = space_.rows();
+    if (row_of_.empty()) {
+      row_of_.assign(space_.graph().size(), -1);
+      for (size_t i = 0; i < rows.size(); ++i)
+        if (rows[i].node != kNoNode) row_of_[rows[i].node] = static_cast<int>(i);
+    }
+    std::vector<int64_t> out(rows.size(), 0);
+    out[space_.between()] = r.memory.between_bytes;
+    // Nodes without a row (recomputations, placeholders) count toward the
+    // next row's instant: they run for it.
+    auto take = [&](const Graph& g, const std::vector<int64_t>& timeline) {
+      int64_t pending = 0;
+      for (NodeId n = 0; n < g.size() && n < timeline.size(); ++n) {
+        pending = std::max(pending, timeline[n]);
+        const NodeId p = prepared_of(g.node(n).origin);
+        if (p == kNoNode || row_of_[p] < 0) continue;
+        int64_t& slot = out[static_cast<size_t>(row_of_[p])];
+        slot = std::max(slot, pending);
+        pending = 0;
+      }
+    };
+    take(r.forward, r.memory.forward_timeline);
+    take(r.backward, r.memory.backward_timeline);
+    return out;
+  }
+
+  NodeId prepared_of(NodeId joint) {
+    if (joint_to_prepared_.empty()) {
+      const Graph& g = space_.graph();
+      for (NodeId p = 0; p < g.size(); ++p) {
+        const NodeId j = g.node(p).origin;
+        if (j == kNoNode || j == kCreatedNode) continue;
+        if (j >= joint_to_prepared_.size()) joint_to_prepared_.resize(j + 1, kNoNode);
+        joint_to_prepared_[j] = p;
+      }
+    }
+    return joint < joint_to_prepared_.size() ? joint_to_prepared_[joint] : kNoNode;
+  }
+
+  // --- fast: priced min-cuts ---------------------------------------------
+  // The min-cut over the space where recomputing var k costs its estimate
+  // and saving it costs save_cost[k] (both in estimator units): the plan
+  // minimizing their sum (space.h's validity as infinite edges).
+  std::optional<std::vector<uint8_t>> priced_cut(const std::vector<double>& save_cost) const {
+    const auto& vars = space_.vars();
+    const auto& deps = space_.deps();
+    const size_t n = vars.size();
+    double total = 0;
+    for (size_t k = 0; k < n; ++k) total += vars[k].cost + save_cost[k];
+    // Capacities stay far below 2^62 whatever the units; the +1 on each
+    // finite edge breaks ties toward fewer recomputations and saves.
+    const double unit = total > 0 ? 1e12 / total : 0;
+    MaxFlow flow(static_cast<uint32_t>(2 + 2 * n));
+    const uint32_t src = 0, snk = 1;
+    auto in = [](size_t k) { return static_cast<uint32_t>(2 + 2 * k); };
+    auto out = [](size_t k) { return static_cast<uint32_t>(3 + 2 * k); };
+    for (size_t k = 0; k < n; ++k) {
+      const Var& v = vars[k];
+      flow.add_edge(src, in(k), v.can_recompute ? std::llround(v.cost * unit) + 1 : MaxFlow::kInfinite);
+      flow.add_edge(in(k), out(k), v.can_save ? std::llround(save_cost[k] * unit) + 1 : MaxFlow::kInfinite);
+      if (v.needed) flow.add_edge(out(k), snk, MaxFlow::kInfinite);
+      for (uint32_t u : deps[k]) flow.add_edge(out(u), in(k), MaxFlow::kInfinite);
+    }
+    if (!flow.run(src, snk)) return std::nullopt;  // nothing valid exists
+    const std::vector<uint8_t> side = flow.source_side(CutSide::kSinkMinimal);
+    std::vector<uint8_t> saved(n, 0);
+    for (size_t k = 0; k < n; ++k) saved[k] = side[in(k)] && !side[out(k)];
+    return saved;
+  }
+
+  // Estimator units per byte that make all bytes weigh as much as all costs.
+  double byte_price() const {
+    double cost = 0, bytes = 0;
+    for (const Var& v : space_.vars()) {
+      cost += v.cost;
+      bytes += static_cast<double>(v.bytes);
+    }
+    return bytes > 0 ? std::max(cost, 1.0) / bytes : 0;
+  }
+
+  // Per row, the most its model value may be: the limit less what the
+  // simulation showed the model misses there (fast's correction).
+  using Targets = std::vector<int64_t>;
+
+  // How far a plan's model rows exceed their targets (<= 0: it fits).
+  static int64_t excess(const std::vector<int64_t>& values, const Targets& targets) {
+    int64_t worst = std::numeric_limits<int64_t>::min();
+    for (size_t r = 0; r < values.size(); ++r) worst = std::max(worst, values[r] - targets[r]);
+    return values.empty() ? 0 : worst;
+  }
+
+  // What the cuts found: the cheapest plan whose model fits the targets,
+  // and the plan exceeding them least.
+  struct Found {
+    std::optional<std::vector<uint8_t>> fitting;
+    double fitting_cost = 0;
+    std::optional<std::vector<uint8_t>> closest;
+    int64_t closest_excess = 0;
+    // The plan's model rows, or nullopt when the plan is invalid.
+    bool offer(const PlanSpace& space, const std::vector<uint8_t>& saved, const Targets& targets,
+               std::vector<int64_t>* rows = nullptr) {
+      std::optional<Assignment> a = space.implied_recompute(saved);
+      if (!a) return false;
+      std::vector<int64_t> values = space.row_values(saved, a->recomputed);
+      const int64_t e = excess(values, targets);
+      if (!closest || e < closest_excess) {
+        closest = saved;
+        closest_excess = e;
+      }
+      if (e <= 0 && (!fitting || a->cost < fitting_cost)) {
+        fitting = saved;
+        fitting_cost = a->cost;
+      }
+      if (rows) *rows = std::move(values);
+      return e <= 0;
+    }
+  };
+
+  // One price per byte for every saved value, bisected in log space.
+  void uniform_prices(const Targets& targets, Found& found) const {
+    const double unit = byte_price();
+    auto at = [&](double price) {
+      std::vector<double> save_cost(space_.vars().size());
+      for (size_t k = 0; k < save_cost.size(); ++k)
+        save_cost[k] = price * unit * static_cast<double>(space_.vars()[k].bytes);
+      std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
+      return s && found.offer(space_, *s, targets);
+    };
+    if (at(1e-6) || !at(1e6)) return;
+    double lo = std::log(1e-6), hi = std::log(1e6);
+    for (int step = 0; step < 20; ++step) {
+      const double mid = 0.5 * (lo + hi);
+      (at(std::exp(mid)) ? hi : lo) = mid;
+    }
+  }
+
+  // A price per memory row (Lagrange multipliers of the rows), raised where
+  // a row exceeds its target and lowered where it has room (a projected
+  // subgradient step); a saved value pays the prices of the rows it is
+  // alive in. Each step is one cut.
+  void row_prices(const Targets& targets, Found& found) const {
+    const auto& rows = space_.rows();
+    const auto& vars = space_.vars();
+    const double unit = byte_price();
+    if (rows.empty() || unit == 0 || limit_ <= 0) return;
+    std::vector<double> mu(rows.size(), 0), prefix(rows.size() + 1, 0);
+    const uint32_t between = space_.between();
+    for (int step = 0; step < kPriceSteps; ++step) {
+      for (size_t r = 0; r < rows.size(); ++r) prefix[r + 1] = prefix[r] + mu[r];
+      std::vector<double> save_cost(vars.size());
+      for (size_t k = 0; k < vars.size(); ++k) {
+        const Var& v = vars[k];
+        const double fw = prefix[between + 1] - prefix[v.saved_from];
+        const double bw = v.saved_to > between + 1 ? prefix[v.saved_to] - prefix[between + 1] : 0;
+        save_cost[k] = static_cast<double>(v.bytes) * (fw + bw);
+      }
+      std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
+      std::vector<int64_t> values;
+      if (!s) return;
+      found.offer(space_, *s, targets, &values);
+      if (values.empty()) return;
+      const double size = 2.0 * std::pow(0.93, step);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const double e = static_cast<double>(values[r] - targets[r]) / static_cast<double>(limit_);
+        mu[r] = std::max(0.0, mu[r] + size * unit * e);
+      }
+    }
+  }
+
+  // Saves the costliest recomputed values instead while the model fits.
+  std::vector<uint8_t> greedy_saves(std::vector<uint8_t> saved, const Targets& targets) const {
+    std::optional<Assignment> a = space_.implied_recompute(saved);
+    if (!a) return saved;
+    std::vector<uint32_t> order;
+    for (uint32_t k = 0; k < a->recomputed.size(); ++k)
+      if (a->recomputed[k] && space_.vars()[k].can_save && space_.vars()[k].cost > 1) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      return space_.vars()[x].cost > space_.vars()[y].cost;
+    });
+    if (order.size() > static_cast<size_t>(kGreedySaves)) order.resize(kGreedySaves);
+    double cost = a->cost;
+    for (uint32_t k : order) {
+      std::vector<uint8_t> next = saved;
+      next[k] = 1;
+      std::optional<Assignment> b = space_.implied_recompute(next);
+      if (!b || b->cost >= cost || excess(space_.row_values(next, b->recomputed), targets) > 0) continue;
+      saved = std::move(next);
+      cost = b->cost;
+    }
+    return saved;
+  }
+
+  // fast's search. After a plan that does not fit, two corrections for
+  // what the model does not see (recomputations' own intermediates, values
+  // alive until a recomputation reads them): each row's target drops by
+  // the amount the simulation exceeded the model there, and the largest
+  // storages alive at the simulated peak change sides for the rest of the
+  // search (a value the backward recomputed is saved, a saved value
+  // recomputed). Both narrow fast's search only; exact searches the whole
+  // space afterwards.
+  void fast(int64_t limit) {
+    const std::vector<Var> whole = space_.vars();
+    Targets targets(space_.rows().size(), limit);
+    for (int round = 0; round < kFastRounds; ++round) {
+      Found found;
+      uniform_prices(targets, found);
+      if (!found.fitting || found.fitting_cost > 0) row_prices(targets, found);
+      std::optional<std::vector<uint8_t>> plan =
+          found.fitting ? greedy_saves(*found.fitting, targets) : found.closest;
+      if (!plan) break;
+      const Verdict v = evaluate(*plan);
+      if (v.fits) break;
+      if (v.hazards) continue;
+      correct(*plan, v, limit, targets);
+      if (!found.fitting && !repair(*plan, v)) break;
+    }
+    space_.restore(whole);
+    for (uint32_t k : hazardous_) space_.forbid_save(k);
+    if (!best_) torch_plans();
+  }
+
+  // The fallback: the torch_plans search (memory/peak_budget.h: torch's own
+  // plans as the activation budget goes 1 -> 0, then repairs), its builds
+  // counted and its smallest peak remembered.
+  void torch_plans() {
+    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+      PartitionResult r = build_(saved);
+      ++built_;
+      if (r.hazards.empty())
+        smallest_peak_ = smallest_peak_ < 0 ? r.memory.peak_bytes : std::min(smallest_peak_, r.memory.peak_bytes);
+      return r;
+    };
+    try {
+      PartitionResult r = solve_peak_budget(ctx_, limit_, build);
+      std::vector<NodeId> saved;
+      for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
+        for (NodeId j : *list) saved.push_back(prepared_of(j));
+      std::sort(saved.begin(), saved.end());
+      best_ = Outcome{std::move(r), std::move(saved)};
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kBudgetUnreachable) throw;
+    }
+  }
+
+  // Lowers each row's target by what the simulation of `saved` showed
+  // above the model there.
+  void correct(const std::vector<uint8_t>& saved, const Verdict& v, int64_t limit, Targets& targets) const {
+    std::optional<Assignment> a = space_.implied_recompute(saved);
+    if (!a) return;
+    const std::vector<int64_t> model = space_.row_values(saved, a->recomputed);
+    for (size_t r = 0; r < targets.size(); ++r) {
+      const int64_t sim = v.rows[r];
+      if (sim > model[r]) targets[r] = std::min(targets[r], limit - (sim - model[r]));
+    }
+  }
+
+  // Moves the largest storages at the peak to the other side; false when
+  // none can move.
+  bool repair(const std::vector<uint8_t>& saved, const Verdict& v) {
+    std::optional<Assignment> a = space_.implied_recompute(saved);
+    if (!a) return false;
+    int moved = 0;
+    for (const auto& [k, backward] : v.at_peak) {
+      if (moved == kFastRepairMoves) break;
+      const Var& var = space_.vars()[k];
+      if (backward && a->recomputed[k] && var.can_save && var.can_recompute) {
+        space_.forbid_recompute(k);
+        ++moved;
+      } else if (!backward && a->saved[k] && var.can_recompute && var.can_save) {
+        space_.forbid_save(k);
+        ++moved;
+      }
+    }
+    return moved > 0;
+  }
+
+  // A proven lower bound of any valid plan's peak: every row with only what
+  // every plan holds there (the values that cannot be recomputed saved).
+  int64_t fast_peak_bound() const {
+    if (!space_.model_is_bound() || !model_bounds_) return 0;
+    std::vector<uint8_t> forced(space_.vars().size(), 0);
+    for (size_t k = 0; k < forced.size(); ++k)
+      forced[k] = space_.vars()[k].needed && !space_.vars()[k].can_recompute;
+    const std::vector<int64_t> rows = space_.row_values(forced, {});
+    return rows.empty() ? 0 : *std::max_element(rows.begin(), rows.end());
+  }
+
+  // --- exact: the MILP with lazy cuts -------------------------------------
+  struct Program {
+    Milp milp;
+    std::vector<int> s, r;  // per var
+  };
+
+  // The validity rules (space.h) over s and r.
+  Program validity() const {
+    Program p;
+    const auto& vars = space_.vars();
+    double total_bytes = 0;
+    for (const Var& v : vars) total_bytes += static_cast<double>(v.bytes);
+    const double tie = total_bytes > 0 ? 0.5 / total_bytes : 0;  // below one cost unit
+    for (const Var& v : vars) {
+      p.s.push_back(p.milp.add_binary(tie * static_cast<double>(v.bytes)));
+      p.r.push_back(p.milp.add_binary(v.cost));
+      if (!v.can_save) p.milp.fix(p.s.back(), 0);
+      if (!v.can_recompute) p.milp.fix(p.r.back(), 0);
+    }
+    for (size_t k = 0; k < vars.size(); ++k) {
+      if (vars[k].needed) {
+        const int idx[] = {p.s[k], p.r[k]};
+        const double one[] = {1, 1};
+        p.milp.add_row(idx, one, 1, Milp::kInfinity);
+      }
+      for (uint32_t u : space_.deps()[k]) {  // r_k <= s_u + r_u
+        const int idx[] = {p.r[k], p.s[u], p.r[u]};
+        const double c[] = {1, -1, -1};
+        p.milp.add_row(idx, c, -Milp::kInfinity, 0);
+      }
+    }
+    return p;
+  }
+
+  // Rows constant + sum(bytes * alive) <= cap (cap: the limit, or the peak
+  // variable when `peak_var` >= 0), where alive is s_k, or for a row after
+  // var k's j-th early chain a continuous z_kj >= s_k, and >= each chain
+  // 0..j's indicator of being entirely recomputed.
+  void memory_rows(Program& p, int64_t cap, int peak_var) const {
+    const auto& vars = space_.vars();
+    std::vector<std::vector<int>> z(vars.size());
+    auto alive = [&](const RowTerm& t) {
+      if (t.segment < 0) return p.s[t.var];
+      std::vector<int>& zs = z[t.var];
+      while (static_cast<int>(zs.size()) <= t.segment) {
+        const size_t j = zs.size();
+        const int col = p.milp.add_continuous(0, 1);
+        const int prev = j == 0 ? p.s[t.var] : zs.back();
+        {  // z >= the previous segment's
+          const int idx[] = {col, prev};
+          const double c[] = {1, -1};
+          p.milp.add_row(idx, c, 0, Milp::kInfinity);
+        }
+        // z >= sum(r over the chain) - (length - 1): 1 when all are recomputed.
+        const std::vector<uint32_t>& path = vars[t.var].early[j].path;
+        std::vector<int> idx{col};
+        std::vector<double> c{1};
+        for (uint32_t u : path) {
+          idx.push_back(p.r[u]);
+          c.push_back(-1);
+        }
+        p.milp.add_row(idx, c, 1.0 - static_cast<double>(path.size()), Milp::kInfinity);
+        zs.push_back(col);
+      }
+      return zs[static_cast<size_t>(t.segment)];
+    };
+    for (uint32_t row = 0; row < space_.rows().size(); ++row) {
+      const int64_t constant = space_.rows()[row].constant;
+      const std::vector<RowTerm> terms = space_.row_terms(row);
+      int64_t most = constant;
+      for (const RowTerm& t : terms) most += t.bytes;
+      if (peak_var < 0 && most <= cap) continue;  // can never exceed the limit
+      std::vector<int> idx;
+      std::vector<double> coef;
+      for (const RowTerm& t : terms) {
+        idx.push_back(alive(t));
+        coef.push_back(static_cast<double>(t.bytes));
+      }
+      if (peak_var >= 0) {
+        idx.push_back(peak_var);
+        coef.push_back(-1);
+        p.milp.add_row(idx, coef, -Milp::kInfinity, -static_cast<double>(constant));
+      } else {
+        p.milp.add_row(idx, coef, -Milp::kInfinity, static_cast<double>(cap - constant));
+      }
+    }
+  }
+
+  // Excludes one saved set: at least one s differs.
+  void no_good(Program& p, const std::vector<uint8_t>& saved) const {
+    std::vector<int> idx;
+    std::vector<double> coef;
+    double rhs = 1;
+    for (size_t k = 0; k < saved.size(); ++k) {
+      if (!space_.vars()[k].can_save) continue;
+      idx.push_back(p.s[k]);
+      coef.push_back(saved[k] ? -1 : 1);
+      if (saved[k]) rhs -= 1;
+    }
+    p.milp.add_row(idx, coef, rhs, Milp::kInfinity);
+  }
+
+  // Keeps the program's fixings in step with forbidden saves.
+  void sync_forbidden(Program& p) const {
+    for (size_t k = 0; k < space_.vars().size(); ++k)
+      if (!space_.vars()[k].can_save) p.milp.fix(p.s[k], 0);
+  }
+
+  std::vector<uint8_t> saved_of(const Program& p, const Milp::Result& res) const {
+    std::vector<uint8_t> saved(p.s.size(), 0);
+    for (size_t k = 0; k < p.s.size(); ++k) saved[k] = res.values[p.s[k]] > 0.5;
+    return saved;
+  }
+
+  void exact() {
+    Program p = validity();
+    memory_rows(p, limit_, -1);
+    if (best_) {  // only plans at least as good as the incumbent are of interest
+      std::vector<int> idx;
+      std::vector<double> coef;
+      for (size_t k = 0; k < p.r.size(); ++k) {
+        idx.push_back(p.r[k]);
+        coef.push_back(space_.vars()[k].cost);
+      }
+      p.milp.add_row(idx, coef, -Milp::kInfinity, best_->result.recompute_runtime + 0.5);
+    }
+    while (true) {
+      sync_forbidden(p);
+      Milp::Limits lim;
+      lim.seconds = left();
+      if (lim.seconds <= 0) break;
+      const Milp::Result res = p.milp.solve(lim);
+      ++rounds_;
+      const bool sound = model_bounds_ && space_.model_is_bound();
+      if (res.status == Milp::Status::kInfeasible) {
+        // No valid plan beats the incumbent (or, without one, fits at all).
+        if (sound && best_) {
+          bound_ = best_->result.recompute_runtime;
+          proven_ = true;
+        }
+        break;
+      }
+      // The objective's tie-break adds less than 0.5: the recompute is at
+      // least the solver's bound minus that.
+      if (sound) bound_ = std::max(bound_, std::max(0.0, res.bound - 0.5));
+      if (res.values.empty()) break;  // out of time without a solution
+      const std::vector<uint8_t> saved = saved_of(p, res);
+      const Verdict v = evaluate(saved);
+      if (v.fits && res.status == Milp::Status::kOptimal) {
+        proven_ = model_bounds_ && space_.model_is_bound();
+        if (!proven_) bound_ = -1;
+        break;
+      }
+      if (!v.hazards) no_good(p, saved);  // hazards: the forbidden save cuts it off
+    }
+    if (!(model_bounds_ && space_.model_is_bound())) {
+      bound_ = -1;  // a built plan broke the model's bound: nothing is proven
+      proven_ = false;
+    }
+  }
+
+  // The smallest peak any valid plan reaches, bounded from below by the
+  // MILP over the model's peak (verified the same way, within the time).
+  int64_t smallest_peak_bound() {
+    if (!space_.model_is_bound() || !model_bounds_) return fast_peak_bound();
+    Program p = validity();
+    for (size_t k = 0; k < p.r.size(); ++k) p.milp.set_objective_coefficient(p.r[k], 0);
+    for (size_t k = 0; k < p.s.size(); ++k) p.milp.set_objective_coefficient(p.s[k], 0);
+    const int peak = p.milp.add_continuous(0, Milp::kInfinity, 1);
+    memory_rows(p, 0, peak);
+    int64_t bound = fast_peak_bound();
+    int stalled = 0;
+    while (left() > 0) {
+      sync_forbidden(p);
+      Milp::Limits lim;
+      lim.seconds = left();
+      const Milp::Result res = p.milp.solve(lim);
+      ++rounds_;
+      if (res.status == Milp::Status::kInfeasible || res.values.empty()) {
+        if (res.status != Milp::Status::kInfeasible)
+          bound = std::max<int64_t>(bound, static_cast<int64_t>(std::ceil(res.bound - 0.5)));
+        break;
+      }
+      if (res.status == Milp::Status::kOptimal)
+        bound = std::max<int64_t>(bound, static_cast<int64_t>(std::ceil(res.bound - 0.5)));
+      if (smallest_peak_ >= 0 && bound >= smallest_peak_) break;  // proven smallest
+      const std::vector<uint8_t> saved = saved_of(p, res);
+      const int64_t before = smallest_peak_;
+      const Verdict v = evaluate(saved);
+      stalled = smallest_peak_ == before ? stalled + 1 : 0;
+      if (stalled == kStallRounds) break;  // the rest of the time would likely buy nothing
+      if (!model_bounds_) return fast_peak_bound();
+      if (!v.hazards) no_good(p, saved);
+    }
+    return smallest_peak_ >= 0 ? std::min(bound, smallest_peak_) : bound;
+  }
+
+  [[noreturn]] void unreachable(int64_t bound) const {
+    if (smallest_peak_ < 0)
+      throw Error(ErrorCode::kBudgetUnreachable,
+                  fmt::format("peak_memory_budget: no plan fits {} ({} bytes): no valid plan was "
+                              "found without a mutation hazard",
+                              human(limit_), limit_));
+    const std::string proof =
+        bound >= smallest_peak_
+            ? "no valid plan has a smaller peak (proven)"
+            : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)", human(bound), bound);
+    throw Error(ErrorCode::kBudgetUnreachable,
+                fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
+                            "reachable peak is {} ({} bytes); {}",
+                            human(limit_), limit_, human(smallest_peak_), smallest_peak_, proof));
+  }
+
+  Outcome finish(const char* mode) {
+    Outcome out = std::move(*best_);
+    PeakSearchSummary& s = out.result.peak_search;
+    s.search = mode;
+    s.plans_built = built_;
+    s.solver_rounds = rounds_;
+    s.recompute_lower_bound = bound_;
+    s.optimal = proven_;
+    s.seconds = elapsed();
+    return out;
+  }
+
+  const DecideContext& ctx_;
+  PlanSpace& space_;
+  const int64_t limit_;
+  const double seconds_;
+  const Builder& build_;
+  const Clock::time_point start_;
+  std::map<std::string, Verdict> seen_;
+  std::vector<uint32_t> hazardous_;  // vars whose saving made a hazard
+  std::vector<NodeId> joint_to_prepared_;
+  std::vector<int> row_of_;  // prepared node -> model row, -1 for none
+  std::optional<Outcome> best_;
+  int64_t smallest_peak_ = -1;
+  bool model_bounds_ = true;  // every built plan's peak >= its model peak
+  double bound_ = -1;         // proven lower bound of the recompute (exact)
+  bool proven_ = false;       // the plan found is optimal
+  int built_ = 0;
+  int rounds_ = 0;
+};
+
+}  // namespace
+
+Outcome minimize_recompute(const DecideContext& ctx, PlanSpace& space, int64_t limit,
+                           PartitionOptions::PeakSearch mode, double seconds, const Builder& build) {
+  return Search(ctx, space, limit, seconds, build).run(mode);
+}
+
+}  // namespace remat::optimize

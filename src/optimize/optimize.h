@@ -1,0 +1,75 @@
+// optimize/optimize.h — stage 3 under a peak limit, beyond torch's plans:
+// the valid plan with the least estimated recompute whose simulated peak
+// fits (PartitionOptions::PeakSearch kFast and kExact).
+//
+// Contract:
+//  * Plans are saved sets over a PlanSpace (optimize/space.h). `build`
+//    builds one (prepared ids, graph order) exactly as the pipeline builds
+//    any decision and measures it (memory/plan.h); a plan is returned only
+//    after its build simulated within `limit` with no mutation hazard. A
+//    build with a hazard forbids saving the hazardous values from then on
+//    (in every plan they would be saved the same way, so the hazard is the
+//    value's, not the plan's).
+//  * fast: min-cuts over the space (X_in -> X_out costs what saving X is
+//    priced at, source -> X_in costs X's recompute estimate, dependencies
+//    and "needed" are infinite), each the plan minimizing recompute plus
+//    priced saves. Two pricings: one price per byte, bisected; then one
+//    price per memory row (the rows' Lagrange multipliers, kPriceSteps
+//    projected subgradient steps), a saved value paying the rows it lives
+//    in. The cheapest plan whose model fits the target is kept, then
+//    greedy: the costliest recomputed values are saved instead while the
+//    model still fits. The plan is built; when it does not fit, the
+//    kFastRepairMoves largest storages alive at its simulated peak change
+//    sides (recomputed -> saved, saved -> recomputed) for the rest of the
+//    search, and it runs again (at most kFastRounds builds). When none of
+//    them fits, torch's own plans (BudgetPlanList over kPeakSearchBudgets,
+//    the candidates of the torch_plans search) are built in order until
+//    one fits: fast is never worse than torch's plans.
+//  * exact: starts from fast's plan (when it fits) as the incumbent, then a
+//    MILP (optimize/milp.h): binaries s (saved) and r (recomputed) per var,
+//    minimize sum(cost * r) (plus a tie-break below one unit: fewer saved
+//    bytes), subject to the space's validity rules and its memory rows <=
+//    limit. Each solution is built; one that does not fit is cut off (a
+//    no-good cut on its saved set) and the MILP solved again. The first
+//    solution that fits is optimal when the solver proved optimality and the
+//    model bounded every built plan's peak from below (it is checked each
+//    time). On time out the best verified plan is returned with the bound.
+//  * Unreachable: Error(kBudgetUnreachable) naming the smallest simulated
+//    peak among the plans built and a proven lower bound of any valid
+//    plan's peak (exact: the MILP minimizing the model's peak, verified the
+//    same way, within the time limit, stopping early after kStallRounds
+//    builds that found no smaller peak; fast: every row with only what
+//    every plan holds there).
+//  * Deterministic for a given graph, options and limit (a time limit that
+//    stops the solver can change the answer).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "optimize/space.h"
+#include "remat/options.h"
+#include "remat/result.h"
+
+namespace remat::optimize {
+
+inline constexpr int kFastRounds = 6;
+inline constexpr int kStallRounds = 25;
+inline constexpr int kFastRepairMoves = 3;
+inline constexpr int kPriceSteps = 60;
+inline constexpr int kGreedySaves = 64;
+
+// Builds and measures the plan saving exactly `saved` (prepared ids).
+using Builder = std::function<PartitionResult(const std::vector<NodeId>& saved)>;
+
+struct Outcome {
+  PartitionResult result;     // built, fits, no hazards; peak_search filled
+  std::vector<NodeId> saved;  // prepared ids, graph order
+};
+
+// `ctx` is the context `space` was made from.
+Outcome minimize_recompute(const DecideContext& ctx, PlanSpace& space, int64_t limit,
+                           PartitionOptions::PeakSearch mode, double seconds, const Builder& build);
+
+}  // namespace remat::optimize

@@ -1,0 +1,444 @@
+// optimize/space.cc — PlanSpace (optimize/space.h).
+//
+// Rows are built from intervals: each value contributes its bytes to a
+// contiguous range of forward rows and a contiguous range of backward rows,
+// either always (a constant) or only when saved. Constants go through
+// difference arrays; saved ranges are listed per row (the MILP's rows) and
+// evaluated by difference arrays too (model_peak is linear in the graph).
+#include "optimize/space.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "analyze/analyze.h"
+#include "decide/ban_rules.h"
+#include "graph/impure.h"
+#include "graph/query.h"
+#include "graph/random_op.h"
+#include "memory/bytes.h"
+#include "memory/plan.h"
+
+namespace remat::optimize {
+namespace {
+
+bool is_getitem(const Graph& g, NodeId n) { return target_is(g, n, "operator.getitem"); }
+
+// Per node: derived from a tangent or a backward seed (the forward cannot
+// compute it).
+std::vector<uint8_t> backward_only(const Graph& g, const NodeInfo& info) {
+  std::vector<uint8_t> out(g.size(), 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    uint8_t b = info.tangents_closure[id] || is_bwd_seed_offset(g, id);
+    for (NodeId in : g.inputs(id)) b |= out[in];
+    out[id] = b;
+  }
+  return out;
+}
+
+// Whether storage `sid` of node n is shared with one of n's inputs.
+bool aliases_input(const Graph& g, NodeId n, int64_t sid) {
+  for (NodeId in : g.inputs(n))
+    for (const TensorMeta& t : g.tensors(in))
+      if (t.storage == sid) return true;
+  return false;
+}
+
+// The bytes node n allocates, as the model counts them (space.h): fresh
+// storages with an identity, each once; a multi-output op's go to its
+// getitems (`claimed` remembers (op, storage) pairs already counted).
+int64_t fresh_bytes(const Graph& g, NodeId n, std::set<std::pair<NodeId, int64_t>>& claimed) {
+  const Node& node = g.node(n);
+  if (node.kind != NodeKind::kCallFunction) return 0;
+  if (is_getitem(g, n)) {
+    const auto inputs = g.inputs(n);
+    if (inputs.empty()) return 0;
+    const NodeId op = inputs[0];
+    int64_t total = 0;
+    for (const TensorMeta& t : g.tensors(n)) {
+      if (t.storage < 0 || aliases_input(g, op, t.storage)) continue;
+      bool from_op = false;
+      for (const TensorMeta& o : g.tensors(op)) from_op = from_op || o.storage == t.storage;
+      if (from_op && claimed.insert({op, t.storage}).second) total += memory::allocation_bytes(g, t);
+    }
+    return total;
+  }
+  if (node.value != ValueKind::kTensor) return 0;  // tuples: counted at their getitems
+  const OpInfo* op = g.op(n);
+  if (op == nullptr || op->is_view || op->is_mutable) return 0;
+  const auto tensors = g.tensors(n);
+  int64_t total = 0;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const int64_t sid = tensors[k].storage;
+    if (sid < 0 || aliases_input(g, n, sid)) continue;
+    bool repeat = false;
+    for (size_t j = 0; j < k; ++j) repeat = repeat || tensors[j].storage == sid;
+    if (!repeat) total += memory::allocation_bytes(g, tensors[k]);
+  }
+  return total;
+}
+
+// Everything a placeholder holds (inputs and tangents are whole storages).
+int64_t held_bytes(const Graph& g, NodeId n) {
+  const auto tensors = g.tensors(n);
+  int64_t total = 0;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    bool repeat = false;
+    for (size_t j = 0; j < k; ++j)
+      repeat = repeat || (tensors[j].storage >= 0 && tensors[j].storage == tensors[k].storage);
+    if (!repeat) total += memory::allocation_bytes(g, tensors[k]);
+  }
+  return total;
+}
+
+bool saveable_value(const Graph& g, NodeId n, const PartitionOptions& opt) {
+  const Node& node = g.node(n);
+  if (is_sym_node(g, n)) return node.value != ValueKind::kSymFloat && node.value != ValueKind::kSymBool;
+  const bool non_tensor = (node.value == ValueKind::kMissing && !node.has(kFlagTensorMeta)) ||
+                          (node.value != ValueKind::kMissing && node.value != ValueKind::kTensor);
+  if (non_tensor)
+    return node.value == ValueKind::kBackwardState || node.value == ValueKind::kScriptObject ||
+           is_opaque_node(g, n, opt.torch);
+  return node.value != ValueKind::kMissing;
+}
+
+// Ops whose second run is not the first's: they are saved, never recomputed.
+bool recomputable(const DecideContext& ctx, NodeId n) {
+  const Graph& g = ctx.graph;
+  const Node& node = g.node(n);
+  if (node.kind == NodeKind::kGetAttr) return true;
+  if (node.kind != NodeKind::kCallFunction) return false;
+  if (node.recompute == RecomputePolicy::kMustSave) return false;
+  if (node.has(kFlagImpure) || node.has(kFlagWithEffects)) return false;
+  if (is_rng_op(g, n, ctx.options.torch)) return false;
+  if (is_collective(g, n) || is_control_deps(g, n)) return false;
+  const OpInfo* op = g.op(n);
+  if (op == nullptr) return true;  // a Python callable (getitem, sym arithmetic)
+  if (op->is_mutable || op->kind == OpKind::kHigherOrder) return false;
+  const uint8_t cat = node.op < ctx.op_categories.size() ? ctx.op_categories[node.op] : 0;
+  return (cat & kCatRandom) == 0;
+}
+
+// Per node: the node whose storage it holds — itself, or, for a value
+// sharing a storage with an input of its node (a view, an in-place op),
+// that input's root. A getitem of a multi-output op is its own root (the
+// model gives it the storage it takes out).
+std::vector<NodeId> storage_roots(const Graph& g) {
+  std::vector<NodeId> root(g.size());
+  for (NodeId n = 0; n < g.size(); ++n) {
+    root[n] = n;
+    if (g.node(n).kind != NodeKind::kCallFunction || is_getitem(g, n)) continue;
+    const auto tensors = g.tensors(n);
+    if (tensors.size() != 1 || tensors[0].storage < 0) continue;
+    for (NodeId in : g.inputs(n))
+      for (const TensorMeta& t : g.tensors(in))
+        if (t.storage == tensors[0].storage && root[n] == n) root[n] = root[in];
+  }
+  return root;
+}
+
+// Index of the first position in `sorted` that is >= p.
+uint32_t first_at_or_after(const std::vector<NodeId>& sorted, NodeId p) {
+  return static_cast<uint32_t>(std::lower_bound(sorted.begin(), sorted.end(), p) - sorted.begin());
+}
+// Index past the last position in `sorted` that is <= p.
+uint32_t past_at_or_before(const std::vector<NodeId>& sorted, NodeId p) {
+  return static_cast<uint32_t>(std::upper_bound(sorted.begin(), sorted.end(), p) - sorted.begin());
+}
+
+}  // namespace
+
+PlanSpace::PlanSpace(const DecideContext& ctx, int num_fwd_outputs, bool joint_order_backward,
+                     bool model_rows)
+    : g_(ctx.graph), model_rows_(model_rows) {
+  make_vars(ctx);
+  make_rows(ctx, num_fwd_outputs, joint_order_backward && model_rows);
+}
+
+void PlanSpace::make_vars(const DecideContext& ctx) {
+  const Graph& g = g_;
+  const NodeInfo& info = ctx.info;
+  const PartitionOptions& opt = ctx.options;
+  const std::vector<uint8_t> bw_only = backward_only(g, info);
+  std::set<std::pair<NodeId, int64_t>> claimed;
+  var_of_.assign(g.size(), -1);
+  for (NodeId n = 0; n < g.size(); ++n) {
+    const Node& node = g.node(n);
+    if (bw_only[n] || node.kind == NodeKind::kOutput) continue;
+    Var v;
+    v.node = n;
+    v.can_save = saveable_value(g, n, opt) && !must_recompute(node) &&
+                 !(opt.recompute_views && g.op(n) != nullptr && g.op(n)->is_view) &&
+                 !(opt.torch.epilogue_mutation_unsaveable && node.has(kFlagEpilogueMutation));
+    v.can_recompute = recomputable(ctx, n);
+    v.needed = info.required_bw[n] != 0;
+    for (NodeId user : g.users(n)) v.needed = v.needed || bw_only[user];
+    v.cost = node.kind == NodeKind::kCallFunction ? recompute_cost(g, n, opt) : 0;
+    v.bytes = fresh_bytes(g, n, claimed);
+    var_of_[n] = static_cast<int>(vars_.size());
+    vars_.push_back(v);
+  }
+  deps_.resize(vars_.size());
+  for (size_t k = 0; k < vars_.size(); ++k)
+    for (NodeId in : g.inputs(vars_[k].node)) {
+      const int u = var_of_[in];
+      if (u >= 0 && std::find(deps_[k].begin(), deps_[k].end(), static_cast<uint32_t>(u)) == deps_[k].end())
+        deps_[k].push_back(static_cast<uint32_t>(u));
+    }
+}
+
+void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool backward_rows) {
+  const Graph& g = g_;
+  const NodeInfo& info = ctx.info;
+  const std::vector<uint8_t> bw_only = backward_only(g, info);
+  // The instants: forward rows after each required forward call_function,
+  // the return, backward rows after each backward call_function.
+  std::vector<NodeId> fw_pos, bw_pos;
+  for (NodeId n = 0; n < g.size(); ++n) {
+    if (g.node(n).kind != NodeKind::kCallFunction) continue;
+    if (info.required_fw[n] && !bw_only[n]) fw_pos.push_back(n);
+    else if (info.tangents_closure[n] && backward_rows) bw_pos.push_back(n);
+  }
+  const uint32_t F = static_cast<uint32_t>(fw_pos.size()), B = static_cast<uint32_t>(bw_pos.size());
+  const uint32_t between = F, bw0 = F + 1;
+  between_ = between;
+  rows_.assign(F + 1 + B, MemoryRow{});
+  for (uint32_t i = 0; i < F; ++i) rows_[i] = {0, fw_pos[i], MemoryRow::Pass::kForward};
+  rows_[between].pass = MemoryRow::Pass::kBetween;
+  for (uint32_t i = 0; i < B; ++i) rows_[bw0 + i] = {0, bw_pos[i], MemoryRow::Pass::kBackward};
+  for (Var& v : vars_) {
+    v.saved_from = between;  // at least the return
+    v.saved_to = bw0;        // no backward row
+  }
+  if (!model_rows_) return;
+
+  std::vector<int64_t> diff(rows_.size() + 1, 0);
+  auto add_const = [&](uint32_t from, uint32_t to, int64_t bytes) {  // rows [from, to)
+    if (from >= to || bytes == 0) return;
+    diff[from] += bytes;
+    diff[to] -= bytes;
+  };
+  // What lives all step: the inputs, and the caller's outputs from their node on.
+  int64_t inputs = 0;
+  for (NodeId n : info.inputs) inputs += held_bytes(g, n);
+  add_const(0, static_cast<uint32_t>(rows_.size()), inputs);
+  // Storage lives: a view or alias keeps its root's storage alive, so each
+  // root's life spans the uses of all its aliases (and the end of the step
+  // when an alias is returned).
+  const std::vector<NodeId> root = storage_roots(g);
+  std::vector<NodeId> fw_last(g.size()), bw_first(g.size(), kNoNode), bw_last(g.size(), kNoNode),
+      last_use(g.size());
+  std::vector<uint8_t> pinned(g.size(), 0);
+  for (NodeId n = 0; n < g.size(); ++n) fw_last[n] = last_use[n] = n;
+  for (NodeId x = 0; x < g.size(); ++x) {
+    const NodeId r = root[x];
+    for (NodeId user : g.users(x)) {
+      last_use[r] = std::max(last_use[r], user);
+      if (info.tangents_closure[user]) {
+        bw_first[r] = std::min(bw_first[r], user);
+        bw_last[r] = bw_last[r] == kNoNode ? user : std::max(bw_last[r], user);
+      } else if (info.required_fw[user]) {
+        fw_last[r] = std::max(fw_last[r], user);
+      }
+    }
+  }
+  const OutputLeaves leaves = split_outputs(g, num_fwd_outputs);
+  for (const auto* outs : {&leaves.fwd, &leaves.bwd})
+    for (NodeId o : *outs)
+      if (o != kNoNode) pinned[root[o]] = 1;  // the caller's outputs, gradients: to the end
+
+  for (size_t k = 0; k < vars_.size(); ++k) {
+    Var& v = vars_[k];
+    const NodeId n = v.node;
+    const int64_t b = v.bytes;
+    if (b == 0) continue;
+    if (pinned[n]) {  // a caller's output: alive from its node to the end of the step
+      add_const(info.required_fw[n] ? first_at_or_after(fw_pos, n) : between,
+                static_cast<uint32_t>(rows_.size()), b);
+      v.bytes = 0;  // saving it adds nothing
+      continue;
+    }
+    // Forward rows where it is alive only because it is saved, through the
+    // return (row F).
+    if (info.required_fw[n]) {
+      add_const(first_at_or_after(fw_pos, n), past_at_or_before(fw_pos, fw_last[n]), b);
+      v.saved_from = past_at_or_before(fw_pos, fw_last[n]);
+    } else {
+      v.saved_from = first_at_or_after(fw_pos, n);
+    }
+    if (B == 0 || bw_first[n] == kNoNode) continue;
+    const uint32_t first = first_at_or_after(bw_pos, bw_first[n]),
+                   last = past_at_or_before(bw_pos, bw_last[n]);
+    add_const(bw0 + first, bw0 + last, b);  // read by the backward: alive in either plan
+    v.saved_to = bw0 + first;  // and before its first reader only when saved
+    // A chain of users recomputed for a reader before `first` needs it
+    // earlier, in either plan: it is computed (or saved) before the chain
+    // runs and lives on to its own readers.
+    early_uses(k, v.saved_to, root, bw_first, bw_pos, bw0);
+  }
+  // Backward values and tangents: alive from their node to their last use.
+  if (B > 0) {
+    std::set<std::pair<NodeId, int64_t>> claimed;
+    for (NodeId n = 0; n < g.size(); ++n) {
+      if (!info.tangents_closure[n]) continue;
+      const Node& node = g.node(n);
+      int64_t b = 0;
+      if (node.kind == NodeKind::kPlaceholder) b = is_tangent(g, n) ? held_bytes(g, n) : 0;
+      else b = fresh_bytes(g, n, claimed);
+      if (b == 0) continue;
+      const uint32_t from = node.kind == NodeKind::kPlaceholder ? 0 : first_at_or_after(bw_pos, n);
+      const uint32_t to = pinned[n] ? B : past_at_or_before(bw_pos, last_use[n]);
+      add_const(bw0 + from, bw0 + to, b);
+    }
+  }
+  int64_t running = 0;
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    running += diff[r];
+    rows_[r].constant = running;
+  }
+}
+
+// Depth-first over chains of forward users (at most kEarlyDepth long) from
+// var k; a chain ending at a node whose own storage the backward reads
+// before `saved_to` is an early use, by its first reader's row.
+void PlanSpace::early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId>& root,
+                           const std::vector<NodeId>& bw_first, const std::vector<NodeId>& bw_pos,
+                           uint32_t bw0) {
+  Var& v = vars_[k];
+  std::vector<uint32_t> path;
+  auto walk = [&](auto&& self, NodeId from) -> void {
+    if (path.size() == static_cast<size_t>(kEarlyDepth)) return;
+    for (NodeId user : g_.users(from)) {
+      const int w = var_of_[user];
+      if (w < 0 || std::find(path.begin(), path.end(), static_cast<uint32_t>(w)) != path.end()) continue;
+      path.push_back(static_cast<uint32_t>(w));
+      if (root[user] == user && bw_first[user] != kNoNode) {
+        const uint32_t row = bw0 + first_at_or_after(bw_pos, bw_first[user]);
+        if (row < saved_to) v.early.push_back({row, path});
+      }
+      self(self, user);
+      path.pop_back();
+    }
+  };
+  walk(walk, v.node);
+  // A getitem's storage is allocated by its multi-output op: recomputing the
+  // op for a sibling's reader allocates it too.
+  if (is_getitem(g_, v.node) && !g_.inputs(v.node).empty()) {
+    const int op = var_of_[g_.inputs(v.node)[0]];
+    if (op >= 0) {
+      path.push_back(static_cast<uint32_t>(op));
+      walk(walk, g_.inputs(v.node)[0]);
+      path.pop_back();
+    }
+  }
+  std::sort(v.early.begin(), v.early.end(), [](const EarlyUse& x, const EarlyUse& y) {
+    return x.row != y.row ? x.row < y.row : x.path.size() < y.path.size();
+  });
+  if (v.early.size() > static_cast<size_t>(kEarlyUses)) v.early.resize(kEarlyUses);
+}
+
+std::optional<Assignment> PlanSpace::implied_recompute(std::span<const uint8_t> saved) const {
+  Assignment a;
+  a.saved.assign(saved.begin(), saved.end());
+  a.recomputed.assign(vars_.size(), 0);
+  std::vector<uint32_t> stack;
+  auto need = [&](uint32_t k) -> bool {
+    if (a.saved[k] || a.recomputed[k]) return true;
+    if (!vars_[k].can_recompute) return false;
+    a.recomputed[k] = 1;
+    a.cost += vars_[k].cost;
+    stack.push_back(k);
+    return true;
+  };
+  for (uint32_t k = 0; k < vars_.size(); ++k) {
+    if (a.saved[k] && !vars_[k].can_save) return std::nullopt;
+    if (vars_[k].needed && !need(k)) return std::nullopt;
+    while (!stack.empty()) {
+      const uint32_t r = stack.back();
+      stack.pop_back();
+      for (uint32_t u : deps_[r])
+        if (!need(u)) return std::nullopt;
+    }
+  }
+  return a;
+}
+
+std::vector<int64_t> PlanSpace::row_values(std::span<const uint8_t> saved,
+                                           std::span<const uint8_t> recomputed) const {
+  std::vector<int64_t> diff(rows_.size() + 1, 0);
+  const uint32_t bw0 = between_ + 1;
+  auto add = [&](uint32_t from, uint32_t to, int64_t bytes) {
+    if (from >= to) return;
+    diff[from] += bytes;
+    diff[to] -= bytes;
+  };
+  for (size_t k = 0; k < vars_.size(); ++k) {
+    const Var& v = vars_[k];
+    if (v.bytes == 0) continue;
+    if (saved[k]) {
+      add(v.saved_from, bw0, v.bytes);   // forward rows through the return
+      add(bw0, v.saved_to, v.bytes);     // backward rows before its first reader
+      continue;
+    }
+    // Needed early by a chain of recomputed users read before it.
+    for (const EarlyUse& e : v.early) {
+      bool all = !recomputed.empty();
+      for (uint32_t u : e.path) all = all && recomputed[u];
+      if (all) {
+        add(e.row, v.saved_to, v.bytes);
+        break;
+      }
+    }
+  }
+  std::vector<int64_t> out(rows_.size());
+  int64_t running = 0;
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    running += diff[r];
+    out[r] = rows_[r].constant + running;
+  }
+  return out;
+}
+
+std::vector<RowTerm> PlanSpace::row_terms(uint32_t r) const {
+  std::vector<RowTerm> out;
+  for (uint32_t k = 0; k < vars_.size(); ++k) {
+    const Var& v = vars_[k];
+    if (v.bytes == 0) continue;
+    if (r <= between_) {
+      if (r >= v.saved_from) out.push_back({k, v.bytes, -1});
+      continue;
+    }
+    if (r >= v.saved_to) continue;
+    int segment = -1;  // the last early use at or before r
+    for (size_t j = 0; j < v.early.size() && v.early[j].row <= r; ++j) segment = static_cast<int>(j);
+    out.push_back({k, v.bytes, segment});
+  }
+  return out;
+}
+
+int64_t PlanSpace::model_peak(std::span<const uint8_t> saved) const {
+  std::optional<Assignment> a = implied_recompute(saved);
+  const std::vector<int64_t> rows =
+      a ? row_values(saved, a->recomputed) : row_values(saved, {});
+  int64_t peak = 0;
+  for (int64_t v : rows) peak = std::max(peak, v);
+  return peak;
+}
+
+std::vector<NodeId> PlanSpace::saved_nodes(std::span<const uint8_t> saved) const {
+  std::vector<NodeId> out;
+  for (size_t k = 0; k < vars_.size(); ++k)
+    if (saved[k]) out.push_back(vars_[k].node);
+  return out;
+}
+
+std::vector<uint8_t> PlanSpace::saved_flags(std::span<const NodeId> nodes) const {
+  std::vector<uint8_t> out(vars_.size(), 0);
+  for (NodeId n : nodes) {
+    const int k = var_of(n);
+    if (k >= 0) out[static_cast<size_t>(k)] = 1;
+  }
+  return out;
+}
+
+}  // namespace remat::optimize

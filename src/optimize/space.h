@@ -1,0 +1,193 @@
+// optimize/space.h — the plans the peak-memory optimizer chooses among, what
+// each costs in recomputation, and a lower bound of its simulated peak.
+//
+// Contract:
+//  * A plan is a saved set: the forward-computable nodes of the prepared
+//    graph (not derived from a tangent or a backward seed, not the output)
+//    whose values the forward hands to the backward. Everything else the
+//    backward reads from the forward is recomputed, as the pipeline's
+//    extraction does for any saved set; so a saved set decides the plan.
+//  * Variables: one per forward-computable node, with
+//      can_save       false for nodes a checkpoint policy marks MUST_ or
+//                     PREFER_RECOMPUTE (torch's must_recompute), values that are not a
+//                     tensor, SymInt or opaque (tuples of a multi-output op:
+//                     their getitems are saved instead), SymFloat/SymBool,
+//                     views under recompute_views, inputs the 2.15 epilogue
+//                     overwrites, and values found hazardous (forbid_save);
+//      can_recompute  false for placeholders, MUST_SAVE nodes (collectives
+//                     and effectful ops are forced there by prepare), random
+//                     ops (their outputs are saved: replaying them exactly
+//                     needs the RNG rewrite, which only recompute-tagged
+//                     graphs get), impure or mutable ops, higher-order ops;
+//      needed         a backward node reads it (or torch ties it to the
+//                     backward as required for a gradient);
+//      cost           what measure_plan adds when it is recomputed
+//                     (memory/plan.h recompute_cost);
+//      bytes          the storage it allocates (see below).
+//    torch's ban heuristics (allowlist, fusion, distance, reductions) are
+//    not constraints here: they are why torch cannot reach these plans.
+//  * Validity: saved ⊆ can_save; every needed node is saved or recomputed;
+//    a recomputed node's forward inputs are saved or recomputed; recomputed
+//    ⊆ can_recompute. implied_recompute gives the least recompute set of a
+//    saved set (nullopt when it is invalid).
+//  * The memory model is a lower bound of simulate_memory's peak for every
+//    valid plan (a proof obligation checked on every built plan by the
+//    optimizer, `model_peak <= simulated`, and by tests on the corpus). Its
+//    rows are instants of the step:
+//      - after each forward call_function: the inputs, the forward values
+//        alive there in every plan (from their node to their last forward
+//        use; the caller's outputs to the end), and each saved value
+//        computed by then whose forward life has ended (saved values live
+//        on to the backward);
+//      - when the forward returns: the inputs, the caller's outputs and
+//        every saved value;
+//      - after each backward call_function derived from a tangent (only
+//        when those run in the prepared graph's relative order, which the
+//        extraction keeps and so does reorder_to_mimic_autograd_engine:
+//        it moves only nodes its walk pulls in, and a tangent-derived node
+//        is pulled in only by a later one, after every earlier one ran):
+//        the inputs, the caller's outputs, gradients and backward values
+//        alive there, tangents until their last use, each forward value
+//        a tangent-derived node reads while it lies between its first and
+//        last such reader (saved or recomputed, it is alive then), and
+//        from the first reader of a chain of users recomputed for it on
+//        (kEarlyDepth long at most: the chain runs before its reader and
+//        needs it), and each saved value
+//        before its first backward reader.
+//    Storage bytes: a node's fresh storages (not shared with an input of
+//    the node: views, in-place ops and aliases are free); a multi-output
+//    op's storages are attributed to the getitems that take them out (the
+//    op itself is 0), each storage once. Storages without an identity (-1)
+//    count 0. Forward outputs count in their constant rows only.
+//  * Fidelity switches the rows off when the pipeline would change memory
+//    in ways the model does not follow (activation offloading or FP8
+//    quantization): then only the exact check by simulation remains and
+//    the optimizer reports no proof (model_is_bound() false).
+// All ids are ids of the prepared graph (DecideContext::graph).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "decide/decide.h"
+
+namespace remat::optimize {
+
+// A chain of users of a var (path[0] uses it, each next uses the one
+// before, the last is read by the backward at `row`): when all of them are
+// recomputed, the var is alive from `row` on.
+struct EarlyUse {
+  uint32_t row = 0;
+  std::vector<uint32_t> path;  // var indices
+};
+
+inline constexpr int kEarlyDepth = 4;  // the longest chain followed
+inline constexpr int kEarlyUses = 8;   // per var, the earliest kept
+
+struct Var {
+  NodeId node = kNoNode;
+  bool can_save = false;
+  bool can_recompute = false;
+  bool needed = false;
+  double cost = 0;    // estimated runtime when recomputed
+  int64_t bytes = 0;  // storage bytes while saved (0 when pinned or aliasing)
+  // When saved, its bytes count in rows [saved_from, between] and
+  // [between + 1, saved_to) (PlanSpace::rows indices).
+  uint32_t saved_from = 0;
+  uint32_t saved_to = 0;
+  // Chains of users recomputed for a backward reader before this var's own
+  // first reader (at most kEarlyUses, the earliest): when one is entirely
+  // recomputed, the var lives from its row to saved_to too (saved or
+  // recomputed alike). Sorted by row.
+  std::vector<EarlyUse> early;
+};
+
+// One term of a row: var k's bytes count when it is saved (segment -1), or,
+// at segment j >= 0, when it is saved or any of its first j + 1 early
+// chains is entirely recomputed.
+struct RowTerm {
+  uint32_t var = 0;
+  int64_t bytes = 0;
+  int segment = -1;
+};
+
+// One instant of the step: `constant` plus the bytes of each saved var
+// whose saved range covers it (PlanSpace::row_terms).
+struct MemoryRow {
+  int64_t constant = 0;
+  NodeId node = kNoNode;  // the prepared node after which it is taken
+  enum class Pass : uint8_t { kForward, kBetween, kBackward } pass = Pass::kForward;
+};
+
+// The least recompute set of a saved set.
+struct Assignment {
+  std::vector<uint8_t> saved;       // per var
+  std::vector<uint8_t> recomputed;  // per var
+  double cost = 0;                  // sum of recomputed costs
+};
+
+class PlanSpace {
+ public:
+  // `joint_order_backward`: tangent-derived nodes run in the prepared
+  // graph's relative order (true for every backward the pipeline builds;
+  // false drops the backward rows). `model_rows`: false under offloading
+  // or quantization.
+  PlanSpace(const DecideContext& ctx, int num_fwd_outputs, bool joint_order_backward,
+            bool model_rows);
+
+  const Graph& graph() const { return g_; }
+  const std::vector<Var>& vars() const { return vars_; }
+  // Per var: the var indices of its forward-computable inputs.
+  const std::vector<std::vector<uint32_t>>& deps() const { return deps_; }
+  // Forward rows, then the return (index between()), then backward rows.
+  const std::vector<MemoryRow>& rows() const { return rows_; }
+  uint32_t between() const { return between_; }
+  // Row r's plan-dependent terms.
+  std::vector<RowTerm> row_terms(uint32_t r) const;
+  int var_of(NodeId n) const { return n < var_of_.size() ? var_of_[n] : -1; }
+  bool model_is_bound() const { return model_rows_; }
+
+  // The saved set never saves this var again (a mutation hazard, or the
+  // fast search's repairs); never recomputes it.
+  void forbid_save(uint32_t var) { vars_[var].can_save = false; }
+  void forbid_recompute(uint32_t var) { vars_[var].can_recompute = false; }
+  // Puts back vars taken from vars() (same space).
+  void restore(const std::vector<Var>& vars) { vars_ = vars; }
+
+  // The least recompute set of `saved` (per var); nullopt when some needed
+  // value can be neither saved nor recomputed under it.
+  std::optional<Assignment> implied_recompute(std::span<const uint8_t> saved) const;
+  // The model's lower bound of the plan's peak (with its least recompute
+  // set): the largest row.
+  int64_t model_peak(std::span<const uint8_t> saved) const;
+  // Per row, its value with these saved and recomputed vars (recomputed
+  // may be empty: no early uses count).
+  std::vector<int64_t> row_values(std::span<const uint8_t> saved,
+                                  std::span<const uint8_t> recomputed) const;
+
+  // The saved set of a plan as the pipeline takes it (prepared ids, graph
+  // order), and back.
+  std::vector<NodeId> saved_nodes(std::span<const uint8_t> saved) const;
+  std::vector<uint8_t> saved_flags(std::span<const NodeId> nodes) const;
+
+ private:
+  void make_vars(const DecideContext& ctx);
+  void make_rows(const DecideContext& ctx, int num_fwd_outputs, bool joint_order_backward);
+  void early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId>& root,
+                  const std::vector<NodeId>& bw_first, const std::vector<NodeId>& bw_pos,
+                  uint32_t bw0);
+
+  const Graph& g_;
+  std::vector<Var> vars_;
+  std::vector<std::vector<uint32_t>> deps_;
+  std::vector<int> var_of_;
+  std::vector<MemoryRow> rows_;
+  uint32_t between_ = 0;
+  bool model_rows_;
+};
+
+}  // namespace remat::optimize
