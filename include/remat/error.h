@@ -5,6 +5,7 @@
 // fault. Nothing in remat aborts the process on bad input.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -54,6 +55,28 @@ class NoFiniteCutError : public Error {
   std::string explanation_;
   std::string dot_;
   std::string edge_list_;
+};
+
+// No plan fits PartitionOptions::peak_memory_budget. The message names the
+// limit and what the search learned; the same numbers come as fields, so a
+// caller (peak_frontier, a retry at a reachable limit) need not parse it.
+//  * smallest_peak: the smallest simulated peak of the valid plans without
+//    a mutation hazard that the search built; -1 when it built none.
+//  * proven_bound: no valid plan has a smaller peak (fast and exact prove
+//    one; equal to smallest_peak when that is proven the least); -1 when
+//    the search proves none (torch_plans).
+class BudgetUnreachableError : public Error {
+ public:
+  BudgetUnreachableError(std::string message, int64_t smallest_peak, int64_t proven_bound)
+      : Error(ErrorCode::kBudgetUnreachable, std::move(message)),
+        smallest_peak_(smallest_peak),
+        proven_bound_(proven_bound) {}
+  int64_t smallest_peak() const { return smallest_peak_; }
+  int64_t proven_bound() const { return proven_bound_; }
+
+ private:
+  int64_t smallest_peak_;
+  int64_t proven_bound_;
 };
 
 // A failure torch raises at the same point with a Python exception of its

@@ -174,8 +174,9 @@ struct PartitionOptions {
   // (remat/memory.h); 0: none. When set, the min-cut partitioner returns a
   // plan whose simulated peak fits, with no mutation hazard, chosen by
   // `peak_search`; activation_memory_budget is then not read. When nothing
-  // fits it throws Error(kBudgetUnreachable) naming the smallest peak found
-  // (and, for "exact" and "fast", a proven lower bound of any valid plan's).
+  // fits it throws BudgetUnreachableError (remat/error.h) naming the
+  // smallest peak found (and, for "exact" and "fast", a proven lower bound of
+  // any valid plan's), in its message and in its fields.
   int64_t peak_memory_budget = 0;
   // How a peak_memory_budget plan is searched (docs/memory.md):
   //  kTorchPlans  the first plan that fits among torch's budget tiers and its

@@ -124,13 +124,15 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
 // builds torch's plans at: few, since each is one build of the whole step.
 inline constexpr double kPlanBudgets[] = {0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1};
 
-// One plan torch's activation-memory-budget logic makes for a graph, built
-// and measured: what `remat report` and `remat pareto --peak` draw.
+// One plan, built and measured: torch's (budget_plans: what its
+// activation-memory-budget logic makes for a graph) or remat's own
+// (peak_frontier); what `remat report` and `remat pareto --peak` draw.
 struct BudgetPlanPoint {
-  std::string label;             // "runtime-optimized", "more aggressive", "knapsack 0.5", ...
+  std::string label;             // "runtime-optimized", "knapsack 0.5", "exact <= 20.31 KiB", ...
   int64_t peak_bytes = 0;        // simulated peak of the step (remat/memory.h)
   double recompute_runtime = 0;  // estimated runtime of what the backward recomputes
   size_t saved_values = 0;       // tensors saved
+  int64_t limit_bytes = 0;       // peak_frontier: the peak limit it was planned for; else 0
 };
 
 // The distinct plans choose_saved_values_set returns as the activation
@@ -143,5 +145,30 @@ struct BudgetPlanPoint {
 // forward (torch hands such graphs to the default partitioner).
 std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const PartitionOptions& options,
                                           const std::vector<double>& budgets);
+
+// remat's own trade-off between peak memory and recompute: the plans its
+// optimizer (options.peak_search, fast or exact; torch_plans is
+// Error(kInvalidOption): that search is torch's plans, which budget_plans
+// draws) returns at `points` (>= 2, else Error(kInvalidOption)) peak limits
+// spaced evenly from the runtime-optimized plan's simulated peak (budget_plans'
+// first) down to the smallest peak the optimizer reaches (what it reports,
+// BudgetUnreachableError::smallest_peak, when asked for 1 byte). Each plan
+// is exactly what min_cut_rematerialization_partition returns with
+// options.peak_memory_budget = its limit (the options' own limit is not
+// read), so it fits that limit and has no mutation hazard. A limit the
+// search cannot meet (fast is a heuristic; exact may run out of
+// peak_search_seconds) gives no point. A plan met at several limits (the
+// same saved values, or the same peak and recompute) is one point: the
+// plan the smallest of them gives, with that limit (limit_bytes). Sorted
+// by peak, then recompute; labelled "fast <= 1.25 MiB" / "exact <= ...".
+// With exact (each search proven optimal within its time), no valid plan
+// without a mutation hazard whose peak fits a point's limit, torch's budget
+// plans included, recomputes less than that point. One optimizer run per
+// limit, plus one for the bottom and one build for the top:
+// options.progress hears "frontier" after each. Throws Error(kUnsupported)
+// when the backward needs nothing from the forward, as budget_plans does,
+// and BudgetUnreachableError when no valid plan is found at all.
+std::vector<BudgetPlanPoint> peak_frontier(const JointGraph& joint, const PartitionOptions& options,
+                                           int points);
 
 }  // namespace remat

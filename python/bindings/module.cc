@@ -351,6 +351,25 @@ PlanTuples plans(nb::bytes joint_json, nb::bytes options_json,
   return out;
 }
 
+// remat::peak_frontier's plans as plans()' tuples, plus each plan's limit.
+using FrontierTuples = std::vector<std::tuple<std::string, int64_t, double, size_t, int64_t>>;
+
+FrontierTuples peak_frontier(nb::bytes joint_json, nb::bytes options_json, int points,
+                             nb::object knapsack_solver, nb::object runtime_estimator) {
+  std::vector<remat::BudgetPlanPoint> plans;
+  const remat::OptionHooks hooks = engine_hooks(PyHooks(knapsack_solver, runtime_estimator));
+  {
+    nb::gil_scoped_release release;
+    remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks, &joint);
+    plans = remat::peak_frontier(joint, options, points);
+  }
+  FrontierTuples out;
+  for (const auto& p : plans)
+    out.emplace_back(p.label, p.peak_bytes, p.recompute_runtime, p.saved_values, p.limit_bytes);
+  return out;
+}
+
 std::string report(nb::bytes joint_json, nb::bytes result_json, const PointTuples& pareto_points,
                    const std::string& title, const std::string& pareto_note,
                    const PlanTuples& plan_tuples) {
@@ -493,6 +512,11 @@ NB_MODULE(_remat, m) {
         nb::arg("runtime_estimator") = nb::none(),
         "torch's budget plans, built and simulated: [(label, peak_bytes, recompute_runtime,\n"
         "saved_values)]; `budgets` None: remat report's (kPlanBudgets).");
+  m.def("peak_frontier", &peak_frontier, nb::arg("joint_json"), nb::arg("options_json"),
+        nb::arg("points") = 8, nb::arg("knapsack_solver") = nb::none(),
+        nb::arg("runtime_estimator") = nb::none(),
+        "remat's own plans at `points` peak limits (options' peak_search: fast or exact):\n"
+        "[(label, peak_bytes, recompute_runtime, saved_values, limit_bytes)], by peak.");
   m.def("report", &report, nb::arg("joint_json"), nb::arg("result_json"),
         nb::arg("pareto") = PointTuples{}, nb::arg("title") = "", nb::arg("pareto_note") = "",
         nb::arg("plans") = PlanTuples{}, "The partition's self-contained HTML report.");

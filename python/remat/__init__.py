@@ -37,6 +37,7 @@ __all__ = [
     "partition",
     "pareto",
     "plans",
+    "peak_frontier",
     "roundtrip",
     "info",
     "version",
@@ -201,6 +202,35 @@ def plans(
                         runtime_estimator)
     return [{"label": label, "peak_bytes": peak, "recompute_runtime": runtime,
              "saved_values": saved} for label, peak, runtime, saved in rows]
+
+
+def peak_frontier(
+    joint: JsonLike,
+    options: JsonLike | None = None,
+    points: int = 8,
+    *,
+    knapsack_solver: Callable[[list, float, list], tuple] | None = None,
+    runtime_estimator: Callable[[int], float] | None = None,
+) -> list[dict]:
+    """remat's own trade-off between peak memory and recompute: the plan its
+    optimizer returns at each of `points` (>= 2) peak limits, spaced evenly
+    from the runtime-optimized plan's peak down to the smallest peak the
+    optimizer reaches (what `remat pareto --peak` draws beside plans()).
+
+    `options["peak_search"]` chooses the optimizer: "fast" or "exact"
+    ("torch_plans", the default, raises InvalidOptionError; that search is
+    torch's plans). Each plan is what partition() returns with
+    peak_memory_budget set to its limit. Returns one dict per distinct plan,
+    sorted by peak: {"label" ("exact <= 20.31 KiB"), "peak_bytes",
+    "recompute_runtime", "saved_values", "limit_bytes"}. Raises
+    UnsupportedError when the backward needs nothing from the forward, and
+    BudgetUnreachableError when no valid plan exists.
+    """
+    rows = _ext().peak_frontier(_to_bytes(joint), _to_bytes(options or {}), int(points),
+                                knapsack_solver, runtime_estimator)
+    return [{"label": label, "peak_bytes": peak, "recompute_runtime": runtime,
+             "saved_values": saved, "limit_bytes": limit}
+            for label, peak, runtime, saved, limit in rows]
 
 
 def roundtrip(joint: JsonLike) -> bytes:

@@ -1,4 +1,5 @@
-// cli/commands.cc — `remat info`, `remat partition` and `remat pareto`.
+// cli/commands.cc — `remat info`, `remat partition`, `remat pareto` (and its
+// --peak chart) and `remat report`.
 //
 // Contract: read the graph (io), call the library (graph_info, the
 // partition entry points), and print a human summary. The numbers printed come from the
@@ -438,6 +439,64 @@ int run_partition(const CommonSettings& common, const PartitionSettings& s) {
   return 0;
 }
 
+namespace {
+
+// The plans of one series, one line each.
+void print_plans(const std::vector<BudgetPlanPoint>& plans) {
+  for (const BudgetPlanPoint& p : plans)
+    std::printf("  %-28s %-22s %-14.6g %zu\n", p.label.c_str(),
+                fmt::format("{} ({} B)", human_bytes(p.peak_bytes), p.peak_bytes).c_str(),
+                p.recompute_runtime, p.saved_values);
+}
+
+// `remat pareto --peak`: torch's budget plans and remat's peak frontier.
+int run_peak_pareto(const CommonSettings& common, const ParetoSettings& s, const std::string& path,
+                    const JointGraph& joint, PartitionOptions options) {
+  if (!s.peak_search.empty()) options.peak_search = *peak_search_from_name(s.peak_search);
+  // The frontier is the optimizer's: torch_plans (the options' default) is
+  // torch's plans again, which the chart has already.
+  if (options.peak_search == PartitionOptions::PeakSearch::kTorchPlans)
+    options.peak_search = PartitionOptions::PeakSearch::kFast;
+  if (s.peak_search_seconds) options.peak_search_seconds = *s.peak_search_seconds;
+  options.validate();
+  const std::string search = peak_search_name(options.peak_search);
+
+  const bool timing = common.verbose || joint.graph.size() >= kBigGraph;
+  const auto t0 = Clock::now();
+  ProgressBar bar(wants_progress(common, /*long_work=*/true));
+  options.progress = bar.hook();
+  const std::vector<BudgetPlanPoint> torch_plans = budget_plans(
+      joint, options, std::vector<double>(std::begin(kPlanBudgets), std::end(kPlanBudgets)));
+  const std::vector<BudgetPlanPoint> frontier = peak_frontier(joint, options, s.points);
+  bar.finish();
+  if (timing)
+    std::fprintf(stderr, "remat: built torch's plans and remat's frontier in %.1f ms\n", ms_since(t0));
+
+  // Render everything first: a failure leaves no file half-written.
+  const std::string series = "remat_" + search;
+  const PlanSeries both[] = {{"torch", torch_plans}, {series, frontier}};
+  write_file_atomic(s.svg, plans_svg(torch_plans, nullptr, frontier, "remat " + search));
+  if (!s.csv.empty()) write_file_atomic(s.csv, plans_csv(both));
+  if (!s.json.empty()) write_file_atomic(s.json, plans_json(both));
+
+  std::printf("graph: %s (%zu nodes)\n", path.c_str(), joint.graph.size());
+  std::printf("solver: %s, runtime estimator: %s, peak search: %s\n",
+              options.activation_memory_budget_solver.c_str(),
+              options.activation_memory_budget_runtime_estimator.c_str(), search.c_str());
+  std::printf("torch's activation-budget plans: %zu; peak, recompute runtime, saved values:\n",
+              torch_plans.size());
+  print_plans(torch_plans);
+  std::printf("remat %s frontier: %zu plan%s at %d peak limits:\n", search.c_str(), frontier.size(),
+              frontier.size() == 1 ? "" : "s", s.points);
+  print_plans(frontier);
+  std::printf("wrote %s\n", s.svg.c_str());
+  if (!s.csv.empty()) std::printf("wrote %s\n", s.csv.c_str());
+  if (!s.json.empty()) std::printf("wrote %s\n", s.json.c_str());
+  return 0;
+}
+
+}  // namespace
+
 int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   const auto [path, joint] = load(common);
 
@@ -446,6 +505,7 @@ int run_pareto(const CommonSettings& common, const ParetoSettings& s) {
   if (!s.solver.empty()) options.activation_memory_budget_solver = s.solver;
   if (!s.estimator.empty()) options.activation_memory_budget_runtime_estimator = s.estimator;
   options.validate();
+  if (s.peak) return run_peak_pareto(common, s, path, joint, std::move(options));
 
   const bool timing = common.verbose || joint.graph.size() >= kBigGraph;
   const auto t0 = Clock::now();

@@ -54,6 +54,12 @@ struct ParetoSettings {
   std::string estimator;        // activation_memory_budget_runtime_estimator; "" = not given
   double resolution = 1e-3;     // bisection stops below this budget width
   bool no_cse = false;
+  // --peak: instead of the sweep, torch's budget plans (kPlanBudgets) and
+  // remat's peak frontier (peak_frontier) on one chart.
+  bool peak = false;
+  std::string peak_search;      // --peak-search fast|exact; "" = the options' (fast for torch_plans)
+  std::optional<double> peak_search_seconds;  // --peak-search-seconds
+  int points = 8;               // --points: the frontier's peak limits
 };
 
 struct ReportSettings {

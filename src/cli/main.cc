@@ -1,7 +1,7 @@
 // cli/main.cc — the `remat` command: argument parsing and error reporting.
 //
 // Contract: `remat --help`, `remat --version`, `remat info [GRAPH]`,
-// `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [options]`,
+// `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [--peak] [options]`,
 // `remat report [GRAPH] -o HTML [options]`.
 // Every failure is one "remat: error: ..." message on stderr and a non-zero
 // exit status (1 for errors, CLI11's codes for bad usage); no exception
@@ -171,7 +171,8 @@ CLI::App* add_pareto(CLI::App& app, remat::cli::CommonSettings& common,
                      remat::cli::ParetoSettings& pa) {
   CLI::App* pareto = app.add_subcommand(
       "pareto", "Sweep activation memory budgets and draw the recompute-runtime / memory "
-                "trade-off (torch's visualize_memory_budget_pareto)");
+                "trade-off (torch's visualize_memory_budget_pareto); with --peak, torch's budget "
+                "plans and remat's peak frontier as peak memory against recompute");
   pareto->add_option("graph", common.graph, "joint graph JSON file");
   pareto->add_option("-o,--output", pa.svg, "write the frontier here as an SVG chart")
       ->required()
@@ -184,10 +185,35 @@ CLI::App* add_pareto(CLI::App& app, remat::cli::CommonSettings& common,
   pareto->add_option("--runtime-estimator,--estimator", pa.estimator,
                      "runtime estimator: flops (default), testing, or profile (with "
                      "profiled_runtimes in --options)");
-  pareto->add_option("--resolution", pa.resolution,
-                     "stop bisecting budget intervals narrower than this (torch: 0.001)")
-      ->check(kPositive);
+  CLI::Option* resolution =
+      pareto->add_option("--resolution", pa.resolution,
+                         "stop bisecting budget intervals narrower than this (torch: 0.001)")
+          ->check(kPositive);
   pareto->add_flag("--no-cse", pa.no_cse, "do not deduplicate equal nodes first");
+  CLI::Option* peak =
+      pareto->add_flag("--peak", pa.peak,
+                       "instead of the sweep, draw simulated peak memory against recompute: "
+                       "torch's activation-budget plans (as remat report does) beside remat's own "
+                       "frontier, the plan its optimizer finds at each of --points peak limits "
+                       "from the runtime-optimized plan's peak down to the smallest reachable; "
+                       "--json and --csv then hold both lists");
+  resolution->excludes(peak);
+  pareto->add_option("--peak-search", pa.peak_search,
+                     "with --peak, the optimizer that draws remat's frontier: fast (default, "
+                     "unless --options sets exact) or exact (the least recompute of any valid "
+                     "plan at each limit, proven, each within --peak-search-seconds)")
+      ->check(CLI::IsMember({"fast", "exact"}))
+      ->needs(peak);
+  pareto->add_option("--peak-search-seconds", pa.peak_search_seconds,
+                     "with --peak, the time limit of each exact search (default 60); there are "
+                     "--points + 1 of them")
+      ->check(CLI::PositiveNumber)
+      ->needs(peak);
+  pareto->add_option("--points", pa.points,
+                     "with --peak, how many peak limits remat's frontier is planned at (default "
+                     "8; plans met twice are drawn once)")
+      ->check(CLI::Range(2, 1000))
+      ->needs(peak);
   pareto->add_flag("-v,--verbose", common.verbose, "print timing lines to stderr");
   add_option_sources(pareto, pa.sources);
   add_progress_option(pareto, common);

@@ -246,17 +246,21 @@ class Search {
     unreachable();
   }
 
+  // The smallest peak goes into the error's field too (remat/error.h);
+  // this search proves no bound.
   [[noreturn]] void unreachable() const {
     if (smallest_peak_ < 0)
-      throw Error(ErrorCode::kBudgetUnreachable,
-                  fmt::format("peak_memory_budget: no plan fits {} ({} bytes): every plan tried "
-                              "saves a value that aliases an input the step mutates",
-                              human(limit_), limit_));
-    throw Error(ErrorCode::kBudgetUnreachable,
-                fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
-                            "reachable peak is {} ({} bytes), with the plan '{}'",
-                            human(limit_), limit_, human(smallest_peak_), smallest_peak_,
-                            smallest_label_));
+      throw BudgetUnreachableError(
+          fmt::format("peak_memory_budget: no plan fits {} ({} bytes): every plan tried "
+                      "saves a value that aliases an input the step mutates",
+                      human(limit_), limit_),
+          -1, -1);
+    throw BudgetUnreachableError(
+        fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
+                    "reachable peak is {} ({} bytes), with the plan '{}'",
+                    human(limit_), limit_, human(smallest_peak_), smallest_peak_,
+                    smallest_label_),
+        smallest_peak_, -1);
   }
 
   PartitionResult finish(Built b) {

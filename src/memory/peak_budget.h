@@ -24,8 +24,9 @@
 //    result with the smallest peak, and the path ends when a step gains
 //    nothing or after kRepairSteps steps. The answer is the first state of
 //    the path that fits.
-//  * Otherwise Error(kBudgetUnreachable) naming the limit and the smallest
-//    peak any hazard-free candidate or path state reached.
+//  * Otherwise BudgetUnreachableError (kBudgetUnreachable) naming the limit
+//    and the smallest peak any hazard-free candidate or path state reached
+//    (its smallest_peak; no proven_bound).
 // Because the answer is the first fitting plan in one fixed order, a
 // smaller limit never gives a plan with a higher peak (monotone). Cost: one
 // cut and one build per candidate reached; a limit the runtime-optimized

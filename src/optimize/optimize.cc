@@ -598,20 +598,24 @@ class Search {
     return smallest_peak_ >= 0 ? std::min(bound, smallest_peak_) : bound;
   }
 
+  // The numbers of the message go into the error's fields as well
+  // (remat/error.h), so callers need not parse it.
   [[noreturn]] void unreachable(int64_t bound) const {
     if (smallest_peak_ < 0)
-      throw Error(ErrorCode::kBudgetUnreachable,
-                  fmt::format("peak_memory_budget: no plan fits {} ({} bytes): no valid plan was "
-                              "found without a mutation hazard",
-                              human(limit_), limit_));
+      throw BudgetUnreachableError(
+          fmt::format("peak_memory_budget: no plan fits {} ({} bytes): no valid plan was "
+                      "found without a mutation hazard",
+                      human(limit_), limit_),
+          -1, bound);
     const std::string proof =
         bound >= smallest_peak_
             ? "no valid plan has a smaller peak (proven)"
             : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)", human(bound), bound);
-    throw Error(ErrorCode::kBudgetUnreachable,
-                fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
-                            "reachable peak is {} ({} bytes); {}",
-                            human(limit_), limit_, human(smallest_peak_), smallest_peak_, proof));
+    throw BudgetUnreachableError(
+        fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
+                    "reachable peak is {} ({} bytes); {}",
+                    human(limit_), limit_, human(smallest_peak_), smallest_peak_, proof),
+        smallest_peak_, std::min(bound, smallest_peak_));
   }
 
   Outcome finish(const char* mode) {

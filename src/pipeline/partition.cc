@@ -14,12 +14,14 @@
 // and then maps every id back to the caller's joint graph. Under remat's own
 // peak memory budget the search (memory/peak_budget.h) decides by building
 // candidate plans through the same emit, so such a plan is built at once.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <limits>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -661,8 +663,14 @@ std::vector<MemoryBudgetPoint> memory_budget_pareto(const JointGraph& joint,
   return memory_budget_pareto(in.context(p.graph, o), resolution, budgets);
 }
 
-std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const PartitionOptions& options,
-                                          const std::vector<double>& budgets) {
+namespace {
+
+// torch's plans as budget_plans() describes them, the first `most` of them.
+// `what` names the caller in the error of a graph with no cut.
+std::vector<BudgetPlanPoint> first_budget_plans(const JointGraph& joint,
+                                                const PartitionOptions& options,
+                                                const std::vector<double>& budgets, size_t most,
+                                                const char* what) {
   options.validate();
   check_joint(joint);
   const PartitionOptions o = with_overrides(joint, options);
@@ -671,8 +679,9 @@ std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const Partiti
   MinCutInputs in = min_cut_inputs(p.graph, joint, o);
   if (!in.has_cut()) {
     throw Error(ErrorCode::kUnsupported,
-                "memory budget plans: the backward needs nothing from the forward (torch hands "
-                "this graph to the default partitioner, which has no budget)");
+                fmt::format("{}: the backward needs nothing from the forward (torch hands "
+                            "this graph to the default partitioner, which has no budget)",
+                            what));
   }
   as_min_cut(*s);
   s->info = std::move(in.info);
@@ -682,7 +691,9 @@ std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const Partiti
   BudgetPlanList list(ctx, budgets);
   std::vector<BudgetPlanPoint> out;
   const double expected = 5.0 + static_cast<double>(budgets.size());  // tiers, budgets, budget 0
-  while (std::optional<BudgetPlan> plan = list.next()) {
+  while (out.size() < most) {
+    std::optional<BudgetPlan> plan = list.next();
+    if (!plan) break;
     CutStory story;
     if (plan->from_cut) story = cut_story(g, plan->cut, s->joint_size);
     else story.ban_reason.resize(s->joint_size);
@@ -692,6 +703,128 @@ std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const Partiti
     out.push_back({plan->label, r.memory.peak_bytes, r.recompute_runtime, r.saved_values.size()});
     if (o.progress) o.progress("plans", std::min(1.0, static_cast<double>(out.size()) / expected));
   }
+  return out;
+}
+
+// "20.31 KiB": sizes in peak_frontier's labels, written as the peak
+// searches' messages write them (two decimals tell nearby limits apart).
+std::string limit_text(int64_t b) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, kUnits[u]);
+}
+
+// What tells two plans apart: the values they save (joint ids, any order).
+std::vector<NodeId> saved_key(const PartitionResult& r) {
+  std::vector<NodeId> key = r.saved_values;
+  for (const auto* list : {&r.saved_sym_nodes, &r.saved_opaque_nodes})
+    key.insert(key.end(), list->begin(), list->end());
+  std::sort(key.begin(), key.end());
+  return key;
+}
+
+}  // namespace
+
+std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const PartitionOptions& options,
+                                          const std::vector<double>& budgets) {
+  return first_budget_plans(joint, options, budgets, std::numeric_limits<size_t>::max(),
+                            "memory budget plans");
+}
+
+std::vector<BudgetPlanPoint> peak_frontier(const JointGraph& joint, const PartitionOptions& options,
+                                           int points) {
+  options.validate();
+  const PartitionOptions::PeakSearch search = options.peak_search;
+  if (search == PartitionOptions::PeakSearch::kTorchPlans) {
+    throw Error(ErrorCode::kInvalidOption,
+                "peak frontier: peak_search is torch_plans, which searches torch's own plans "
+                "(budget_plans lists them); the frontier is remat's optimizer's: set it to "
+                "fast or exact");
+  }
+  if (points < 2) {
+    throw Error(ErrorCode::kInvalidOption,
+                fmt::format("peak frontier: {} points; at least 2 (its two ends)", points));
+  }
+  // Each point is a whole partition: the caller hears one task, "frontier",
+  // not each partition's stages.
+  PartitionOptions quiet = options;
+  quiet.progress = nullptr;
+  quiet.peak_memory_budget = 0;
+  const double steps = static_cast<double>(points) + 2;
+  double done = 0;
+  auto tick = [&] {
+    if (options.progress) options.progress("frontier", std::min(1.0, ++done / steps));
+  };
+  // The top: torch's runtime-optimized plan; asking for it also refuses a
+  // graph with nothing to cut.
+  const int64_t top =
+      first_budget_plans(joint, quiet, {}, 1, "peak frontier").front().peak_bytes;
+  tick();
+  // The bottom: the smallest peak the optimizer reaches, which it reports
+  // when asked for what no step fits.
+  int64_t bottom = 1;
+  quiet.peak_memory_budget = 1;
+  try {
+    min_cut_rematerialization_partition(joint, quiet);
+  } catch (const BudgetUnreachableError& e) {
+    if (e.smallest_peak() < 0) throw;  // no valid plan at all
+    bottom = e.smallest_peak();
+  }
+  tick();
+  // A runtime-optimized plan with a mutation hazard may peak below every
+  // valid plan: then the frontier is its bottom alone.
+  const int64_t high = std::max(top, bottom);
+
+  struct Found {
+    BudgetPlanPoint point;
+    std::vector<NodeId> key;
+  };
+  std::vector<Found> found;
+  int64_t previous = -1;
+  // From the top down, so a plan met again is kept at the smaller limit.
+  for (int i = points - 1; i >= 0; --i) {
+    const int64_t limit =
+        bottom + static_cast<int64_t>(static_cast<__int128>(high - bottom) * i / (points - 1));
+    if (limit == previous) {  // fewer bytes between the ends than points
+      tick();
+      continue;
+    }
+    previous = limit;
+    quiet.peak_memory_budget = limit;
+    PartitionResult r;
+    try {
+      r = min_cut_rematerialization_partition(joint, quiet);
+    } catch (const BudgetUnreachableError&) {
+      tick();  // fast's heuristic, or exact's time, fell short here
+      continue;
+    }
+    BudgetPlanPoint point{fmt::format("{} <= {}", peak_search_name(search), limit_text(limit)),
+                          r.memory.peak_bytes, r.recompute_runtime, r.saved_values.size(), limit};
+    std::vector<NodeId> key = saved_key(r);
+    auto same = std::find_if(found.begin(), found.end(), [&](const Found& f) {
+      return f.key == key || (f.point.peak_bytes == point.peak_bytes &&
+                              f.point.recompute_runtime == point.recompute_runtime);
+    });
+    if (same != found.end()) {
+      // The plan at the smaller limit stands for both, so every point is
+      // what its own limit gives.
+      *same = Found{std::move(point), std::move(key)};
+    } else {
+      found.push_back({std::move(point), std::move(key)});
+    }
+    tick();
+  }
+  std::vector<BudgetPlanPoint> out;
+  for (Found& f : found) out.push_back(std::move(f.point));
+  std::sort(out.begin(), out.end(), [](const BudgetPlanPoint& a, const BudgetPlanPoint& b) {
+    return std::tie(a.peak_bytes, a.recompute_runtime, a.limit_bytes) <
+           std::tie(b.peak_bytes, b.recompute_runtime, b.limit_bytes);
+  });
   return out;
 }
 

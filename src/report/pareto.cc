@@ -1,4 +1,5 @@
-// report/pareto.cc — the writers of the memory-budget Pareto frontier.
+// report/pareto.cc — the writers of the memory-budget Pareto frontier and
+// of built plans (torch's budget plans, remat's peak frontier).
 //
 // Contract: remat/pareto.h. Numbers are written with fmt's shortest
 // round-trip form, so the text is deterministic and reads back exactly.
@@ -6,12 +7,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "io/json_writer.h"
 #include "remat/explain.h"
 #include "report/escape.h"
 
@@ -156,8 +161,37 @@ std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_vi
   return s;
 }
 
-std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPoint* chosen) {
+namespace {
+
+// The plans no other plan of `plans` beats on both axes, by increasing
+// peak: sorted by peak (ties: less recompute first), a plan is on it when
+// it recomputes strictly less than every plan before it.
+std::vector<const BudgetPlanPoint*> undominated(std::span<const BudgetPlanPoint> plans) {
+  std::vector<const BudgetPlanPoint*> by_peak;
+  for (const BudgetPlanPoint& p : plans) by_peak.push_back(&p);
+  std::sort(by_peak.begin(), by_peak.end(), [](const BudgetPlanPoint* a, const BudgetPlanPoint* b) {
+    return a->peak_bytes != b->peak_bytes ? a->peak_bytes < b->peak_bytes
+                                          : a->recompute_runtime < b->recompute_runtime;
+  });
+  std::vector<const BudgetPlanPoint*> front;
+  for (const BudgetPlanPoint* p : by_peak)
+    if (front.empty() || p->recompute_runtime < front.back()->recompute_runtime) front.push_back(p);
+  return front;
+}
+
+// A plan's tooltip: its label, peak, recompute and saved count.
+std::string plan_title(const BudgetPlanPoint& p) {
+  return fmt::format("{}: peak {} ({} B), recompute {:.6g}, {} saved", report::xml_escape(p.label),
+                     report::xml_escape(report::human_bytes(p.peak_bytes)), p.peak_bytes,
+                     p.recompute_runtime, p.saved_values);
+}
+
+}  // namespace
+
+std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPoint* chosen,
+                      std::span<const BudgetPlanPoint> frontier, std::string_view frontier_name) {
   std::vector<BudgetPlanPoint> all(plans.begin(), plans.end());
+  all.insert(all.end(), frontier.begin(), frontier.end());
   if (chosen) all.push_back(*chosen);
   Frame f{440, 0, 1, 0, 1};
   if (!all.empty()) {
@@ -180,22 +214,15 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
   const double pw = f.pw(), ph = f.ph(), kLeft = Frame::kLeft, kTop = Frame::kTop;
   auto sx = [&](double x) { return f.sx(x); };
   auto sy = [&](double y) { return f.sy(y); };
+  const bool two = !frontier.empty();
   std::string s = f.open(
-      "plans", "Peak memory against recompute: torch's budget plans",
+      "plans",
+      two ? "Peak memory against recompute: torch's budget plans and remat's frontier"
+          : "Peak memory against recompute: torch's budget plans",
       [](double x) { return report::human_bytes(static_cast<int64_t>(x)); },
       "simulated peak memory of the step (bytes)", "estimated recompute runtime (estimator units)");
-  // The frontier: plans no other plan dominates. By increasing peak (ties:
-  // less recompute first), a plan is on it when it recomputes strictly less
-  // than every plan before it.
-  std::vector<const BudgetPlanPoint*> by_peak;
-  for (const BudgetPlanPoint& p : plans) by_peak.push_back(&p);
-  std::sort(by_peak.begin(), by_peak.end(), [](const BudgetPlanPoint* a, const BudgetPlanPoint* b) {
-    return a->peak_bytes != b->peak_bytes ? a->peak_bytes < b->peak_bytes
-                                          : a->recompute_runtime < b->recompute_runtime;
-  });
-  std::vector<const BudgetPlanPoint*> front;
-  for (const BudgetPlanPoint* p : by_peak)
-    if (front.empty() || p->recompute_runtime < front.back()->recompute_runtime) front.push_back(p);
+  // torch's frontier: its undominated plans joined by straight lines.
+  const std::vector<const BudgetPlanPoint*> front = undominated(plans);
   if (front.size() > 1) {
     s += "<polyline class=\"frontier\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" "
          "points=\"";
@@ -204,14 +231,34 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
                        sy(front[i]->recompute_runtime));
     s += "\"/>\n";
   }
+  // remat's frontier as a staircase: a plan's recompute is what any peak
+  // from its own up to the next undominated plan's costs, so the line runs
+  // flat to that peak, then drops.
+  const std::vector<const BudgetPlanPoint*> stairs = undominated(frontier);
+  if (stairs.size() > 1) {
+    s += "<polyline class=\"remat-frontier\" fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"1.5\" "
+         "points=\"";
+    for (size_t i = 0; i < stairs.size(); ++i) {
+      const double x = sx(static_cast<double>(stairs[i]->peak_bytes));
+      if (i) s += fmt::format(" {:.1f},{:.1f}", x, sy(stairs[i - 1]->recompute_runtime));
+      s += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", x, sy(stairs[i]->recompute_runtime));
+    }
+    s += "\"/>\n";
+  }
   const double radius = plans.size() > 100 ? 2.5 : 4;
   for (const BudgetPlanPoint& p : plans)
     s += fmt::format(
         "<circle class=\"plan\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"#1f77b4\">"
-        "<title>{}: peak {} ({} B), recompute {:.6g}, {} saved</title></circle>\n",
-        sx(static_cast<double>(p.peak_bytes)), sy(p.recompute_runtime), radius,
-        report::xml_escape(p.label), report::xml_escape(report::human_bytes(p.peak_bytes)),
-        p.peak_bytes, p.recompute_runtime, p.saved_values);
+        "<title>{}</title></circle>\n",
+        sx(static_cast<double>(p.peak_bytes)), sy(p.recompute_runtime), radius, plan_title(p));
+  // Squares, so the two series differ in shape as well as in colour.
+  const double half = frontier.size() > 100 ? 2.5 : 3.5;
+  for (const BudgetPlanPoint& p : frontier)
+    s += fmt::format(
+        "<rect class=\"remat-plan\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" "
+        "fill=\"#ff7f0e\"><title>{}</title></rect>\n",
+        sx(static_cast<double>(p.peak_bytes)) - half, sy(p.recompute_runtime) - half, 2 * half,
+        2 * half, plan_title(p));
   if (chosen) {
     const double x = sx(static_cast<double>(chosen->peak_bytes)), y = sy(chosen->recompute_runtime);
     // The label goes toward the plot's middle, so it never leaves the frame.
@@ -227,14 +274,65 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
         chosen->recompute_runtime, right ? x + 12 : x - 12, below ? y + 20 : y - 12,
         right ? "start" : "end");
   }
-  // The legend, in the margin above the plot's right end.
-  s += fmt::format(
-      "<g class=\"legend\" font-size=\"11\"><circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" "
-      "fill=\"#1f77b4\"/><text x=\"{2:.1f}\" y=\"{3:.1f}\">a torch budget plan (hover for "
-      "which)</text></g>\n",
-      kLeft + pw - 230, kTop - 12, kLeft + pw - 222, kTop - 8);
+  // The legend, in the margin above the plot's right end (below the
+  // title's line): one entry, or one per series side by side.
+  if (!two) {
+    s += fmt::format(
+        "<g class=\"legend\" font-size=\"11\"><circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" "
+        "fill=\"#1f77b4\"/><text x=\"{2:.1f}\" y=\"{3:.1f}\">a torch budget plan (hover for "
+        "which)</text></g>\n",
+        kLeft + pw - 230, kTop - 12, kLeft + pw - 222, kTop - 8);
+  } else {
+    // "torch's activation-budget plans" is about 190 px at 11 px; the
+    // series name gets the last 150 px (25 characters).
+    s += fmt::format(
+        "<g class=\"legend\" font-size=\"11\"><circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" "
+        "fill=\"#1f77b4\"/><text x=\"{2:.1f}\" y=\"{3:.1f}\">torch's activation-budget plans</text>"
+        "<rect x=\"{4:.1f}\" y=\"{5:.1f}\" width=\"7\" height=\"7\" fill=\"#ff7f0e\"/>"
+        "<text x=\"{6:.1f}\" y=\"{3:.1f}\">{7}</text></g>\n",
+        kLeft + pw - 380, kTop - 12, kLeft + pw - 372, kTop - 8, kLeft + pw - 153.5, kTop - 15.5,
+        kLeft + pw - 142, report::xml_escape(frontier_name));
+  }
   s += "</svg>\n";
   return s;
+}
+
+std::string plans_csv(std::span<const PlanSeries> series) {
+  // RFC 4180: a field with a separator, a quote or a line break is quoted,
+  // its quotes doubled.
+  auto field = [](std::string_view text) {
+    if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+    std::string out = "\"";
+    for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  };
+  std::string out = "label,series,peak_bytes,recompute_runtime,saved_values,limit_bytes\n";
+  for (const PlanSeries& list : series)
+    for (const BudgetPlanPoint& p : list.plans)
+      out += fmt::format("{},{},{},{},{},{}\n", field(p.label), field(list.name), p.peak_bytes,
+                         p.recompute_runtime, p.saved_values, p.limit_bytes);
+  return out;
+}
+
+std::string plans_json(std::span<const PlanSeries> series) {
+  std::string out = "{\"plans\": [";
+  bool first = true;
+  io::JsonWriter strings(out);  // only its string escaping, RFC 8259
+  for (const PlanSeries& list : series) {
+    for (const BudgetPlanPoint& p : list.plans) {
+      out += first ? "\n  {\"label\": " : ",\n  {\"label\": ";
+      first = false;
+      strings.append_string(p.label);
+      out += ", \"series\": ";
+      strings.append_string(list.name);
+      out += fmt::format(
+          ", \"peak_bytes\": {}, \"recompute_runtime\": {}, \"saved_values\": {}, "
+          "\"limit_bytes\": {}}}",
+          p.peak_bytes, p.recompute_runtime, p.saved_values, p.limit_bytes);
+    }
+  }
+  out += first ? "]}\n" : "\n]}\n";
+  return out;
 }
 
 }  // namespace remat
