@@ -7,8 +7,10 @@
 #include "optimize/optimize.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
@@ -25,6 +27,16 @@ namespace remat::optimize {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// REMAT_MILP_DUMP_DIR (optimize.h): the programs exact mode solves, as MPS
+// files, for comparing solvers on them (bench/bench_memory.py). Read at each
+// solve, so a caller can point successive searches at different folders.
+void dump_milp(const Milp& milp) {
+  const char* dir = std::getenv("REMAT_MILP_DUMP_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  static std::atomic<int> counter{0};
+  milp.write_mps(fmt::format("{}/{}.mps", dir, counter++));
+}
 
 std::string human(int64_t b) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -76,7 +88,10 @@ class Search {
 
   // Builds a saved set once; records the smallest peak, the best fitting
   // plan, hazards (forbidding those saves) and the model check.
-  Verdict evaluate(const std::vector<uint8_t>& saved) {
+  Verdict evaluate(const std::vector<uint8_t>& asked) {
+    // The plan saves what something reads (the extraction prunes the rest).
+    std::optional<Assignment> used = space_.implied_recompute(asked);
+    const std::vector<uint8_t>& saved = used ? used->saved : asked;
     // Keyed by the flags as a string: std::map over vector<uint8_t> trips
     // a GCC 12 false -Wstringop-overread in its memcmp.
     std::string key(saved.begin(), saved.end());
@@ -217,7 +232,7 @@ class Search {
                std::vector<int64_t>* rows = nullptr) {
       std::optional<Assignment> a = space.implied_recompute(saved);
       if (!a) return false;
-      std::vector<int64_t> values = space.row_values(saved, a->recomputed);
+      std::vector<int64_t> values = space.row_values(a->saved, a->recomputed);
       const int64_t e = excess(values, targets);
       if (!closest || e < closest_excess) {
         closest = saved;
@@ -299,7 +314,7 @@ class Search {
       std::vector<uint8_t> next = saved;
       next[k] = 1;
       std::optional<Assignment> b = space_.implied_recompute(next);
-      if (!b || b->cost >= cost || excess(space_.row_values(next, b->recomputed), targets) > 0) continue;
+      if (!b || b->cost >= cost || excess(space_.row_values(b->saved, b->recomputed), targets) > 0) continue;
       saved = std::move(next);
       cost = b->cost;
     }
@@ -363,7 +378,7 @@ class Search {
   void correct(const std::vector<uint8_t>& saved, const Verdict& v, int64_t limit, Targets& targets) const {
     std::optional<Assignment> a = space_.implied_recompute(saved);
     if (!a) return;
-    const std::vector<int64_t> model = space_.row_values(saved, a->recomputed);
+    const std::vector<int64_t> model = space_.row_values(a->saved, a->recomputed);
     for (size_t r = 0; r < targets.size(); ++r) {
       const int64_t sim = v.rows[r];
       if (sim > model[r]) targets[r] = std::min(targets[r], limit - (sim - model[r]));
@@ -432,6 +447,31 @@ class Search {
         p.milp.add_row(idx, c, -Milp::kInfinity, 0);
       }
     }
+    // Only what something reads is saved (the extraction prunes the rest):
+    // s_k <= sum(r over k's users) for a var nothing needs directly.
+    std::vector<std::vector<int>> readers(vars.size());
+    for (size_t k = 0; k < vars.size(); ++k)
+      for (uint32_t u : space_.deps()[k]) readers[u].push_back(p.r[k]);
+    // Likewise only what something needs is recomputed, and nothing is both
+    // saved and recomputed: then r is the least recompute set of s
+    // (space.h's implied_recompute), each solution one plan.
+    for (size_t k = 0; k < vars.size(); ++k) {
+      {
+        const int idx[] = {p.s[k], p.r[k]};
+        const double c[] = {1, 1};
+        p.milp.add_row(idx, c, -Milp::kInfinity, 1);
+      }
+      if (vars[k].needed) continue;
+      for (int col : {p.s[k], p.r[k]}) {
+        std::vector<int> idx{col};
+        std::vector<double> c{1};
+        for (int r : readers[k]) {
+          idx.push_back(r);
+          c.push_back(-1);
+        }
+        p.milp.add_row(idx, c, -Milp::kInfinity, 0);
+      }
+    }
     return p;
   }
 
@@ -443,6 +483,7 @@ class Search {
     const auto& vars = space_.vars();
     std::vector<std::vector<int>> z(vars.size());
     auto alive = [&](const RowTerm& t) {
+      if (t.segment == -2) return p.r[t.var];
       if (t.segment < 0) return p.s[t.var];
       std::vector<int>& zs = z[t.var];
       while (static_cast<int>(zs.size()) <= t.segment) {
@@ -467,11 +508,26 @@ class Search {
       }
       return zs[static_cast<size_t>(t.segment)];
     };
-    for (uint32_t row = 0; row < space_.rows().size(); ++row) {
-      const int64_t constant = space_.rows()[row].constant;
-      const std::vector<RowTerm> terms = space_.row_terms(row);
+    // The vars each backward row's node reads first (space.h's instant
+    // just before it).
+    std::vector<std::vector<uint32_t>> first_read(space_.rows().size());
+    for (uint32_t k = 0; k < vars.size(); ++k)
+      if (vars[k].bytes > 0 && vars[k].first_row != Var::kNoRow)
+        first_read[vars[k].first_row].push_back(k);
+    const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
+    for (uint32_t i = 0; i < rows + rows; ++i) {
+      const bool before = i >= rows;
+      const uint32_t row = before ? i - rows : i;
+      if (before && row <= space_.between()) continue;
+      const int64_t constant = before ? space_.rows()[row].before : space_.rows()[row].constant;
+      std::vector<RowTerm> terms = space_.row_terms(row);
+      if (before)  // saved (s) or recomputed (segment -2: r) just before
+        for (uint32_t k : first_read[row]) {
+          terms.push_back({k, vars[k].bytes, -1});
+          terms.push_back({k, vars[k].bytes, -2});
+        }
       int64_t most = constant;
-      for (const RowTerm& t : terms) most += t.bytes;
+      for (const RowTerm& t : terms) most += t.segment == -2 ? 0 : t.bytes;  // s + r <= 1 in a plan
       if (peak_var < 0 && most <= cap) continue;  // can never exceed the limit
       std::vector<int> idx;
       std::vector<double> coef;
@@ -532,6 +588,7 @@ class Search {
       Milp::Limits lim;
       lim.seconds = left();
       if (lim.seconds <= 0) break;
+      dump_milp(p.milp);
       const Milp::Result res = p.milp.solve(lim);
       ++rounds_;
       const bool sound = model_bounds_ && space_.model_is_bound();
@@ -577,6 +634,7 @@ class Search {
       sync_forbidden(p);
       Milp::Limits lim;
       lim.seconds = left();
+      dump_milp(p.milp);
       const Milp::Result res = p.milp.solve(lim);
       ++rounds_;
       if (res.status == Milp::Status::kInfeasible || res.values.empty()) {

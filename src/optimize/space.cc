@@ -203,20 +203,23 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
   const uint32_t between = F, bw0 = F + 1;
   between_ = between;
   rows_.assign(F + 1 + B, MemoryRow{});
-  for (uint32_t i = 0; i < F; ++i) rows_[i] = {0, fw_pos[i], MemoryRow::Pass::kForward};
+  for (uint32_t i = 0; i < F; ++i) rows_[i] = {0, 0, fw_pos[i], MemoryRow::Pass::kForward};
   rows_[between].pass = MemoryRow::Pass::kBetween;
-  for (uint32_t i = 0; i < B; ++i) rows_[bw0 + i] = {0, bw_pos[i], MemoryRow::Pass::kBackward};
+  for (uint32_t i = 0; i < B; ++i) rows_[bw0 + i] = {0, 0, bw_pos[i], MemoryRow::Pass::kBackward};
   for (Var& v : vars_) {
     v.saved_from = between;  // at least the return
     v.saved_to = bw0;        // no backward row
   }
   if (!model_rows_) return;
 
-  std::vector<int64_t> diff(rows_.size() + 1, 0);
-  auto add_const = [&](uint32_t from, uint32_t to, int64_t bytes) {  // rows [from, to)
+  std::vector<int64_t> diff(rows_.size() + 1, 0), born(rows_.size(), 0);
+  // Rows [from, to); `allocated`: the storage is made at row `from`'s node
+  // (not yet alive just before it), rather than held since before.
+  auto add_const = [&](uint32_t from, uint32_t to, int64_t bytes, bool allocated = true) {
     if (from >= to || bytes == 0) return;
     diff[from] += bytes;
     diff[to] -= bytes;
+    if (allocated) born[from] += bytes;
   };
   // What lives all step: the inputs, and the caller's outputs from their node on.
   int64_t inputs = 0;
@@ -271,6 +274,7 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
                    last = past_at_or_before(bw_pos, bw_last[n]);
     add_const(bw0 + first, bw0 + last, b);  // read by the backward: alive in either plan
     v.saved_to = bw0 + first;  // and before its first reader only when saved
+    v.first_row = bw0 + first;
     // A chain of users recomputed for a reader before `first` needs it
     // earlier, in either plan: it is computed (or saved) before the chain
     // runs and lives on to its own readers.
@@ -288,13 +292,14 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
       if (b == 0) continue;
       const uint32_t from = node.kind == NodeKind::kPlaceholder ? 0 : first_at_or_after(bw_pos, n);
       const uint32_t to = pinned[n] ? B : past_at_or_before(bw_pos, last_use[n]);
-      add_const(bw0 + from, bw0 + to, b);
+      add_const(bw0 + from, bw0 + to, b, node.kind != NodeKind::kPlaceholder);
     }
   }
   int64_t running = 0;
   for (size_t r = 0; r < rows_.size(); ++r) {
     running += diff[r];
     rows_[r].constant = running;
+    if (r >= bw0) rows_[r].before = running - born[r];
   }
 }
 
@@ -360,11 +365,25 @@ std::optional<Assignment> PlanSpace::implied_recompute(std::span<const uint8_t> 
         if (!need(u)) return std::nullopt;
     }
   }
+  // A saved value nothing reads is not handed over: the extraction prunes
+  // it, so the plan does not save it.
+  std::vector<uint8_t> read(vars_.size(), 0);
+  for (uint32_t k = 0; k < vars_.size(); ++k) {
+    if (vars_[k].needed) read[k] = 1;
+    if (a.recomputed[k])
+      for (uint32_t u : deps_[k]) read[u] = 1;
+  }
+  for (uint32_t k = 0; k < vars_.size(); ++k) a.saved[k] = a.saved[k] && read[k];
   return a;
 }
 
 std::vector<int64_t> PlanSpace::row_values(std::span<const uint8_t> saved,
                                            std::span<const uint8_t> recomputed) const {
+  return values(saved, recomputed, /*before=*/false);
+}
+
+std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
+                                       std::span<const uint8_t> recomputed, bool before) const {
   std::vector<int64_t> diff(rows_.size() + 1, 0);
   const uint32_t bw0 = between_ + 1;
   auto add = [&](uint32_t from, uint32_t to, int64_t bytes) {
@@ -375,6 +394,11 @@ std::vector<int64_t> PlanSpace::row_values(std::span<const uint8_t> saved,
   for (size_t k = 0; k < vars_.size(); ++k) {
     const Var& v = vars_[k];
     if (v.bytes == 0) continue;
+    // Just before its first reader's node, a var that reader reads is alive
+    // in either plan (saved, or recomputed in the batch before it).
+    if (before && v.first_row != Var::kNoRow &&
+        (saved[k] || (!recomputed.empty() && recomputed[k])))
+      add(v.first_row, v.first_row + 1, v.bytes);
     if (saved[k]) {
       add(v.saved_from, bw0, v.bytes);   // forward rows through the return
       add(bw0, v.saved_to, v.bytes);     // backward rows before its first reader
@@ -394,7 +418,7 @@ std::vector<int64_t> PlanSpace::row_values(std::span<const uint8_t> saved,
   int64_t running = 0;
   for (size_t r = 0; r < rows_.size(); ++r) {
     running += diff[r];
-    out[r] = rows_[r].constant + running;
+    out[r] = (before ? rows_[r].before : rows_[r].constant) + running;
   }
   return out;
 }
@@ -418,10 +442,12 @@ std::vector<RowTerm> PlanSpace::row_terms(uint32_t r) const {
 
 int64_t PlanSpace::model_peak(std::span<const uint8_t> saved) const {
   std::optional<Assignment> a = implied_recompute(saved);
-  const std::vector<int64_t> rows =
-      a ? row_values(saved, a->recomputed) : row_values(saved, {});
   int64_t peak = 0;
-  for (int64_t v : rows) peak = std::max(peak, v);
+  for (bool before : {false, true}) {
+    const std::vector<int64_t> rows =
+        a ? values(a->saved, a->recomputed, before) : values(saved, {}, before);
+    for (int64_t v : rows) peak = std::max(peak, v);
+  }
   return peak;
 }
 

@@ -53,7 +53,11 @@
 //        from the first reader of a chain of users recomputed for it on
 //        (kEarlyDepth long at most: the chain runs before its reader and
 //        needs it), and each saved value
-//        before its first backward reader.
+//        before its first backward reader;
+//      - just before each such backward node runs (after the
+//        recomputations run for it): what the row after it holds, less
+//        what the node allocates, plus each var it is the first reader of,
+//        saved or recomputed (the peak of a plan often lies there).
 //    Storage bytes: a node's fresh storages (not shared with an input of
 //    the node: views, in-place ops and aliases are free); a multi-output
 //    op's storages are attributed to the getitems that take them out (the
@@ -99,6 +103,10 @@ struct Var {
   // [between + 1, saved_to) (PlanSpace::rows indices).
   uint32_t saved_from = 0;
   uint32_t saved_to = 0;
+  // The backward row whose node first reads it; kNoRow when no
+  // tangent-derived node reads it (or there are no backward rows).
+  static constexpr uint32_t kNoRow = 0xFFFFFFFFu;
+  uint32_t first_row = kNoRow;
   // Chains of users recomputed for a backward reader before this var's own
   // first reader (at most kEarlyUses, the earliest): when one is entirely
   // recomputed, the var lives from its row to saved_to too (saved or
@@ -119,13 +127,17 @@ struct RowTerm {
 // whose saved range covers it (PlanSpace::row_terms).
 struct MemoryRow {
   int64_t constant = 0;
+  // Backward rows: what is alive in every plan just before the row's node
+  // runs (after the recomputations run for it): `constant` less what that
+  // node allocates; 0 elsewhere.
+  int64_t before = 0;
   NodeId node = kNoNode;  // the prepared node after which it is taken
   enum class Pass : uint8_t { kForward, kBetween, kBackward } pass = Pass::kForward;
 };
 
 // The least recompute set of a saved set.
 struct Assignment {
-  std::vector<uint8_t> saved;       // per var
+  std::vector<uint8_t> saved;       // per var, those something reads (the plan's)
   std::vector<uint8_t> recomputed;  // per var
   double cost = 0;                  // sum of recomputed costs
 };
@@ -158,8 +170,10 @@ class PlanSpace {
   // Puts back vars taken from vars() (same space).
   void restore(const std::vector<Var>& vars) { vars_ = vars; }
 
-  // The least recompute set of `saved` (per var); nullopt when some needed
-  // value can be neither saved nor recomputed under it.
+  // The least recompute set of `saved` (per var), and the saved values the
+  // plan really hands over (those a backward node or a recomputation reads:
+  // the extraction prunes the rest); nullopt when some needed value can be
+  // neither saved nor recomputed under it.
   std::optional<Assignment> implied_recompute(std::span<const uint8_t> saved) const;
   // The model's lower bound of the plan's peak (with its least recompute
   // set): the largest row.
@@ -168,6 +182,11 @@ class PlanSpace {
   // may be empty: no early uses count).
   std::vector<int64_t> row_values(std::span<const uint8_t> saved,
                                   std::span<const uint8_t> recomputed) const;
+  // The same just before each backward row's node (forward rows and the
+  // return read 0 + terms: ignore them): the row's terms, plus each var
+  // that node reads first, saved or recomputed.
+  std::vector<int64_t> values(std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,
+                              bool before) const;
 
   // The saved set of a plan as the pipeline takes it (prepared ids, graph
   // order), and back.

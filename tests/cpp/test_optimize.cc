@@ -1,0 +1,324 @@
+// tests/cpp/test_optimize.cc — remat's optimizer under a peak limit
+// (optimize/optimize.h, optimize/space.h), checked against an independent
+// optimum: every valid saved set of small random MLP steps, built by the
+// pipeline (emit_partition) and simulated. Pins: the memory model is a
+// lower bound of every plan's simulated peak; exact finds the exhaustive
+// optimum and says it is optimal; fast is within 5% of it and reachable
+// wherever it is; the unreachable error names the true smallest peak;
+// policies and options hold.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyze/analyze.h"
+#include "decide/decide.h"
+#include "optimize/space.h"
+#include "random_mlp.h"
+#include "remat/error.h"
+#include "remat/io.h"
+#include "remat/partition.h"
+
+namespace remat {
+namespace {
+
+using testing::random_mlp;
+using Search = PartitionOptions::PeakSearch;
+
+// One valid plan of the exhaustive enumeration.
+struct Plan {
+  int64_t peak = 0;
+  double recompute = 0;
+  bool hazards = false;
+};
+
+// Every valid saved set over the vars the backward can use (needed vars and
+// their ancestors that can be saved), each built and simulated, and the
+// model's bound of each checked on the way. Empty when there are more than
+// 2^max_vars sets.
+class Exhaustive {
+ public:
+  Exhaustive(const JointGraph& joint, int max_vars) : joint_(joint) {
+    PartitionPlan plan = plan_min_cut_rematerialization_partition(joint, options_);
+    const Graph& g = plan.prepared();
+    MinCutInputs in = min_cut_inputs(g, joint, options_);
+    const DecideContext ctx = in.context(g, options_);
+    optimize::PlanSpace space(ctx, joint.num_fwd_outputs, true, true);
+    const std::vector<uint32_t> cand = candidates(space);
+    if (cand.size() > static_cast<size_t>(max_vars)) return;
+    for (uint64_t mask = 0; mask < (uint64_t{1} << cand.size()); ++mask) {
+      std::vector<uint8_t> saved(space.vars().size(), 0);
+      for (size_t k = 0; k < saved.size(); ++k) saved[k] = forced(space, static_cast<uint32_t>(k));
+      for (size_t i = 0; i < cand.size(); ++i) saved[cand[i]] = (mask >> i) & 1;
+      if (!space.implied_recompute(saved)) continue;
+      std::vector<NodeId> joint_ids;
+      for (NodeId p : space.saved_nodes(saved)) joint_ids.push_back(g.node(p).origin);
+      const PartitionResult r = emit_partition(
+          plan_min_cut_rematerialization_partition(joint, options_), joint_ids);
+      EXPECT_LE(space.model_peak(saved), r.memory.peak_bytes)
+          << "the model overestimates a plan of " << joint_ids.size() << " saved values";
+      plans_.push_back({r.memory.peak_bytes, r.recompute_runtime, !r.hazards.empty()});
+    }
+  }
+
+  bool ran() const { return !plans_.empty(); }
+
+  // The least recompute of a hazard-free plan within `limit`.
+  std::optional<double> best(int64_t limit) const {
+    std::optional<double> out;
+    for (const Plan& p : plans_)
+      if (!p.hazards && p.peak <= limit && (!out || p.recompute < *out)) out = p.recompute;
+    return out;
+  }
+
+  int64_t smallest_peak() const {
+    int64_t out = std::numeric_limits<int64_t>::max();
+    for (const Plan& p : plans_)
+      if (!p.hazards) out = std::min(out, p.peak);
+    return out;
+  }
+
+  // A few limits across the range of peaks: the distinct peaks, sampled.
+  std::vector<int64_t> limits() const {
+    std::vector<int64_t> peaks;
+    for (const Plan& p : plans_) peaks.push_back(p.peak);
+    if (peaks.empty()) return {};
+    std::sort(peaks.begin(), peaks.end());
+    peaks.erase(std::unique(peaks.begin(), peaks.end()), peaks.end());
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < peaks.size(); i += std::max<size_t>(1, peaks.size() / 6)) out.push_back(peaks[i]);
+    out.push_back(peaks.back());
+    return out;
+  }
+
+  // Needed and not recomputable: saved in every valid plan.
+  static bool forced(const optimize::PlanSpace& space, uint32_t k) {
+    const optimize::Var& v = space.vars()[k];
+    return v.needed && v.can_save && !v.can_recompute;
+  }
+
+  // The vars an enumeration runs over: those the backward can use (needed,
+  // or an ancestor of a needed var) that can be saved, but not forced.
+  static std::vector<uint32_t> candidates(const optimize::PlanSpace& space) {
+    const auto& vars = space.vars();
+    std::vector<uint8_t> cone(vars.size(), 0);
+    for (size_t k = vars.size(); k-- > 0;) {
+      if (vars[k].needed) cone[k] = 1;
+      if (!cone[k]) continue;
+      for (uint32_t u : space.deps()[k]) cone[u] = 1;
+    }
+    std::vector<uint32_t> out;
+    for (uint32_t k = 0; k < vars.size(); ++k)
+      if (cone[k] && vars[k].can_save && !forced(space, k)) out.push_back(k);
+    return out;
+  }
+
+ private:
+  const JointGraph& joint_;
+  PartitionOptions options_;
+  std::vector<Plan> plans_;
+};
+
+PartitionResult partition_at(const JointGraph& j, int64_t limit, Search search) {
+  PartitionOptions o;
+  o.peak_memory_budget = limit;
+  o.peak_search = search;
+  o.peak_search_seconds = 30;
+  return min_cut_rematerialization_partition(j, o);
+}
+
+// The random MLPs small enough for the exhaustive search (at most 2^13
+// saved sets), the first six.
+std::vector<uint32_t> small_seeds() {
+  static const std::vector<uint32_t> seeds = [] {
+    std::vector<uint32_t> out;
+    for (uint32_t seed = 0; seed < 400 && out.size() < 6; ++seed) {
+      const JointGraph j = random_mlp(seed);
+      PartitionOptions o;
+      PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+      const Graph& g = plan.prepared();
+      MinCutInputs in = min_cut_inputs(g, j, o);
+      const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+      if (Exhaustive::candidates(space).size() <= 13) out.push_back(seed);
+    }
+    return out;
+  }();
+  return seeds;
+}
+
+TEST(Optimize, ExactFindsTheExhaustiveOptimumAndSaysSo) {
+  const std::vector<uint32_t> seeds = small_seeds();
+  ASSERT_GE(seeds.size(), 3u);
+  for (uint32_t seed : seeds) {
+    const JointGraph j = random_mlp(seed);
+    const Exhaustive all(j, 13);
+    if (!all.ran()) continue;
+    for (int64_t limit : all.limits()) {
+      const std::optional<double> best = all.best(limit);
+      if (!best) continue;
+      const PartitionResult r = partition_at(j, limit, Search::kExact);
+      EXPECT_LE(r.memory.peak_bytes, limit);
+      EXPECT_TRUE(r.hazards.empty());
+      EXPECT_NEAR(r.recompute_runtime, *best, 1e-9 * std::max(1.0, *best))
+          << "seed " << seed << " limit " << limit;
+      EXPECT_TRUE(r.peak_search.optimal) << "seed " << seed << " limit " << limit;
+      EXPECT_EQ(r.peak_search.search, "exact");
+    }
+  }
+}
+
+TEST(Optimize, FastIsWithinFivePercentOfTheOptimumAndReachableWhereItIs) {
+  for (uint32_t seed : small_seeds()) {
+    const JointGraph j = random_mlp(seed);
+    const Exhaustive all(j, 13);
+    for (int64_t limit : all.limits()) {
+      const std::optional<double> best = all.best(limit);
+      if (!best) continue;
+      const PartitionResult r = partition_at(j, limit, Search::kFast);
+      EXPECT_LE(r.memory.peak_bytes, limit);
+      // A pointwise op costs 1 under the flops estimator: +1 covers optima
+      // near zero, where 5% is less than one op.
+      EXPECT_LE(r.recompute_runtime, 1.05 * *best + 1) << "seed " << seed << " limit " << limit;
+    }
+  }
+}
+
+TEST(Optimize, TheUnreachableErrorNamesTheTrueSmallestPeak) {
+  for (uint32_t seed : small_seeds()) {
+    const JointGraph j = random_mlp(seed);
+    const Exhaustive all(j, 13);
+    if (!all.ran()) continue;
+    const int64_t smallest = all.smallest_peak();
+    for (Search s : {Search::kExact, Search::kFast}) {
+      try {
+        partition_at(j, smallest - 1, s);
+        ADD_FAILURE() << "seed " << seed << ": a limit below every valid plan's peak was met";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kBudgetUnreachable);
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("(proven)"), std::string::npos) << msg;
+        if (s == Search::kExact) {  // exact names the true smallest peak
+          EXPECT_NE(msg.find("(" + std::to_string(smallest) + " bytes)"), std::string::npos) << msg;
+        }
+      }
+    }
+    EXPECT_EQ(partition_at(j, smallest, Search::kExact).memory.peak_bytes, smallest);
+  }
+}
+
+// The model's bound holds on graphs bigger than the exhaustive search
+// covers too: random saved sets of the examples, each built.
+TEST(Optimize, TheMemoryModelBoundsEverySimulatedPeak) {
+  for (const char* name : {"mlp", "cnn_batchnorm", "transformer_block", "checkpointed"}) {
+    const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/" + name + ".json");
+    PartitionOptions o;
+    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+    const Graph& g = plan.prepared();
+    MinCutInputs in = min_cut_inputs(g, j, o);
+    const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+    std::mt19937 rng(11);
+    int built = 0;
+    for (int trial = 0; trial < 400 && built < 40; ++trial) {
+      std::vector<uint8_t> saved(space.vars().size(), 0);
+      for (size_t k = 0; k < saved.size(); ++k)
+        saved[k] = space.vars()[k].can_save && (rng() % 3 == 0 || !space.vars()[k].can_recompute);
+      if (!space.implied_recompute(saved)) continue;
+      std::vector<NodeId> joint_ids;
+      for (NodeId p : space.saved_nodes(saved)) joint_ids.push_back(g.node(p).origin);
+      const PartitionResult r =
+          emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+      EXPECT_LE(space.model_peak(saved), r.memory.peak_bytes) << name << " trial " << trial;
+      ++built;
+    }
+    EXPECT_GE(built, 10) << name;
+  }
+}
+
+// On the examples, at limits from the plain plan's peak down: exact is
+// never worse than torch's plans or fast, fast never worse than torch's
+// plans, and everything returned fits.
+TEST(Optimize, ExactIsNeverWorseThanTorchsPlansOrFast) {
+  for (const char* name : {"mlp", "cnn_batchnorm", "transformer_block"}) {
+    const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/" + name + ".json");
+    const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+    for (double frac : {1.0, 0.95, 0.9, 0.85}) {
+      const int64_t limit = static_cast<int64_t>(static_cast<double>(plain) * frac);
+      std::optional<double> rc[3];
+      const Search order[3] = {Search::kTorchPlans, Search::kFast, Search::kExact};
+      for (int i = 0; i < 3; ++i) {
+        try {
+          const PartitionResult r = partition_at(j, limit, order[i]);
+          EXPECT_LE(r.memory.peak_bytes, limit);
+          EXPECT_TRUE(r.hazards.empty());
+          rc[i] = r.recompute_runtime;
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::kBudgetUnreachable) << e.what();
+        }
+      }
+      const std::string where = std::string(name) + " at " + std::to_string(frac);
+      if (rc[0]) {  // fast vs torch's plans
+        EXPECT_TRUE(rc[1] && *rc[1] <= *rc[0] + 1e-9) << where;
+      }
+      if (rc[1]) {  // exact vs fast
+        EXPECT_TRUE(rc[2] && *rc[2] <= *rc[1] + 1e-9) << where;
+      }
+    }
+  }
+}
+
+// Checkpoint policies hold: a MUST_/PREFER_RECOMPUTE node is never saved,
+// a MUST_SAVE node never recomputed.
+TEST(Optimize, CheckpointPoliciesHold) {
+  const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/checkpointed.json");
+  const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+  for (Search s : {Search::kFast, Search::kExact}) {
+    const PartitionResult r = partition_at(j, plain, s);
+    for (NodeId n = 0; n < j.graph.size(); ++n) {
+      const Node& node = j.graph.node(n);
+      const NodeDecision::Where where = r.decisions[n].where;
+      if (must_recompute(node)) {
+        EXPECT_NE(where, NodeDecision::Where::kSaved) << j.graph.name(n);
+      }
+      if (node.recompute == RecomputePolicy::kMustSave) {
+        EXPECT_NE(where, NodeDecision::Where::kRecomputed) << j.graph.name(n);
+      }
+    }
+  }
+}
+
+TEST(Optimize, TheSummarySaysHowThePlanWasFound) {
+  const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/cnn_batchnorm.json");
+  const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+  const PartitionResult exact = partition_at(j, plain, Search::kExact);
+  EXPECT_EQ(exact.peak_search.search, "exact");
+  EXPECT_GE(exact.peak_search.plans_built, 1);
+  EXPECT_GE(exact.peak_search.solver_rounds, 1);
+  EXPECT_TRUE(exact.peak_search.optimal);
+  EXPECT_LE(exact.peak_search.recompute_lower_bound, exact.recompute_runtime + 1e-9);
+  EXPECT_EQ(partition_at(j, plain, Search::kTorchPlans).peak_search.search, "torch_plans");
+  EXPECT_EQ(min_cut_rematerialization_partition(j, PartitionOptions{}).peak_search.search, "");
+}
+
+TEST(Optimize, PeakSearchOptionsAreValidated) {
+  EXPECT_EQ(peak_search_from_name("exact"), Search::kExact);
+  EXPECT_EQ(peak_search_from_name("fast"), Search::kFast);
+  EXPECT_EQ(peak_search_from_name("torch_plans"), Search::kTorchPlans);
+  EXPECT_FALSE(peak_search_from_name("optimal").has_value());
+  for (Search s : {Search::kExact, Search::kFast, Search::kTorchPlans})
+    EXPECT_EQ(peak_search_from_name(peak_search_name(s)), s);
+  PartitionOptions o;
+  o.peak_search_seconds = 0;
+  EXPECT_THROW(o.validate(), Error);
+  const PartitionOptions parsed = read_options(R"({"peak_search": "exact", "peak_search_seconds": 5})");
+  EXPECT_EQ(parsed.peak_search, Search::kExact);
+  EXPECT_EQ(parsed.peak_search_seconds, 5);
+  EXPECT_THROW(read_options(R"({"peak_search": "optimal"})"), Error);
+}
+
+}  // namespace
+}  // namespace remat
