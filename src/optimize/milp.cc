@@ -15,9 +15,11 @@
 #include <string>
 #include <utility>
 
+#include <CbcBranchDynamic.hpp>
 #include <CbcHeuristic.hpp>
 #include <CbcHeuristicFPump.hpp>
 #include <CbcModel.hpp>
+#include <CbcNode.hpp>
 #include <CglClique.hpp>
 #include <CglFlowCover.hpp>
 #include <CglGomory.hpp>
@@ -154,6 +156,37 @@ void add_cuts_and_heuristics(CbcModel& model) {
   model.addHeuristic(&pump);
 }
 
+// CBC's own branching decision (the one CbcNode uses when none is set),
+// less its abort. CBC 2.10's CbcBranchDynamicDecision::betterBranch asserts
+// that the node's objective is at most the cutoff (`assert(distance >=
+// 0.0)`, CbcBranchDynamic.cpp), which a node within tolerance above it
+// breaks, more readily with the small cutoff increment below: Debian's
+// build keeps the assert and the whole process aborts (exact peak searches
+// on the corpus's cnn_bn_avgpool_inductor and lstm_unrolled_inductor did).
+// CBC since fixed it by taking that distance as 0 (coin-or/Cbc#713); so
+// does this, by showing the decision the node's objective as the cutoff
+// for the call. Everything else is the base class's.
+class ClampedDynamicDecision : public CbcBranchDynamicDecision {
+ public:
+  ClampedDynamicDecision() = default;
+  ClampedDynamicDecision(const ClampedDynamicDecision&) = default;
+  CbcBranchDecision* clone() const override { return new ClampedDynamicDecision(*this); }
+  int betterBranch(CbcBranchingObject* one, CbcBranchingObject* best, double change_up,
+                   int infeasible_up, double change_down, int infeasible_down) override {
+    CbcModel* model = one->model();
+    const CbcNode* node = model->currentNode();
+    const double cutoff = model->getCutoff();
+    // The assert's branch: after a solution (stateOfSearch > 2), with a node.
+    const bool clamp = model->stateOfSearch() % 10 > 2 && node != nullptr &&
+                       node->objectiveValue() > cutoff;
+    if (clamp) model->setDblParam(CbcModel::CbcCurrentCutoff, node->objectiveValue());
+    const int way = CbcBranchDynamicDecision::betterBranch(one, best, change_up, infeasible_up,
+                                                           change_down, infeasible_down);
+    if (clamp) model->setDblParam(CbcModel::CbcCurrentCutoff, cutoff);
+    return way;
+  }
+};
+
 void configure(CbcModel& model, const Milp::Limits& limits, double scale) {
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
@@ -173,6 +206,8 @@ void configure(CbcModel& model, const Milp::Limits& limits, double scale) {
   // integral.)
   model.setCutoffIncrement(limits.absolute_gap * scale);
   add_cuts_and_heuristics(model);
+  ClampedDynamicDecision decision;
+  model.setBranchingMethod(decision);  // CbcModel clones it
 }
 
 // ---------------------------------------------------------------------------

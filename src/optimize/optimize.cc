@@ -72,6 +72,11 @@ class Search {
   Outcome run(PartitionOptions::PeakSearch mode) {
     if (mode == PartitionOptions::PeakSearch::kFast) {
       fast(limit_);
+      // Small spaces: a short polish by exact's MILP from fast's plan.
+      if (space_.vars().size() <= static_cast<size_t>(kPolishVars)) {
+        seconds_ = std::min(seconds_, elapsed() + kPolishSeconds);
+        exact();
+      }
       if (!best_) unreachable(fast_peak_bound());
       return finish("fast");
     }
@@ -298,27 +303,73 @@ class Search {
     }
   }
 
-  // Saves the costliest recomputed values instead while the model fits.
+  // Local search from a fitting plan: each of the kGreedySaves costliest
+  // recomputed values is saved instead if the model still fits; if it does
+  // not, with the one saved value recomputed instead (among the
+  // kSwapCandidates largest) that makes it fit at the least cost, when that
+  // still costs less.
   std::vector<uint8_t> greedy_saves(std::vector<uint8_t> saved, const Targets& targets) const {
     std::optional<Assignment> a = space_.implied_recompute(saved);
     if (!a) return saved;
+    saved = a->saved;
+    const auto& vars = space_.vars();
     std::vector<uint32_t> order;
     for (uint32_t k = 0; k < a->recomputed.size(); ++k)
-      if (a->recomputed[k] && space_.vars()[k].can_save && space_.vars()[k].cost > 1) order.push_back(k);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-      return space_.vars()[x].cost > space_.vars()[y].cost;
-    });
+      if (a->recomputed[k] && vars[k].can_save && vars[k].cost > 1) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t x, uint32_t y) { return vars[x].cost > vars[y].cost; });
     if (order.size() > static_cast<size_t>(kGreedySaves)) order.resize(kGreedySaves);
     double cost = a->cost;
+    // The plan's cost and whether its model fits (nullopt: invalid).
+    auto judge = [&](const std::vector<uint8_t>& s) -> std::optional<std::pair<double, bool>> {
+      std::optional<Assignment> b = space_.implied_recompute(s);
+      if (!b) return std::nullopt;
+      return std::make_pair(b->cost, excess(space_.row_values(b->saved, b->recomputed), targets) <= 0 &&
+                                         fits_before(b->saved, b->recomputed));
+    };
     for (uint32_t k : order) {
+      if (saved[k]) continue;
       std::vector<uint8_t> next = saved;
       next[k] = 1;
-      std::optional<Assignment> b = space_.implied_recompute(next);
-      if (!b || b->cost >= cost || excess(space_.row_values(b->saved, b->recomputed), targets) > 0) continue;
-      saved = std::move(next);
-      cost = b->cost;
+      const auto j = judge(next);
+      if (!j || j->first >= cost) continue;
+      if (j->second) {
+        saved = std::move(next);
+        cost = j->first;
+        continue;
+      }
+      std::vector<uint32_t> drops;
+      for (uint32_t d = 0; d < next.size(); ++d)
+        if (next[d] && d != k && vars[d].can_recompute && vars[d].bytes > 0) drops.push_back(d);
+      std::stable_sort(drops.begin(), drops.end(),
+                       [&](uint32_t x, uint32_t y) { return vars[x].bytes > vars[y].bytes; });
+      if (drops.size() > static_cast<size_t>(kSwapCandidates)) drops.resize(kSwapCandidates);
+      std::optional<std::vector<uint8_t>> best;
+      double best_cost = cost;
+      for (uint32_t d : drops) {
+        std::vector<uint8_t> swapped = next;
+        swapped[d] = 0;
+        const auto js = judge(swapped);
+        if (js && js->second && js->first < best_cost) {
+          best = std::move(swapped);
+          best_cost = js->first;
+        }
+      }
+      if (best) {
+        saved = std::move(*best);
+        cost = best_cost;
+      }
     }
     return saved;
+  }
+
+  // Whether the instants just before backward nodes fit the limit too
+  // (fast's targets are per row; these get the plain limit).
+  bool fits_before(const std::vector<uint8_t>& saved, const std::vector<uint8_t>& recomputed) const {
+    const std::vector<int64_t> before = space_.values(saved, recomputed, /*before=*/true);
+    for (size_t r = space_.between() + 1; r < before.size(); ++r)
+      if (before[r] > limit_) return false;
+    return true;
   }
 
   // fast's search. After a plan that does not fit, two corrections for
@@ -482,14 +533,33 @@ class Search {
   void memory_rows(Program& p, int64_t cap, int peak_var) const {
     const auto& vars = space_.vars();
     std::vector<std::vector<int>> z(vars.size());
+    // Per var with aliases: a continuous h >= s of it and of each alias
+    // (its storage is held).
+    std::vector<int> held(vars.size(), -1);
+    auto holds = [&](uint32_t k) {
+      if (vars[k].aliases.empty()) return p.s[k];
+      if (held[k] < 0) {
+        held[k] = p.milp.add_continuous(0, 1);
+        for (int lower : [&] {
+               std::vector<int> cols{p.s[k]};
+               for (uint32_t a : vars[k].aliases) cols.push_back(p.s[a]);
+               return cols;
+             }()) {
+          const int idx[] = {held[k], lower};
+          const double c[] = {1, -1};
+          p.milp.add_row(idx, c, 0, Milp::kInfinity);
+        }
+      }
+      return held[k];
+    };
     auto alive = [&](const RowTerm& t) {
       if (t.segment == -2) return p.r[t.var];
-      if (t.segment < 0) return p.s[t.var];
+      if (t.segment < 0) return holds(t.var);
       std::vector<int>& zs = z[t.var];
       while (static_cast<int>(zs.size()) <= t.segment) {
         const size_t j = zs.size();
         const int col = p.milp.add_continuous(0, 1);
-        const int prev = j == 0 ? p.s[t.var] : zs.back();
+        const int prev = j == 0 ? holds(t.var) : zs.back();
         {  // z >= the previous segment's
           const int idx[] = {col, prev};
           const double c[] = {1, -1};
@@ -691,7 +761,7 @@ class Search {
   const DecideContext& ctx_;
   PlanSpace& space_;
   const int64_t limit_;
-  const double seconds_;
+  double seconds_;  // the search's time; fast's polish shortens it
   const Builder& build_;
   const Clock::time_point start_;
   std::map<std::string, Verdict> seen_;

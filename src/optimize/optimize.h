@@ -16,15 +16,20 @@
 //    priced saves. Two pricings: one price per byte, bisected; then one
 //    price per memory row (the rows' Lagrange multipliers, kPriceSteps
 //    projected subgradient steps), a saved value paying the rows it lives
-//    in. The cheapest plan whose model fits the target is kept, then
-//    greedy: the costliest recomputed values are saved instead while the
-//    model still fits. The plan is built; when it does not fit, the
+//    in. The cheapest plan whose model fits the target is kept, then a
+//    local search: each of the kGreedySaves costliest recomputed values is
+//    saved instead when the model still fits, or when recomputing one
+//    saved value instead (among the kSwapCandidates largest) makes it fit
+//    for less. The plan is built; when it does not fit, the
 //    kFastRepairMoves largest storages alive at its simulated peak change
 //    sides (recomputed -> saved, saved -> recomputed) for the rest of the
 //    search, and it runs again (at most kFastRounds builds). When none of
 //    them fits, torch's own plans (BudgetPlanList over kPeakSearchBudgets,
 //    the candidates of the torch_plans search) are built in order until
-//    one fits: fast is never worse than torch's plans.
+//    one fits: fast is never worse than torch's plans. On spaces of at most
+//    kPolishVars vars, exact's loop then runs from fast's plan for at most
+//    kPolishSeconds (a polish: it only ever replaces the plan by a verified
+//    cheaper one, and reports optimal when it proves it).
 //  * exact: starts from fast's plan (when it fits) as the incumbent, then a
 //    MILP (optimize/milp.h): binaries s (saved) and r (recomputed) per var,
 //    minimize sum(cost * r) (plus a tie-break below one unit: fewer saved
@@ -42,6 +47,8 @@
 //    every plan holds there).
 //  * Deterministic for a given graph, options and limit (a time limit that
 //    stops the solver can change the answer).
+//  * REMAT_MILP_DUMP_DIR set (benchmarks only): exact writes each program to
+//    DIR/<n>.mps (Milp::write_mps; n counts the process's solves) before solving it.
 #pragma once
 
 #include <cstdint>
@@ -56,9 +63,12 @@ namespace remat::optimize {
 
 inline constexpr int kFastRounds = 6;
 inline constexpr int kStallRounds = 25;
+inline constexpr int kPolishVars = 2000;
+inline constexpr double kPolishSeconds = 1.0;
 inline constexpr int kFastRepairMoves = 3;
 inline constexpr int kPriceSteps = 60;
 inline constexpr int kGreedySaves = 64;
+inline constexpr int kSwapCandidates = 64;
 
 // Builds and measures the plan saving exactly `saved` (prepared ids).
 using Builder = std::function<PartitionResult(const std::vector<NodeId>& saved)>;

@@ -150,7 +150,7 @@ uint32_t past_at_or_before(const std::vector<NodeId>& sorted, NodeId p) {
 
 PlanSpace::PlanSpace(const DecideContext& ctx, int num_fwd_outputs, bool joint_order_backward,
                      bool model_rows)
-    : g_(ctx.graph), model_rows_(model_rows) {
+    : g_(ctx.graph), num_fwd_outputs_(num_fwd_outputs), model_rows_(model_rows) {
   make_vars(ctx);
   make_rows(ctx, num_fwd_outputs, joint_order_backward && model_rows);
 }
@@ -162,6 +162,9 @@ void PlanSpace::make_vars(const DecideContext& ctx) {
   const std::vector<uint8_t> bw_only = backward_only(g, info);
   std::set<std::pair<NodeId, int64_t>> claimed;
   var_of_.assign(g.size(), -1);
+  std::vector<uint8_t> bw_output(g.size(), 0);
+  for (NodeId o : split_outputs(g, num_fwd_outputs_).bwd)
+    if (o != kNoNode) bw_output[o] = 1;
   for (NodeId n = 0; n < g.size(); ++n) {
     const Node& node = g.node(n);
     if (bw_only[n] || node.kind == NodeKind::kOutput) continue;
@@ -171,19 +174,26 @@ void PlanSpace::make_vars(const DecideContext& ctx) {
                  !(opt.recompute_views && g.op(n) != nullptr && g.op(n)->is_view) &&
                  !(opt.torch.epilogue_mutation_unsaveable && node.has(kFlagEpilogueMutation));
     v.can_recompute = recomputable(ctx, n);
-    v.needed = info.required_bw[n] != 0;
-    for (NodeId user : g.users(n)) v.needed = v.needed || bw_only[user];
+    // The backward reads it, or returns it (a gradient that is a forward
+    // value). Not torch's required_bw: that also marks values the
+    // extraction never hands over.
+    v.needed = bw_output[n] != 0;
+    for (NodeId user : g.users(n))
+      v.needed = v.needed || (bw_only[user] && g.node(user).kind != NodeKind::kOutput);
     v.cost = node.kind == NodeKind::kCallFunction ? recompute_cost(g, n, opt) : 0;
     v.bytes = fresh_bytes(g, n, claimed);
     var_of_[n] = static_cast<int>(vars_.size());
     vars_.push_back(v);
   }
   deps_.resize(vars_.size());
+  users_.resize(vars_.size());
   for (size_t k = 0; k < vars_.size(); ++k)
     for (NodeId in : g.inputs(vars_[k].node)) {
       const int u = var_of_[in];
-      if (u >= 0 && std::find(deps_[k].begin(), deps_[k].end(), static_cast<uint32_t>(u)) == deps_[k].end())
+      if (u >= 0 && std::find(deps_[k].begin(), deps_[k].end(), static_cast<uint32_t>(u)) == deps_[k].end()) {
         deps_[k].push_back(static_cast<uint32_t>(u));
+        users_[static_cast<size_t>(u)].push_back(static_cast<uint32_t>(k));
+      }
     }
 }
 
@@ -229,6 +239,12 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
   // root's life spans the uses of all its aliases (and the end of the step
   // when an alias is returned).
   const std::vector<NodeId> root = storage_roots(g);
+  // A saved alias (a view) keeps its root's storage.
+  for (uint32_t k = 0; k < vars_.size(); ++k) {
+    const NodeId n = vars_[k].node;
+    const int r = var_of_[root[n]];
+    if (root[n] != n && r >= 0 && vars_[k].can_save) vars_[static_cast<size_t>(r)].aliases.push_back(k);
+  }
   std::vector<NodeId> fw_last(g.size()), bw_first(g.size(), kNoNode), bw_last(g.size(), kNoNode),
       last_use(g.size());
   std::vector<uint8_t> pinned(g.size(), 0);
@@ -269,7 +285,8 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     } else {
       v.saved_from = first_at_or_after(fw_pos, n);
     }
-    if (B == 0 || bw_first[n] == kNoNode) continue;
+    if (B == 0) continue;
+    if (bw_first[n] == kNoNode) continue;
     const uint32_t first = first_at_or_after(bw_pos, bw_first[n]),
                    last = past_at_or_before(bw_pos, bw_last[n]);
     add_const(bw0 + first, bw0 + last, b);  // read by the backward: alive in either plan
@@ -340,6 +357,7 @@ void PlanSpace::early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId
     return x.row != y.row ? x.row < y.row : x.path.size() < y.path.size();
   });
   if (v.early.size() > static_cast<size_t>(kEarlyUses)) v.early.resize(kEarlyUses);
+
 }
 
 std::optional<Assignment> PlanSpace::implied_recompute(std::span<const uint8_t> saved) const {
@@ -391,24 +409,44 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
     diff[from] += bytes;
     diff[to] -= bytes;
   };
+  // Per recomputed var, a row by which the backward has computed it: the
+  // batch before its first reader, or before a recomputed user's (the
+  // autograd-order rewrite computes it just before the first node that
+  // needs it). Aliases' readers count as its own: an earlier row, still a
+  // lower bound of how long what it reads lives.
+  std::vector<uint32_t> made_by(vars_.size(), Var::kNoRow);
+  if (!recomputed.empty())
+    for (size_t k = vars_.size(); k-- > 0;) {
+      if (!recomputed[k]) continue;
+      uint32_t t = vars_[k].first_row;
+      for (uint32_t u : users_[k])
+        if (recomputed[u]) t = std::min(t, made_by[u]);
+      made_by[k] = t;
+    }
   for (size_t k = 0; k < vars_.size(); ++k) {
     const Var& v = vars_[k];
     if (v.bytes == 0) continue;
+    const bool kept = holds_storage(saved, static_cast<uint32_t>(k));
     // Just before its first reader's node, a var that reader reads is alive
     // in either plan (saved, or recomputed in the batch before it).
     if (before && v.first_row != Var::kNoRow &&
-        (saved[k] || (!recomputed.empty() && recomputed[k])))
+        (kept || (!recomputed.empty() && recomputed[k])))
       add(v.first_row, v.first_row + 1, v.bytes);
-    if (saved[k]) {
+    if (kept) {
       add(v.saved_from, bw0, v.bytes);   // forward rows through the return
-      add(bw0, v.saved_to, v.bytes);     // backward rows before its first reader
+      // Backward rows before its first reader, or before the reader of a
+      // recomputed chain that needs it later: a saved value lives from the
+      // backward's start to its last use.
+      uint32_t until = v.saved_to;
+      if (!recomputed.empty())
+        for (uint32_t u : users_[k])
+          if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
+      add(bw0, until, v.bytes);
       continue;
     }
     // Needed early by a chain of recomputed users read before it.
     for (const EarlyUse& e : v.early) {
-      bool all = !recomputed.empty();
-      for (uint32_t u : e.path) all = all && recomputed[u];
-      if (all) {
+      if (chain_recomputed(e, recomputed)) {
         add(e.row, v.saved_to, v.bytes);
         break;
       }
@@ -421,6 +459,20 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
     out[r] = (before ? rows_[r].before : rows_[r].constant) + running;
   }
   return out;
+}
+
+bool PlanSpace::chain_recomputed(const EarlyUse& e, std::span<const uint8_t> recomputed) {
+  if (recomputed.empty()) return false;
+  for (uint32_t u : e.path)
+    if (!recomputed[u]) return false;
+  return true;
+}
+
+bool PlanSpace::holds_storage(std::span<const uint8_t> saved, uint32_t k) const {
+  if (saved[k]) return true;
+  for (uint32_t a : vars_[k].aliases)
+    if (saved[a]) return true;
+  return false;
 }
 
 std::vector<RowTerm> PlanSpace::row_terms(uint32_t r) const {

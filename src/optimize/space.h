@@ -19,8 +19,7 @@
 //                     ops (their outputs are saved: replaying them exactly
 //                     needs the RNG rewrite, which only recompute-tagged
 //                     graphs get), impure or mutable ops, higher-order ops;
-//      needed         a backward node reads it (or torch ties it to the
-//                     backward as required for a gradient);
+//      needed         a backward node reads it, or the backward returns it;
 //      cost           what measure_plan adds when it is recomputed
 //                     (memory/plan.h recompute_cost);
 //      bytes          the storage it allocates (see below).
@@ -53,13 +52,16 @@
 //        from the first reader of a chain of users recomputed for it on
 //        (kEarlyDepth long at most: the chain runs before its reader and
 //        needs it), and each saved value
-//        before its first backward reader;
+//        before its first backward reader (or, in a plan's evaluation,
+//        before the batch that recomputes a user of it: row_values; the
+//        MILP, a relaxation, leaves that out);
 //      - just before each such backward node runs (after the
 //        recomputations run for it): what the row after it holds, less
 //        what the node allocates, plus each var it is the first reader of,
 //        saved or recomputed (the peak of a plan often lies there).
 //    Storage bytes: a node's fresh storages (not shared with an input of
-//    the node: views, in-place ops and aliases are free); a multi-output
+//    the node: views, in-place ops and aliases are free, but saving one
+//    keeps its root's storage as saving the root would); a multi-output
 //    op's storages are attributed to the getitems that take them out (the
 //    op itself is 0), each storage once. Storages without an identity (-1)
 //    count 0. Forward outputs count in their constant rows only.
@@ -112,11 +114,14 @@ struct Var {
   // recomputed, the var lives from its row to saved_to too (saved or
   // recomputed alike). Sorted by row.
   std::vector<EarlyUse> early;
+  // Saveable vars whose storage is this var's (views, aliases): saving one
+  // keeps this var's storage as saving this var would.
+  std::vector<uint32_t> aliases;
 };
 
-// One term of a row: var k's bytes count when it is saved (segment -1), or,
-// at segment j >= 0, when it is saved or any of its first j + 1 early
-// chains is entirely recomputed.
+// One term of a row: var k's bytes count when it or one of its aliases is
+// saved (segment -1), or, at segment j >= 0, when that holds or any of its
+// first j + 1 early chains is entirely recomputed.
 struct RowTerm {
   uint32_t var = 0;
   int64_t bytes = 0;
@@ -178,6 +183,9 @@ class PlanSpace {
   // The model's lower bound of the plan's peak (with its least recompute
   // set): the largest row.
   int64_t model_peak(std::span<const uint8_t> saved) const;
+  static bool chain_recomputed(const EarlyUse& e, std::span<const uint8_t> recomputed);
+  // Whether saving `saved` keeps var k's storage: k or an alias is saved.
+  bool holds_storage(std::span<const uint8_t> saved, uint32_t k) const;
   // Per row, its value with these saved and recomputed vars (recomputed
   // may be empty: no early uses count).
   std::vector<int64_t> row_values(std::span<const uint8_t> saved,
@@ -201,8 +209,10 @@ class PlanSpace {
                   uint32_t bw0);
 
   const Graph& g_;
+  int num_fwd_outputs_;
   std::vector<Var> vars_;
   std::vector<std::vector<uint32_t>> deps_;
+  std::vector<std::vector<uint32_t>> users_;  // per var: the vars reading it
   std::vector<int> var_of_;
   std::vector<MemoryRow> rows_;
   uint32_t between_ = 0;
