@@ -81,8 +81,16 @@ class Search {
       return finish("fast");
     }
     fast(limit_);  // an incumbent, and a first cut of hazards
+    // Without one, the plans of least peak first, until one fits: the MILP
+    // of least recompute can spend the whole time cutting off plans the
+    // model lets through (gru_unrolled at 4992 bytes did, and was then
+    // reported unreachable with the least peak it had built, 5056, though
+    // this search reaches 4992 in a fraction of a second). Its bound is the
+    // proof of the unreachable error when nothing fits.
+    std::optional<int64_t> peak_bound;
+    if (!best_) peak_bound = smallest_peak_bound(/*until_fits=*/true);
     exact();
-    if (!best_) unreachable(smallest_peak_bound());
+    if (!best_) unreachable(peak_bound ? *peak_bound : smallest_peak_bound());
     return finish("exact");
   }
 
@@ -691,7 +699,8 @@ class Search {
 
   // The smallest peak any valid plan reaches, bounded from below by the
   // MILP over the model's peak (verified the same way, within the time).
-  int64_t smallest_peak_bound() {
+  // `until_fits`: stop at the first plan that fits the limit (it is best_).
+  int64_t smallest_peak_bound(bool until_fits = false) {
     if (!space_.model_is_bound() || !model_bounds_) return fast_peak_bound();
     Program p = validity();
     for (size_t k = 0; k < p.r.size(); ++k) p.milp.set_objective_coefficient(p.r[k], 0);
@@ -718,6 +727,7 @@ class Search {
       const std::vector<uint8_t> saved = saved_of(p, res);
       const int64_t before = smallest_peak_;
       const Verdict v = evaluate(saved);
+      if (until_fits && best_) break;
       stalled = smallest_peak_ == before ? stalled + 1 : 0;
       if (stalled == kStallRounds) break;  // the rest of the time would likely buy nothing
       if (!model_bounds_) return fast_peak_bound();

@@ -30,7 +30,9 @@
 //    kPolishVars vars, exact's loop then runs from fast's plan for at most
 //    kPolishSeconds (a polish: it only ever replaces the plan by a verified
 //    cheaper one, and reports optimal when it proves it).
-//  * exact: starts from fast's plan (when it fits) as the incumbent, then a
+//  * exact: starts from fast's plan (when it fits) as the incumbent; when
+//    fast found none, from the first plan the smallest-peak search below
+//    builds that fits (it stops there), else none. Then a
 //    MILP (optimize/milp.h): binaries s (saved) and r (recomputed) per var,
 //    minimize sum(cost * r) (plus a tie-break below one unit: fewer saved
 //    bytes), subject to the space's validity rules and its memory rows <=
