@@ -31,6 +31,7 @@ EXAMPLES = {
                                         "quant_type": "torch.float8_e4m3fn",
                                         "use_scaling": True}},
     "fp8_off": {"activation_quantization": None},
+    "peak_search": {"peak_memory_budget": 0, "peak_search": "exact", "peak_search_seconds": 5},
 }
 
 # Wrong in a way the schema can state; the engine's message names the key.
@@ -42,6 +43,8 @@ BAD = {
     "category": ({"ops": {"aten.mm": ["cheap"]}}, "category"),
     "negative distance": ({"max_dist_from_bw": -1}, "max_dist_from_bw"),
     "quantization key": ({"activation_quantization": {"size": 1}}, "activation_quantization.size"),
+    "peak search name": ({"peak_search": "greedy"}, "peak_search"),
+    "peak search seconds": ({"peak_search_seconds": 0}, "peak_search_seconds"),
 }
 
 

@@ -13,8 +13,15 @@ Contract:
   install() / uninstall(): make torch.compile use remat
   simulate_memory(forward, backward, num_fwd_outputs=None) -> dict: the
       simulated peak memory of any forward/backward pair (torch's plans too)
-  peak_memory_budget(nbytes) / set_peak_memory_budget / get_peak_memory_budget:
-      remat's own peak-memory limit for its partitioners (torch's config untouched)
+  peak_memory_budget(nbytes, search="torch_plans", seconds=60) /
+  set_peak_memory_budget(nbytes, search=..., seconds=...) /
+  get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting:
+      remat's own peak-memory limit for its partitioners (torch's config
+      untouched) and how its plan is searched: "torch_plans" (torch's budget
+      plans), "fast" or "exact" (remat's optimizer over every valid plan;
+      "exact" searches for the least recompute for at most `seconds` and
+      says whether it proved it, docs/memory.md); Partition.peak_search is
+      the result's summary of that search
   set_torch_release("nearest" | "2.14" | None): opt in to running under a torch
       outside the supported releases (docs/torch-releases.md)
 The drop-in reproduces the running torch's release (2.11 to 2.15), each with
@@ -51,7 +58,9 @@ from ._dropin import (
 )
 from ._fx_to_json import export_graph_nodes, export_joint_graph
 from ._memory import (
+    PeakSearchSetting,
     get_peak_memory_budget,
+    get_peak_search,
     peak_memory_budget,
     set_peak_memory_budget,
     simulate_memory,
@@ -83,6 +92,8 @@ __all__ = [
     "peak_memory_budget",
     "set_peak_memory_budget",
     "get_peak_memory_budget",
+    "get_peak_search",
+    "PeakSearchSetting",
     "RematHazardWarning",
     "set_torch_release",
 ]

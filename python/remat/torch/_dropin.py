@@ -49,7 +49,7 @@ import remat
 from . import _custom, _internals, _offload, _quantization, _ranks, _release, _trace
 from ._fx_to_json import export_joint_graph
 from ._json_to_fx import import_result, stamp_static_inputs
-from ._memory import get_peak_memory_budget
+from ._memory import get_peak_memory_budget, get_peak_search
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +125,12 @@ def options_from_torch(**overrides: Any) -> dict:
     opts["activation_quantization"] = quantization
     # remat's own setting (remat.torch.peak_memory_budget), not torch's config.
     opts["peak_memory_budget"] = get_peak_memory_budget()
+    if opts["peak_memory_budget"]:
+        # Only with a limit: without one the engine reads neither, and the
+        # options stay what they were before the search existed.
+        search = get_peak_search()
+        opts["peak_search"] = search.search
+        opts["peak_search_seconds"] = search.seconds
     opts.update(overrides)
     return opts
 
@@ -134,6 +140,14 @@ class Partition:
     forward: fx.GraphModule
     backward: fx.GraphModule
     result: dict  # the format-v1 partition result (saved values, decisions, timing)
+
+    @property
+    def peak_search(self) -> Optional[dict]:
+        """How the plan under a peak-memory limit was found: the result's
+        "peak_search" ({search, plans_built, solver_rounds,
+        recompute_lower_bound (None if unknown), optimal, seconds}); None
+        when no limit was set."""
+        return self.result.get("peak_search")
 
 
 @contextlib.contextmanager

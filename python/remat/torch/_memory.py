@@ -8,17 +8,26 @@ Contract:
       backward reads it). Both graphs are exported in one pass so their
       storage identities agree. `num_fwd_outputs` defaults to the forward's
       outputs minus the backward's saved-value placeholders.
-  peak_memory_budget(nbytes) / set_peak_memory_budget(nbytes) /
-  get_peak_memory_budget(): remat's own setting, read by the drop-in
-      partitioners (options_from_torch) and never written into
-      torch._functorch.config. 0 or None: no limit.
+  peak_memory_budget(nbytes, search="torch_plans", seconds=60) /
+  set_peak_memory_budget(nbytes, search=..., seconds=...) /
+  get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting:
+      remat's own setting, read by the drop-in partitioners
+      (options_from_torch: "peak_memory_budget", and "peak_search" /
+      "peak_search_seconds" when a limit is set) and never written into
+      torch._functorch.config. 0 or None: no limit. `search` is how the plan
+      is found (PartitionOptions::PeakSearch, docs/memory.md): "torch_plans"
+      (torch's budget plans), "fast" or "exact" (remat's optimizer over every
+      valid plan); `seconds` bounds "exact"'s search. Each call sets all
+      three: a bare `nbytes` means torch_plans, as before the search existed.
+      Bad arguments raise remat.InvalidOptionError naming the argument.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator, Optional, Sequence
+import math
+from typing import Iterator, NamedTuple, Optional, Sequence
 
 import orjson
 import torch.fx as fx
@@ -79,34 +88,77 @@ def simulate_memory(forward: fx.GraphModule, backward: fx.GraphModule,
 
 # --- the peak-memory setting ------------------------------------------------
 
+# The engine's names (remat::peak_search_name); checked here too so the error
+# names the Python argument and comes at the call, not at the next compile.
+PEAK_SEARCHES = ("torch_plans", "fast", "exact")
+
+
+class PeakSearchSetting(NamedTuple):
+    """How a peak_memory_budget plan is searched: the engine's "peak_search"
+    and "peak_search_seconds" options."""
+
+    search: str = "torch_plans"
+    seconds: float = 60.0
+
+
+class _Setting(NamedTuple):
+    nbytes: int
+    search: PeakSearchSetting
+
+
 _setting = threading.local()
-_global_budget: list[int] = [0]
+_global_setting: list[_Setting] = [_Setting(0, PeakSearchSetting())]
 
 
-def _check(nbytes: Optional[int]) -> int:
+def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 60) -> _Setting:
     if nbytes is None:
-        return 0
+        nbytes = 0
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
         raise remat.InvalidOptionError(
-            f"peak_memory_budget: expected a number of bytes >= 0 (0 or None: no limit), got {nbytes!r}")
-    return nbytes
+            f"peak_memory_budget: nbytes: expected a number of bytes >= 0 (0 or None: no limit), "
+            f"got {nbytes!r}")
+    if not isinstance(search, str) or search not in PEAK_SEARCHES:
+        raise remat.InvalidOptionError(
+            f"peak_memory_budget: search: expected one of {', '.join(map(repr, PEAK_SEARCHES))}, "
+            f"got {search!r}")
+    # bool is an int to Python but never a duration; inf and nan cannot go
+    # through the options JSON.
+    if (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+            or not math.isfinite(seconds) or seconds <= 0):
+        raise remat.InvalidOptionError(
+            f"peak_memory_budget: seconds: expected a finite number of seconds > 0, got {seconds!r}")
+    return _Setting(nbytes, PeakSearchSetting(search, float(seconds)))
 
 
-def set_peak_memory_budget(nbytes: Optional[int]) -> None:
-    """Sets the peak-memory limit (bytes) remat's partitioners plan against; 0/None clears it."""
-    _global_budget[0] = _check(nbytes)
+def set_peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
+                           seconds: float = 60) -> None:
+    """Sets the peak-memory limit (bytes) remat's partitioners plan against and
+    how they search for the plan; 0/None clears the limit."""
+    _global_setting[0] = _check(nbytes, search, seconds)
+
+
+def _current() -> _Setting:
+    stack = getattr(_setting, "stack", None)
+    return stack[-1] if stack else _global_setting[0]
 
 
 def get_peak_memory_budget() -> int:
     """The limit in force: the innermost peak_memory_budget() block, else the global setting."""
-    stack = getattr(_setting, "stack", None)
-    return stack[-1] if stack else _global_budget[0]
+    return _current().nbytes
+
+
+def get_peak_search() -> PeakSearchSetting:
+    """The search in force with that limit: (search, seconds), from the same
+    place as get_peak_memory_budget()."""
+    return _current().search
 
 
 @contextlib.contextmanager
-def peak_memory_budget(nbytes: Optional[int]) -> Iterator[None]:
-    """Within the block (this thread), remat's partitioners plan against `nbytes` of peak memory."""
-    value = _check(nbytes)
+def peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
+                       seconds: float = 60) -> Iterator[None]:
+    """Within the block (this thread), remat's partitioners plan against `nbytes`
+    of peak memory, the plan found by `search` ("exact": within `seconds`)."""
+    value = _check(nbytes, search, seconds)
     stack = getattr(_setting, "stack", None)
     if stack is None:
         stack = _setting.stack = []
@@ -117,4 +169,5 @@ def peak_memory_budget(nbytes: Optional[int]) -> Iterator[None]:
         stack.pop()
 
 
-__all__ = ["simulate_memory", "peak_memory_budget", "set_peak_memory_budget", "get_peak_memory_budget"]
+__all__ = ["simulate_memory", "peak_memory_budget", "set_peak_memory_budget", "get_peak_memory_budget",
+           "get_peak_search", "PeakSearchSetting", "PEAK_SEARCHES"]

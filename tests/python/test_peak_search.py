@@ -1,0 +1,369 @@
+"""How a peak-memory plan is searched: torch_plans, fast and exact agree with
+each other and with the measured step.
+
+Contract: on the parity corpus's graphs where a peak limit changes the plan
+(the smallest reachable peak is below the runtime-optimized plan's), at three
+limits each (the smallest reachable peak, the midpoint, the runtime-optimized
+peak minus one byte), these rules hold:
+
+* every plan "fast" and "exact" return fits the limit, has no hazard, and the
+  live-storage tracker (memtrack.py) measures exactly its simulated peak;
+* "exact" recomputes no more than "torch_plans" or "fast" at the same limit,
+  and finds a plan wherever either does;
+* where "exact" proved its plan optimal, "fast" finds a plan within 5 % of it;
+* with nothing reachable, "exact" names the smallest reachable peak (which a
+  limit of exactly that meets) and a proven lower bound no search undercuts;
+* a proven lower bound of the recompute is never above a plan found;
+* a model compiled under ``peak_memory_budget(..., search="exact")`` trains
+  as eager does;
+* the Python setting validates its arguments, keeps the bare-``nbytes`` form
+  (torch_plans), and the drop-in passes the search only with a limit.
+
+The rules comparing exact with the others run where exact finishes within
+seconds (EXACT_CASES): a search its time limit stops depends on the
+machine's speed. Where it does not (SLOW_CASES), exact runs for 2 s and only
+the rules that hold whatever the time are pinned. A graph the running
+release leaves no room (its smallest reachable peak is the runtime-optimized
+one) is skipped; test_most_listed_graphs_leave_room fails when more than two
+are. Plans are cached per
+(graph, search, limit) for the module: the rules compare the same plans, and
+each is built once.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from typing import Union
+
+import pytest
+import torch
+
+import remat
+from corpus import captured_graphs
+from corpus.capture import replay_context
+from memtrack import measure_step
+
+# The corpus cases whose smallest reachable peak is below their
+# runtime-optimized plan's (found by partitioning every case with a limit of
+# 1 byte under each search; on the others every limit either keeps torch's
+# plan or is unreachable, and the searches have nothing to choose), under
+# torch 2.13. test_most_listed_graphs_leave_room checks that premise, so a
+# corpus or engine change cannot empty the rules silently.
+# (layernorm_mlp_inductor was one until f532b46: exact reached 10512 bytes
+# there, now 10528, its runtime-optimized peak.)
+#
+# Where exact proves its answer within a second or two at every limit here.
+EXACT_CASES = [
+    "mlp_gelu_d3_inductor", "cnn_bn_maxpool", "resnet_basic_block", "layernorm_mlp",
+    "checkpoint_dropout", "checkpoint_dropout_inductor", "sac_save_mm_dropout",
+    "sac_transformer_block_inductor", "nested_jagged_mlp", "dynamic_checkpoint_dropout",
+    "batchnorm1d_running_stats", "cross_entropy", "residual_mlp", "lstm_unrolled", "view_heavy",
+]
+# Where exact runs into a 20 s limit at some of them (its no-good cuts close
+# slowly) or takes over 5 s on this 2-core machine.
+SLOW_CASES = [
+    "cnn_bn_avgpool_inductor", "resnet_basic_block_inductor", "transformer_block",
+    "transformer_block_inductor", "cross_entropy_inductor", "gru_unrolled", "lstm_unrolled_inductor",
+]
+CASES = EXACT_CASES + SLOW_CASES
+SEARCHES = ("torch_plans", "fast", "exact")
+EXACT_SECONDS = 20
+SLOW_SECONDS = 2
+REL = 1e-9  # float sums of the same estimates in another order
+
+Outcome = Union["remat.torch.Partition", remat.BudgetUnreachableError]
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return pytest.importorskip("remat.torch")
+
+
+def _graph(name: str):
+    (cap, *_) = captured_graphs(name)
+    return cap
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(name: str, search: str, limit: int) -> Outcome:
+    """The plan `search` makes for case `name` under `limit` (0: no limit),
+    or the BudgetUnreachableError it raises."""
+    import remat.torch as rt
+
+    cap = _graph(name)
+    options = {"peak_memory_budget": limit}
+    if limit:
+        seconds = EXACT_SECONDS if name in EXACT_CASES else SLOW_SECONDS
+        options.update(peak_search=search, peak_search_seconds=seconds)
+    joint = cap.fresh_joint()
+    with replay_context(cap), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # hazard warnings: test_hazards.py
+        try:
+            return rt.partition(joint, options=rt.options_from_torch(**options),
+                                **cap.partition_kwargs())
+        except remat.BudgetUnreachableError as e:
+            return e
+
+
+_SMALLEST = re.compile(r"smallest reachable peak is .*?\((\d+) bytes\)")
+_BELOW = re.compile(r"no valid plan has a peak below .*?\((\d+) bytes\) \(proven\)")
+_NONE_SMALLER = "no valid plan has a smaller peak (proven)"
+
+
+def _proof(err: remat.BudgetUnreachableError) -> tuple[int, int]:
+    """(smallest reachable peak, proven lower bound of every valid plan's peak)
+    from a fast/exact unreachable error."""
+    text = str(err)
+    smallest = _SMALLEST.search(text)
+    assert smallest, f"no smallest reachable peak in: {text}"
+    peak = int(smallest.group(1))
+    if _NONE_SMALLER in text:
+        return peak, peak
+    below = _BELOW.search(text)
+    assert below, f"no proven bound in: {text}"
+    return peak, int(below.group(1))
+
+
+@functools.lru_cache(maxsize=None)
+def _bounds(name: str) -> tuple[int, int, int]:
+    """(runtime-optimized peak, smallest reachable peak, proven bound), the
+    last two from exact's error at a limit of 1 byte."""
+    top = _plan(name, "torch_plans", 0).result["memory"]["peak_bytes"]
+    err = _plan(name, "exact", 1)
+    assert isinstance(err, remat.BudgetUnreachableError), f"{name}: a 1-byte limit was met"
+    smallest, bound = _proof(err)
+    assert bound <= smallest <= top, f"{name}: bound {bound}, smallest {smallest}, runtime-optimized {top}"
+    return top, smallest, bound
+
+
+def _room(name: str) -> tuple[int, int, int]:
+    """_bounds, skipping a graph whose smallest reachable peak is its
+    runtime-optimized one under this release (sac_transformer_block_inductor
+    under 2.15): no limit changes its plan. test_most_listed_graphs_leave_room
+    keeps the list from emptying."""
+    top, smallest, bound = _bounds(name)
+    if smallest == top:
+        pytest.skip(f"{name}: under torch {torch.__version__} every plan's peak is at least the "
+                    f"runtime-optimized one ({top} bytes)")
+    return top, smallest, bound
+
+
+def _limits(name: str) -> list[int]:
+    top, smallest, _ = _room(name)
+    return sorted({smallest, smallest + (top - smallest) // 2, top - 1})
+
+
+def _runtime(p) -> float:
+    return p.result["recompute_runtime"]
+
+
+def _fits(p) -> bool:
+    return not isinstance(p, remat.BudgetUnreachableError)
+
+
+def test_most_listed_graphs_leave_room(rt):
+    # The premise of the rules: a limit below the runtime-optimized peak is
+    # reachable. Releases partition some graphs differently; most keep it.
+    roomy = [n for n in CASES if _bounds(n)[1] < _bounds(n)[0]]
+    assert len(roomy) >= len(CASES) - 2, f"only {roomy} of {CASES} leave the searches room"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_plan_fits_and_the_tracker_measures_the_simulated_peak(name, rt):
+    cap = _graph(name)
+    for search in ("fast", "exact"):
+        for limit in _limits(name):
+            p = _plan(name, search, limit)
+            where = f"{cap.label}, {search} at {limit} bytes"
+            if not _fits(p):
+                continue  # reachability: the rules below
+            peak = p.result["memory"]["peak_bytes"]
+            assert peak <= limit, f"{where}: simulated peak {peak} over the limit"
+            assert p.result["hazards"] == [], f"{where}: hazards {p.result['hazards']}"
+            assert p.peak_search["search"] == search, where
+            measured = measure_step(p.forward, p.backward, cap.num_fwd_outputs)
+            assert measured.peak == peak, (
+                f"{where}: simulated {peak} bytes at {p.result['memory']['peak_at']}, "
+                f"measured {measured.peak} at {measured.peak_at}")
+
+
+@pytest.mark.parametrize("name", EXACT_CASES)
+def test_exact_is_never_worse_than_torch_plans_or_fast(name, rt):
+    for limit in _limits(name):
+        exact = _plan(name, "exact", limit)
+        for other in ("torch_plans", "fast"):
+            p = _plan(name, other, limit)
+            if not _fits(p):
+                continue
+            where = f"{name} at {limit} bytes"
+            assert _fits(exact), f"{where}: {other} found a plan, exact did not: {exact}"
+            assert _runtime(exact) <= _runtime(p) * (1 + REL), (
+                f"{where}: exact recomputes {_runtime(exact)}, {other} {_runtime(p)} "
+                f"(exact optimal={exact.peak_search['optimal']}, "
+                f"bound={exact.peak_search['recompute_lower_bound']})")
+
+
+@pytest.mark.parametrize("name", EXACT_CASES)
+def test_fast_is_within_five_percent_of_exact(name, rt):
+    for limit in _limits(name):
+        exact = _plan(name, "exact", limit)
+        if not _fits(exact):
+            continue
+        where = f"{name} at {limit} bytes"
+        fast = _plan(name, "fast", limit)
+        assert _fits(fast), (
+            f"{where}: exact found a plan (peak {exact.result['memory']['peak_bytes']}), fast: {fast}")
+        if not exact.peak_search["optimal"]:
+            continue
+        # Estimator units: a pointwise op costs 1. The absolute slack of one
+        # such op covers optima near zero, where 5 % is less than any two
+        # plans can differ by.
+        assert _runtime(fast) <= 1.05 * _runtime(exact) + 1, (
+            f"{where}: fast recomputes {_runtime(fast)}, the optimum is {_runtime(exact)}")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_unreachable_error_names_a_proven_smallest_peak(name, rt):
+    top, smallest, bound = _room(name)
+    if name in EXACT_CASES:
+        # A limit of exactly the named peak is met (SLOW_CASES: exact's 2 s
+        # may not get there again, so only the proof is checked there).
+        p = _plan(name, "exact", smallest)
+        assert _fits(p), f"{name}: the named smallest peak {smallest} is not reachable: {p}"
+        assert p.result["memory"]["peak_bytes"] == smallest, name
+    # No plan any search found, at any limit, undercuts the proof.
+    for search in ("torch_plans", "fast", "exact"):
+        for limit in (0, *_limits(name)):
+            q = _plan(name, search, limit)
+            if _fits(q):
+                peak = q.result["memory"]["peak_bytes"]
+                assert peak >= bound, f"{name}: {search} at {limit} has peak {peak} < proven {bound}"
+        err = _plan(name, search, 1)
+        assert isinstance(err, remat.BudgetUnreachableError), name
+        found = int(_SMALLEST.search(str(err)).group(1))
+        assert found >= bound, f"{name}: {search} reached {found} < proven {bound}"
+        if search != "torch_plans":
+            # Each proof bounds every plan's peak, exact's reachable one too.
+            assert _proof(err)[1] <= smallest, f"{name}: {search} proves {_proof(err)[1]} > reachable {smallest}"
+
+
+# PlanSpace (src/optimize/space.cc) prices recomputing every forward-region
+# value, but the built plan's recompute_runtime (measure_plan) counts only
+# values both passes compute: one the forward does not compute (a getitem
+# only the backward reads, such as native_layer_norm's rstd in
+# layernorm_mlp) is free there. So the MILP overprices such plans and its
+# "proven" bound can exceed the plan it returns as optimal.
+_BOUND_OVER_PLAN = pytest.mark.xfail(strict=True, reason=(
+    "engine bug: exact/fast's recompute_lower_bound exceeds a plan found (the MILP prices "
+    "recomputed values the forward never computes; measure_plan does not count them)"))
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=_BOUND_OVER_PLAN) if n in ("layernorm_mlp", "residual_mlp", "view_heavy") else n
+    for n in EXACT_CASES])
+def test_a_proven_recompute_bound_is_never_above_a_plan_found(name, rt):
+    for limit in _limits(name):
+        plans = {s: _plan(name, s, limit) for s in SEARCHES}
+        found = {s: _runtime(p) for s, p in plans.items() if _fits(p)}
+        for search in ("fast", "exact"):
+            p = plans[search]
+            if not _fits(p) or p.peak_search["recompute_lower_bound"] is None:
+                continue
+            bound = p.peak_search["recompute_lower_bound"]
+            for other, runtime in found.items():
+                assert bound <= runtime * (1 + REL), (
+                    f"{name} at {limit} bytes: {search} proves no plan recomputes less than "
+                    f"{bound}, {other}'s recomputes {runtime}")
+            if p.peak_search["optimal"]:
+                # Optimal: the bound is the plan's recompute, less the MILP's
+                # tie-break (fewer saved bytes, worth under 0.5 of a unit).
+                assert _runtime(p) - bound < 0.5, f"{name} at {limit} bytes: {p.peak_search}"
+
+
+def test_a_compiled_model_trains_as_eager_under_exact(rt, monkeypatch):
+    """The drop-in reads the search at compile time; exact's plan computes what eager does."""
+    from corpus.capture import compile_case, loss_of, make_backend
+    from corpus.models import CASES_BY_NAME
+
+    case = CASES_BY_NAME["cnn_bn_maxpool"]
+    _, smallest, _ = _room(case.name)
+    searched = []
+    engine = remat.partition
+
+    def spy(*args, **kwargs):
+        result = engine(*args, **kwargs)
+        searched.append((result.get("peak_search"), result["memory"]["peak_bytes"]))
+        return result
+
+    monkeypatch.setattr(remat, "partition", spy)
+    results = {}
+    for mode in ("eager", "exact"):
+        model, inputs = case.make_module(), case.make_inputs()
+        fn = model
+        if mode == "exact":
+            fn = compile_case(case, model, make_backend(case, rt.min_cut_rematerialization_partition), inputs)
+        with rt.peak_memory_budget(smallest, search="exact", seconds=EXACT_SECONDS):
+            loss = loss_of(fn(*inputs))
+            loss.backward()
+        torch._dynamo.reset()
+        results[mode] = [loss.detach()] + [p.grad for p in model.parameters()]
+    assert searched and all(s is not None and s["search"] == "exact" and peak <= smallest
+                            for s, peak in searched), searched
+    for a, b in zip(results["eager"], results["exact"]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    ({"search": "greedy"}, "search"),
+    ({"search": None}, "search"),
+    ({"search": "Exact"}, "search"),
+    ({"seconds": 0}, "seconds"),
+    ({"seconds": -1.5}, "seconds"),
+    ({"seconds": float("inf")}, "seconds"),
+    ({"seconds": float("nan")}, "seconds"),
+    ({"seconds": True}, "seconds"),
+    ({"seconds": "60"}, "seconds"),
+])
+def test_bad_search_options_raise_invalid_option_error_naming_the_argument(rt, kwargs, argument):
+    with pytest.raises(remat.InvalidOptionError, match=rf"\b{argument}\b"):
+        rt.set_peak_memory_budget(1 << 20, **kwargs)
+    with pytest.raises(remat.InvalidOptionError, match=rf"\b{argument}\b"):
+        with rt.peak_memory_budget(1 << 20, **kwargs):
+            pass
+    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("torch_plans", 60)
+
+
+def test_a_bare_limit_searches_torch_plans_and_the_drop_in_passes_the_search_only_with_a_limit(rt):
+    try:
+        assert "peak_search" not in rt.options_from_torch()
+        rt.set_peak_memory_budget(4096, "fast", 5)
+        assert rt.get_peak_memory_budget() == 4096 and rt.get_peak_search() == ("fast", 5.0)
+        opts = rt.options_from_torch()
+        assert (opts["peak_search"], opts["peak_search_seconds"]) == ("fast", 5.0)
+        with rt.peak_memory_budget(2048):
+            assert rt.get_peak_memory_budget() == 2048
+            assert rt.get_peak_search() == ("torch_plans", 60.0)
+            assert rt.options_from_torch()["peak_search"] == "torch_plans"
+            with rt.peak_memory_budget(None, search="exact"):
+                assert rt.get_peak_memory_budget() == 0
+                assert "peak_search" not in rt.options_from_torch()
+        assert rt.get_peak_search() == ("fast", 5.0)
+    finally:
+        rt.set_peak_memory_budget(None)
+    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("torch_plans", 60.0)
+
+
+def test_the_result_carries_the_search_summary_only_under_a_limit(rt):
+    name = "cnn_bn_maxpool"
+    assert _plan(name, "torch_plans", 0).peak_search is None
+    _, smallest, _ = _room(name)
+    p = _plan(name, "exact", smallest)
+    summary = p.peak_search
+    assert summary is p.result["peak_search"]
+    assert set(summary) == {"search", "plans_built", "solver_rounds", "recompute_lower_bound",
+                            "optimal", "seconds"}
+    assert summary["search"] == "exact" and summary["plans_built"] >= 1
+    if summary["optimal"]:  # up to the MILP's tie-break, under 0.5
+        assert 0 <= p.result["recompute_runtime"] - summary["recompute_lower_bound"] < 0.5
