@@ -60,6 +60,7 @@ struct Verdict {
   // Per model row: the simulated live bytes at that instant (0 where the
   // built graphs have no such node).
   std::vector<int64_t> rows;
+  double recompute = 0;  // the build's measured recompute_runtime
 };
 
 class Search {
@@ -74,7 +75,9 @@ class Search {
       fast(limit_);
       // Small spaces: a short polish by exact's MILP from fast's plan.
       if (space_.vars().size() <= static_cast<size_t>(kPolishVars)) {
-        seconds_ = std::min(seconds_, elapsed() + kPolishSeconds);
+        // Bounded by rounds, not seconds, so its answer does not depend on
+        // the machine's speed (the options' time limit still applies).
+        max_rounds_ = rounds_ + kPolishRounds;
         exact();
       }
       if (!best_) unreachable(fast_peak_bound());
@@ -115,6 +118,7 @@ class Search {
     ++built_;
     Verdict v;
     v.peak = r.memory.peak_bytes;
+    v.recompute = r.recompute_runtime;
     v.hazards = !r.hazards.empty();
     if (space_.model_peak(saved) > v.peak) model_bounds_ = false;
     for (const MutationHazard& h : r.hazards) {
@@ -138,6 +142,11 @@ class Search {
     }
     seen_.emplace(std::move(key), v);
     return v;
+  }
+
+  // The measured recompute of a saved set already built.
+  double measured_cost(const std::vector<uint8_t>& asked) {
+    return evaluate(asked).recompute;
   }
 
   // The simulated timeline at the model's rows.
@@ -487,7 +496,7 @@ class Search {
     const auto& vars = space_.vars();
     double total_bytes = 0;
     for (const Var& v : vars) total_bytes += static_cast<double>(v.bytes);
-    const double tie = total_bytes > 0 ? 0.5 / total_bytes : 0;  // below one cost unit
+    const double tie = total_bytes > 0 ? kTieBreak / total_bytes : 0;  // far below one cost unit
     for (const Var& v : vars) {
       p.s.push_back(p.milp.add_binary(tie * static_cast<double>(v.bytes)));
       p.r.push_back(p.milp.add_binary(v.cost));
@@ -659,9 +668,12 @@ class Search {
         idx.push_back(p.r[k]);
         coef.push_back(space_.vars()[k].cost);
       }
-      p.milp.add_row(idx, coef, -Milp::kInfinity, best_->result.recompute_runtime + 0.5);
+      // The model's cost is at most the measured one: a plan whose model
+      // cost exceeds the incumbent's measured cost cannot beat it.
+      const double best = best_->result.recompute_runtime;
+      p.milp.add_row(idx, coef, -Milp::kInfinity, best + 1e-9 * std::max(1.0, best));
     }
-    while (true) {
+    while (rounds_ < max_rounds_) {
       sync_forbidden(p);
       Milp::Limits lim;
       lim.seconds = left();
@@ -678,13 +690,19 @@ class Search {
         }
         break;
       }
-      // The objective's tie-break adds less than 0.5: the recompute is at
-      // least the solver's bound minus that.
-      if (sound) bound_ = std::max(bound_, std::max(0.0, res.bound - 0.5));
+      // The objective's tie-break adds at most kTieBreak: the recompute is
+      // at least the solver's bound minus that.
+      if (sound) bound_ = std::max(bound_, std::max(0.0, res.bound - kTieBreak));
       if (res.values.empty()) break;  // out of time without a solution
       const std::vector<uint8_t> saved = saved_of(p, res);
       const Verdict v = evaluate(saved);
-      if (v.fits && res.status == Milp::Status::kOptimal) {
+      // Optimal when its measured recompute is the solver's bound (the
+      // model's cost is a lower bound of the measured one; the tie-break
+      // adds at most kTieBreak); a plan that fits but costs more than the model
+      // said stays the incumbent, is cut off, and the search goes on.
+      const double measured = measured_cost(saved);
+      if (v.fits && res.status == Milp::Status::kOptimal &&
+          measured <= res.bound + 1e-6 * std::max(1.0, measured)) {
         proven_ = model_bounds_ && space_.model_is_bound();
         if (!proven_) bound_ = -1;
         break;
@@ -771,7 +789,7 @@ class Search {
   const DecideContext& ctx_;
   PlanSpace& space_;
   const int64_t limit_;
-  double seconds_;  // the search's time; fast's polish shortens it
+  const double seconds_;
   const Builder& build_;
   const Clock::time_point start_;
   std::map<std::string, Verdict> seen_;
@@ -785,6 +803,7 @@ class Search {
   bool proven_ = false;       // the plan found is optimal
   int built_ = 0;
   int rounds_ = 0;
+  int max_rounds_ = std::numeric_limits<int>::max();  // fast's polish bounds it
 };
 
 }  // namespace

@@ -28,13 +28,14 @@
 //    the candidates of the torch_plans search) are built in order until
 //    one fits: fast is never worse than torch's plans. On spaces of at most
 //    kPolishVars vars, exact's loop then runs from fast's plan for at most
-//    kPolishSeconds (a polish: it only ever replaces the plan by a verified
-//    cheaper one, and reports optimal when it proves it).
+//    kPolishRounds solver rounds (a polish: it only ever replaces the plan
+//    by a verified cheaper one, and reports optimal when it proves it;
+//    rounds, not seconds, so the answer does not depend on the machine).
 //  * exact: starts from fast's plan (when it fits) as the incumbent; when
 //    fast found none, from the first plan the smallest-peak search below
 //    builds that fits (it stops there), else none. Then a
 //    MILP (optimize/milp.h): binaries s (saved) and r (recomputed) per var,
-//    minimize sum(cost * r) (plus a tie-break below one unit: fewer saved
+//    minimize sum(cost * r) (plus kTieBreak at most: fewer saved
 //    bytes), subject to the space's validity rules and its memory rows <=
 //    limit. Each solution is built; one that does not fit is cut off (a
 //    no-good cut on its saved set) and the MILP solved again. The first
@@ -66,7 +67,10 @@ namespace remat::optimize {
 inline constexpr int kFastRounds = 6;
 inline constexpr int kStallRounds = 25;
 inline constexpr int kPolishVars = 2000;
-inline constexpr double kPolishSeconds = 1.0;
+inline constexpr int kPolishRounds = 60;
+// The objective's tie-break toward fewer saved bytes, in total: far below
+// one estimator unit (a pointwise op), so it never outweighs recompute.
+inline constexpr double kTieBreak = 1e-4;
 inline constexpr int kFastRepairMoves = 3;
 inline constexpr int kPriceSteps = 60;
 inline constexpr int kGreedySaves = 64;

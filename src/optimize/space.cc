@@ -180,7 +180,10 @@ void PlanSpace::make_vars(const DecideContext& ctx) {
     v.needed = bw_output[n] != 0;
     for (NodeId user : g.users(n))
       v.needed = v.needed || (bw_only[user] && g.node(user).kind != NodeKind::kOutput);
-    v.cost = node.kind == NodeKind::kCallFunction ? recompute_cost(g, n, opt) : 0;
+    // measure_plan counts a node the backward computes only when the
+    // forward computes it too: a node no forward output needs is priced 0
+    // (a lower bound: saving a value it feeds makes the forward compute it).
+    v.cost = node.kind == NodeKind::kCallFunction && info.required_fw[n] ? recompute_cost(g, n, opt) : 0;
     v.bytes = fresh_bytes(g, n, claimed);
     var_of_[n] = static_cast<int>(vars_.size());
     vars_.push_back(v);

@@ -21,7 +21,11 @@
 //                     graphs get), impure or mutable ops, higher-order ops;
 //      needed         a backward node reads it, or the backward returns it;
 //      cost           what measure_plan adds when it is recomputed
-//                     (memory/plan.h recompute_cost);
+//                     (memory/plan.h recompute_cost), for nodes a forward
+//                     output needs; 0 for the others (measure_plan counts
+//                     them only when a saved value makes the forward
+//                     compute them: the model's cost is a lower bound, and
+//                     exact checks each plan's measured cost);
 //      bytes          the storage it allocates (see below).
 //    torch's ban heuristics (allowlist, fusion, distance, reductions) are
 //    not constraints here: they are why torch cannot reach these plans.

@@ -249,20 +249,7 @@ def test_the_unreachable_error_names_a_proven_smallest_peak(name, rt):
             assert _proof(err)[1] <= smallest, f"{name}: {search} proves {_proof(err)[1]} > reachable {smallest}"
 
 
-# PlanSpace (src/optimize/space.cc) prices recomputing every forward-region
-# value, but the built plan's recompute_runtime (measure_plan) counts only
-# values both passes compute: one the forward does not compute (a getitem
-# only the backward reads, such as native_layer_norm's rstd in
-# layernorm_mlp) is free there. So the MILP overprices such plans and its
-# "proven" bound can exceed the plan it returns as optimal.
-_BOUND_OVER_PLAN = pytest.mark.xfail(strict=True, reason=(
-    "engine bug: exact/fast's recompute_lower_bound exceeds a plan found (the MILP prices "
-    "recomputed values the forward never computes; measure_plan does not count them)"))
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=_BOUND_OVER_PLAN) if n in ("layernorm_mlp", "residual_mlp", "view_heavy") else n
-    for n in EXACT_CASES])
+@pytest.mark.parametrize("name", EXACT_CASES)
 def test_a_proven_recompute_bound_is_never_above_a_plan_found(name, rt):
     for limit in _limits(name):
         plans = {s: _plan(name, s, limit) for s in SEARCHES}
@@ -279,7 +266,7 @@ def test_a_proven_recompute_bound_is_never_above_a_plan_found(name, rt):
             if p.peak_search["optimal"]:
                 # Optimal: the bound is the plan's recompute, less the MILP's
                 # tie-break (fewer saved bytes, worth under 0.5 of a unit).
-                assert _runtime(p) - bound < 0.5, f"{name} at {limit} bytes: {p.peak_search}"
+                assert _runtime(p) - bound <= 1e-3 * max(1.0, _runtime(p)), f"{name} at {limit} bytes: {p.peak_search}"
 
 
 def test_a_compiled_model_trains_as_eager_under_exact(rt, monkeypatch):
@@ -366,4 +353,4 @@ def test_the_result_carries_the_search_summary_only_under_a_limit(rt):
                             "optimal", "seconds"}
     assert summary["search"] == "exact" and summary["plans_built"] >= 1
     if summary["optimal"]:  # up to the MILP's tie-break, under 0.5
-        assert 0 <= p.result["recompute_runtime"] - summary["recompute_lower_bound"] < 0.5
+        assert 0 <= p.result["recompute_runtime"] - summary["recompute_lower_bound"] <= 1e-3 * max(1.0, p.result["recompute_runtime"])
