@@ -1,7 +1,7 @@
 """Peak memory: torch's activation budgets against remat's peak budget, and
-what simulating and searching cost.
+what simulating and searching cost, and remat's optimizer against torch's plans.
 
-Three parts, each measured in one run:
+Four parts, each measured in one run:
 
 * **The figure.** Corpus models (tests/python/corpus) with larger inputs, so
   activations weigh; for each, torch's partitioner at activation budgets from
@@ -20,11 +20,24 @@ Three parts, each measured in one run:
   min-cut on the same graph, same run, at three limits (the plain plan's
   peak, the middle of the reachable range, the smallest reachable peak).
   Target: at most 5x.
+* **remat's optimizer against torch's plans**: on the figure's models, at
+  the peak of each of torch's plans (and below its smallest), remat with
+  `peak_search` torch_plans, fast and exact: recompute, peak, exact's proof
+  and bound, each search's smallest reachable peak, and engine time against
+  a plain min-cut of the same graph. Targets: fast at most 5% more
+  recompute than exact wherever exact proves optimality, and never
+  unreachable where exact finds a plan; fast at most 5x a plain min-cut on
+  ~10^4-node synthetic graphs (at a mid-range limit). exact's programs are
+  written out (REMAT_MILP_DUMP_DIR, src/optimize/optimize.h) and solved
+  again by CBC as remat runs it (bench/cpp/milp_bench.cc), the `cbc`
+  command and HiGHS (bench/milp_solvers.py, under --highs-python).
 
     python bench/bench_memory.py                 # everything, printed
     python bench/bench_memory.py --write-docs    # also docs/memory.{md,svg,json}
     python bench/bench_memory.py --smoke         # tiny sizes (CI)
     python bench/bench_memory.py --from-json docs/memory.json --write-docs
+    python bench/bench_memory.py --optimizer-only docs/memory.json --write-docs \
+        --highs-python /tmp/highs/bin/python --milp-bench BUILD/bench/cpp/remat_milp_bench
 
 The synthetic runs use $REMAT_BUILD_DIR/remat, else `remat` on PATH.
 """
@@ -107,9 +120,20 @@ def _smallest_peak(cap) -> int:
     raise AssertionError("a 1-byte peak budget was met")
 
 
+_CAPTURES: dict = {}
+
+
+def _capture(case: models.Case):
+    """One capture per model and run: the figure and the optimizer section share it."""
+    if case.name not in _CAPTURES:
+        print(f"[bench] {case.name}: capturing", file=sys.stderr, flush=True)
+        _CAPTURES[case.name] = capture_case(case)[0]
+    return _CAPTURES[case.name]
+
+
 def figure_rows(case: models.Case) -> dict:
-    print(f"[bench] figure: {case.name}: capturing", file=sys.stderr, flush=True)
-    cap = capture_case(case)[0]
+    print(f"[bench] figure: {case.name}", file=sys.stderr, flush=True)
+    cap = _capture(case)
     torch_points = []
     for b in TORCH_BUDGETS:
         with warnings.catch_warnings():
@@ -277,6 +301,10 @@ def _engine(stdout: str) -> float:
     return float(re.search(r"\(engine ([\d.]+) ms\)", stdout).group(1)) / 1e3
 
 
+def _recompute(stdout: str) -> float:
+    return float(re.search(r"estimated recompute runtime: (\S+)", stdout).group(1))
+
+
 def _peak(stdout: str) -> int:
     return int(re.search(r"peak memory: .*?\((\d+) bytes\)", stdout).group(1))
 
@@ -366,6 +394,244 @@ def case_rows(smoke: bool, repeat: int) -> list[dict]:
     return rows
 
 
+# --------------------------------------------------------------------------- the optimizer
+
+_UNREACHABLE = re.compile(r"smallest reachable peak is .*?\((\d+) bytes\)(?:.*?(smaller peak \(proven\)|"
+                          r"peak below .*?\((\d+) bytes\) \(proven\)))?")
+
+
+def _unreachable(e: Exception) -> tuple[int, int | None]:
+    """(smallest peak found, proven lower bound of any valid plan's peak or None) from the error."""
+    m = _UNREACHABLE.search(str(e))
+    found = int(m.group(1))
+    if m.group(2) == "smaller peak (proven)":
+        return found, found
+    return found, int(m.group(3)) if m.group(3) else None
+
+
+def _summary(result: dict) -> dict:
+    ps = result["peak_search"]
+    return {"peak": result["memory"]["peak_bytes"], "runtime": result["recompute_runtime"],
+            "seconds": result["seconds"], "optimal": ps["optimal"], "bound": ps["recompute_lower_bound"],
+            "plans_built": ps["plans_built"], "solver_rounds": ps["solver_rounds"],
+            "hazards": len(result["hazards"])}
+
+
+# exact runs in a child process: CBC 2.10 as Debian builds it keeps its
+# assertions, and one (CbcBranchDynamic.cpp, `distance >= 0.0`) aborted a
+# whole benchmark run from inside an exact search; a child's abort is
+# recorded ("crashed") and the run goes on. The child runs the engine on the
+# joint graph as remat.torch exports it, with the same options.
+_CHILD = """
+import json, sys, remat
+doc = open(sys.argv[1], "rb").read()
+opts = json.load(open(sys.argv[2]))
+try:
+    res = remat.partition(doc, opts, as_json=False)
+except remat.BudgetUnreachableError as e:
+    print(json.dumps({"unreachable": str(e)}))
+else:
+    print(json.dumps({"result": {k: res[k] for k in ("memory", "recompute_runtime", "seconds", "peak_search",
+                                                        "hazards")}}))
+"""
+
+
+def _exported(cap) -> str:
+    """The joint graph as remat.torch hands it to the engine, in a file (one per model)."""
+    path = os.path.join(tempfile.gettempdir(), f"remat_bench_{os.getpid()}_{cap.case}.json")
+    if not os.path.exists(path):
+        joint = cap.fresh_joint()
+        with replay_context(cap), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kw = cap.partition_kwargs()
+            doc = rt.export_joint_graph(joint, kw["num_fwd_outputs"], kw["static_lifetime_input_indices"], as_json=True)
+        with open(path, "wb") as f:
+            f.write(doc if isinstance(doc, bytes) else doc.encode())
+    return path
+
+
+def _child(cap, limit: int, search: str, seconds: float, dump: str | None) -> dict:
+    """{"result": ...} or {"unreachable": message} or {"crashed": what the child said}."""
+    env = dict(os.environ)
+    if dump is not None:
+        os.makedirs(dump, exist_ok=True)
+        env["REMAT_MILP_DUMP_DIR"] = dump  # exact writes each program there (optimize.h)
+    with replay_context(cap):
+        opts = rt.options_from_torch(peak_memory_budget=limit, peak_search=search, peak_search_seconds=seconds)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(opts, f)
+    try:
+        r = subprocess.run([sys.executable, "-c", _CHILD, _exported(cap), f.name], capture_output=True, text=True,
+                           env=env)
+    finally:
+        os.unlink(f.name)
+    if r.returncode != 0:
+        tail = [line for line in r.stderr.strip().splitlines() if line][-1:] or [f"exit {r.returncode}"]
+        print(f"[bench] {cap.case} at {limit}, {search}: the engine crashed: {tail[0]}", file=sys.stderr, flush=True)
+        return {"crashed": f"{tail[0]} (exit {r.returncode})"}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _search(cap, limit: int, search: str, seconds: float, dump: str | None = None) -> dict | None:
+    """remat at `limit` with peak_search `search`; None when it raised
+    BudgetUnreachableError; exact in a child process ({"crashed": ...} when it died)."""
+    if search == "exact":
+        out = _child(cap, limit, search, seconds, dump)
+        if "crashed" in out:
+            return out
+        return None if "unreachable" in out else _summary(out["result"])
+    try:
+        p = _remat(cap, peak_memory_budget=limit, peak_search=search, peak_search_seconds=seconds)
+    except remat.BudgetUnreachableError:
+        return None
+    return _summary(p.result)
+
+
+def _smallest(cap, search: str, seconds: float, dump: str | None = None) -> tuple[int | None, int | None]:
+    """(smallest peak, proven bound) from the error at a 1-byte limit; (None, None) when exact crashed."""
+    if search == "exact":
+        out = _child(cap, 1, search, seconds, dump)
+        if "crashed" in out:
+            return None, None
+        return _unreachable(out["unreachable"])
+    try:
+        _remat(cap, peak_memory_budget=1, peak_search=search, peak_search_seconds=seconds)
+    except remat.BudgetUnreachableError as e:
+        return _unreachable(e)
+    raise AssertionError("a 1-byte peak budget was met")
+
+
+def optimizer_rows(case: models.Case, fig: dict, exact_seconds: float, repeat: int,
+                   dump_root: str | None) -> dict:
+    """remat's fast and exact searches at the peak of each of torch's plans
+    (and below torch's smallest), with the plain min-cut timed in the same run.
+
+    `fig` is the model's figure row (torch's plans: simulated peak and the
+    estimated recompute of remat's identical plan). With `dump_root`, exact's
+    programs go to dump_root/<model>/<limit> (REMAT_MILP_DUMP_DIR)."""
+    print(f"[bench] optimizer: {case.name}", file=sys.stderr, flush=True)
+    cap = _capture(case)
+    smallest = {"torch": min(p["peak"] for p in fig["torch"]),
+                "torch_plans": _smallest_peak(cap)}
+    smallest["fast"], smallest["fast_bound"] = _smallest(cap, "fast", exact_seconds)
+    # At a 1-byte limit exact's programs are the limit's (infeasible) and then
+    # the smallest-peak search's; they are dumped under limit "1".
+    smallest["exact"], smallest["exact_bound"] = _smallest(
+        cap, "exact", exact_seconds, os.path.join(dump_root, case.name, "1") if dump_root else None)
+    # Torch's distinct peaks, then limits below what torch's plans reach (where
+    # only remat's own searches can answer): exact's smallest peak, and
+    # halfway from it to torch_plans' smallest.
+    limits = sorted({p["peak"] for p in fig["torch"]}, reverse=True)
+    lowest = smallest["exact"] if smallest["exact"] is not None else smallest["fast"]
+    below = sorted({lowest, (lowest + smallest["torch_plans"]) // 2} - set(limits), reverse=True)
+    rows, plain = [], []
+    for limit in limits + [b for b in below if b < smallest["torch_plans"]]:
+        at = [p for p in fig["torch"] if p["peak"] == limit]
+        fits = [p for p in fig["torch"] if p["peak"] <= limit and not p["hazards"]]
+        row = {"limit": limit, "torch_budgets": [p["budget"] for p in at],
+               "torch_runtime": min((p["runtime"] for p in at), default=None),
+               "torch_hazards": any(p["hazards"] for p in at),
+               # The best torch plan without hazards whose peak fits the limit.
+               "torch_best": min((p["runtime"] for p in fits), default=None)}
+        fast_times = []
+        for _ in range(repeat):  # interleaved with the plain partition, as in the cost tables
+            plain.append(_remat(cap).result["seconds"])
+            r = _search(cap, limit, "fast", exact_seconds)
+            if r is not None:
+                fast_times.append(r["seconds"])
+        row["fast"] = r
+        if r is not None:
+            r["seconds"] = statistics.median(fast_times)
+        dump = os.path.join(dump_root, case.name, str(limit)) if dump_root else None
+        row["exact"] = _search(cap, limit, "exact", exact_seconds, dump)
+        row["torch_plans"] = _search(cap, limit, "torch_plans", exact_seconds)
+        rows.append(row)
+    os.unlink(_exported(cap))
+    return {"model": case.name, "nodes": fig["nodes"], "smallest": smallest, "rows": rows,
+            "plain_seconds": statistics.median(plain), "exact_seconds_limit": exact_seconds}
+
+
+def synthetic_search_rows(exe: str, nodes: int, batches: list[int], repeat: int) -> list[dict]:
+    """`remat partition` against `--peak-search fast` at the middle of the
+    reachable range (fast's smallest peak to the plain plan's), same run."""
+    rows = []
+    for batch in batches:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "joint.json")
+            print(f"[bench] optimizer: synthetic {nodes} nodes, batch {batch}", file=sys.stderr, flush=True)
+            synthetic.main(["--nodes", str(nodes), "--batch", str(batch), "-o", path])
+
+            def run(*extra: str) -> subprocess.CompletedProcess:
+                return subprocess.run([exe, "partition", "-v", path, *extra], capture_output=True, text=True)
+
+            first = run()
+            first.check_returncode()
+            top = _peak(first.stdout)
+            r = run("--peak-budget", "1", "--peak-search", "fast")
+            bottom, bound = _unreachable(r.stderr)
+            mid = (top + bottom) // 2
+            plain, fast, torch_plans = [], [], []
+            for _ in range(repeat):
+                r = run()
+                r.check_returncode()
+                plain.append(_engine(r.stdout))
+                r = run("--peak-budget", str(mid), "--peak-search", "fast")
+                r.check_returncode()
+                fast.append(_engine(r.stdout))
+                fast_peak = _peak(r.stdout)
+                fast_runtime = _recompute(r.stdout)
+                t = run("--peak-budget", str(mid))
+                torch_plans.append(_engine(t.stdout) if t.returncode == 0 else None)
+                tp = (_peak(t.stdout), _recompute(t.stdout)) if t.returncode == 0 else None
+            rows.append({"nodes": nodes, "batch": batch, "plain_peak": top, "fast_smallest": bottom,
+                         "fast_bound": bound, "limit": mid, "fast_peak": fast_peak, "fast_runtime": fast_runtime,
+                         "torch_plans_peak": tp and tp[0], "torch_plans_runtime": tp and tp[1],
+                         "plain": statistics.median(plain), "fast": statistics.median(fast),
+                         "torch_plans": statistics.median(torch_plans) if None not in torch_plans else None})
+    return rows
+
+
+def solver_rows(dump_root: str, highs_python: str | None, milp_bench: str | None, seconds: float,
+                per_run: int = 2) -> dict:
+    """CBC (as remat runs it, and the `cbc` command) and HiGHS on exact mode's
+    programs: per exact run, its first and its last program (the last carries
+    every no-good cut of the run)."""
+    picked = []
+    for model in sorted(os.listdir(dump_root)):
+        for limit in sorted(os.listdir(os.path.join(dump_root, model)), key=int, reverse=True):
+            d = os.path.join(dump_root, model, limit)
+            files = sorted(os.listdir(d), key=lambda f: int(f.split(".")[0]))
+            for f in sorted({files[0], files[-1]} if files else set(), key=lambda f: int(f.split(".")[0]))[:per_run]:
+                picked.append((model, int(limit), os.path.join(d, f), len(files)))
+    if not picked:
+        return {"versions": {}, "files": []}
+    cmd = [highs_python or sys.executable, os.path.join(HERE, "milp_solvers.py"), "--seconds", str(seconds)]
+    if milp_bench:
+        cmd += ["--milp-bench", milp_bench]
+    print(f"[bench] solvers: {len(picked)} programs", file=sys.stderr, flush=True)
+    result = os.path.join(dump_root, "solvers.json")
+    r = subprocess.run(cmd + ["-o", result] + [f for _, _, f, _ in picked], capture_output=True, text=True)
+    if r.returncode != 0:  # keep the rest of the run's measurements
+        print(f"[bench] solvers failed:\n{r.stderr}", file=sys.stderr)
+        return {"versions": {}, "files": []}
+    with open(result) as f:
+        out = json.load(f)
+    for row, (model, limit, f, n) in zip(out["files"], picked):
+        row.update({"model": model, "limit": limit, "program": os.path.basename(f), "programs_in_run": n})
+        row["file"] = os.path.relpath(f, dump_root)
+    return out
+
+
+def milp_bench_command() -> str | None:
+    """bench/cpp's remat_milp_bench: $REMAT_BENCH_BUILD_DIR, else the build's bench/cpp."""
+    for d in (os.environ.get("REMAT_BENCH_BUILD_DIR"), os.environ.get("REMAT_BUILD_DIR")):
+        if d:
+            exe = os.path.join(d, "bench", "cpp", "remat_milp_bench")
+            if os.path.exists(exe):
+                return exe
+    return None
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -402,7 +668,191 @@ def format_costs(syn: list[dict], case: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def targets(figs, syn, case) -> list[tuple[str, str, bool]]:
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else (1.0 if a == 0 else math.inf)
+
+
+def _rt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g}"
+
+
+def _crashed(r: dict | None) -> bool:
+    return r is not None and "crashed" in r
+
+
+def _plan(r: dict | None) -> dict | None:
+    """The search's plan; None when it was unreachable or crashed."""
+    return None if r is None or "crashed" in r else r
+
+
+def _res(r: dict | None) -> str:
+    if _crashed(r):
+        return "crashed"
+    return "unreachable" if r is None else f"{r['runtime']:.4g} ({mib(r['peak'])})"
+
+
+def _vs(r: dict | None, torch_best: float | None) -> str:
+    """remat's recompute over the best torch plan's ("0" where remat recomputes nothing)."""
+    r = _plan(r)
+    if r is None or torch_best is None:
+        return "—"
+    return f"{_ratio(r['runtime'], torch_best):.3g}"
+
+
+def format_optimizer(opt: list[dict]) -> str:
+    lines = ["| model | limit MiB | torch budgets at this peak | torch recompute | best torch plan ≤ limit | "
+             "torch_plans search | fast: recompute (peak MiB) | exact: recompute (peak MiB) | exact optimal "
+             "(lower bound) | fast / best torch | exact / best torch | fast / exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for m in opt:
+        for r in m["rows"]:
+            ex, fa = _plan(r["exact"]), r["fast"]
+            budgets = ", ".join(f"{b:g}" for b in r["torch_budgets"]) or "none (below torch's plans)"
+            if r["torch_hazards"]:
+                budgets += " (hazards)"
+            proof = "—" if ex is None else ("yes" if ex["optimal"] else "no") + (
+                f" ({ex['bound']:.4g})" if ex["bound"] is not None else "")
+            vs_exact = "—" if ex is None or fa is None else f"{_ratio(fa['runtime'], ex['runtime']):.3f}"
+            lines.append(f"| {m['model']} | {mib(r['limit'])} | {budgets} | {_rt(r['torch_runtime'])} | "
+                         f"{_rt(r['torch_best'])} | {_res(r['torch_plans'])} | {_res(fa)} | {_res(r['exact'])} | "
+                         f"{proof} | {_vs(fa, r['torch_best'])} | {_vs(ex, r['torch_best'])} | {vs_exact} |")
+    return "\n".join(lines)
+
+
+def versus_torch(m: dict, search: str) -> tuple[list[float], int, int, int]:
+    """At torch's own peaks: `search`'s recompute over the best torch plan's,
+    and how often it is less, the same, more (unreachable counts as more)."""
+    ratios, less, same, more = [], 0, 0, 0
+    for r in m["rows"]:
+        if not r["torch_budgets"] or r["torch_best"] is None:
+            continue
+        x = _plan(r[search])
+        if x is None:  # unreachable (or crashed)
+            more += 1
+            continue
+        ratios.append(_ratio(x["runtime"], r["torch_best"]))
+        if x["runtime"] < r["torch_best"] - 0.5:
+            less += 1
+        elif x["runtime"] > r["torch_best"] + 0.5:
+            more += 1
+        else:
+            same += 1
+    return ratios, less, same, more
+
+
+def format_optimizer_summary(opt: list[dict]) -> str:
+    lines = ["| model | torch's peaks | fast / best torch recompute (min, median, max) | fast: less, same, more | "
+             "exact / best torch (min, median, max) | exact: less, same, more | "
+             "smallest peak MiB: torch's plans | torch_plans search | fast (its proven bound) | "
+             "exact (its proven bound) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for m in opt:
+        sm = m["smallest"]
+        bound = lambda b: "none" if b is None else mib(b)  # noqa: E731
+        cells = []
+        for search in ("fast", "exact"):
+            ratios, less, same, more = versus_torch(m, search)
+            cells.append(f"{min(ratios):.3g}, {statistics.median(ratios):.3g}, {max(ratios):.3g}" if ratios else "—")
+            cells.append(f"{less}, {same}, {more}")
+        n = sum(1 for r in m["rows"] if r["torch_budgets"])
+        exact = "crashed" if sm["exact"] is None else f"{mib(sm['exact'])} ({bound(sm['exact_bound'])})"
+        lines.append(f"| {m['model']} | {n} | {' | '.join(cells)} | {mib(sm['torch'])} | {mib(sm['torch_plans'])} | "
+                     f"{mib(sm['fast'])} ({bound(sm['fast_bound'])}) | {exact} |")
+    return "\n".join(lines)
+
+
+def fast_vs_exact(opt: list[dict]) -> dict:
+    """fast's recompute over exact's where exact proved optimality; fast
+    unreachable where exact found a plan."""
+    gaps, unreachable = [], []
+    crashed = [(m["model"], r["limit"]) for m in opt for r in m["rows"] if _crashed(r["exact"])]
+    crashed += [(m["model"], 1) for m in opt if m["smallest"]["exact"] is None]
+    for m in opt:
+        for r in m["rows"]:
+            ex, fa = _plan(r["exact"]), r["fast"]
+            if ex is not None and fa is None:
+                unreachable.append((m["model"], r["limit"]))
+            if ex is not None and fa is not None and ex["optimal"]:
+                gaps.append((_ratio(fa["runtime"], ex["runtime"]), m["model"], r["limit"]))
+    total = sum(1 for m in opt for r in m["rows"] if _plan(r["exact"]) is not None)
+    return {"gaps": sorted(gaps, reverse=True), "unreachable": unreachable, "exact_plans": total,
+            "runs": sum(len(m["rows"]) for m in opt), "crashed": crashed}
+
+
+def format_optimizer_times(opt: list[dict]) -> str:
+    lines = ["| model | nodes | limit MiB | plain min-cut (s) | fast (s) | fast / plain | exact (s) | exact / plain "
+             "| exact: solver rounds, plans built |", "|---|---|---|---|---|---|---|---|---|"]
+    for m in opt:
+        plain = m["plain_seconds"]
+        for r in m["rows"]:
+            fa, ex = r["fast"], _plan(r["exact"])
+            fast = ("—", "—") if fa is None else (f"{fa['seconds']:.5f}", f"{fa['seconds'] / plain:.1f}x")
+            exact = (("crashed" if _crashed(r["exact"]) else "—", "—", "—") if ex is None else
+                     (f"{ex['seconds']:.2f}", f"{ex['seconds'] / plain:,.0f}x",
+                      f"{ex['solver_rounds']}, {ex['plans_built']}"))
+            lines.append(f"| {m['model']} | {m['nodes']} | {mib(r['limit'])} | {plain:.5f} | {fast[0]} | {fast[1]} | "
+                         f"{exact[0]} | {exact[1]} | {exact[2]} |")
+    return "\n".join(lines)
+
+
+def format_synthetic_search(rows: list[dict]) -> str:
+    lines = ["| nodes | batch | plain peak MiB | fast's smallest peak MiB | limit MiB | fast: peak MiB, recompute | "
+             "torch_plans: peak MiB, recompute | plain (s) | fast (s) | fast / plain | torch_plans / plain |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        tp = "unreachable" if r["torch_plans"] is None else f"{r['torch_plans'] / r['plain']:.2f}x"
+        tplan = ("unreachable" if r.get("torch_plans_peak") is None else
+                 f"{mib(r['torch_plans_peak'])}, {r['torch_plans_runtime']:.4g}")
+        lines.append(f"| {r['nodes']:,} | {r['batch']} | {mib(r['plain_peak'])} | {mib(r['fast_smallest'])} | "
+                     f"{mib(r['limit'])} | {mib(r['fast_peak'])}, {r['fast_runtime']:.4g} | {tplan} | "
+                     f"{r['plain']:.4f} | {r['fast']:.4f} | {r['fast'] / r['plain']:.1f}x | {tp} |")
+    return "\n".join(lines)
+
+
+def format_solvers(sol: dict) -> str:
+    if not sol.get("files"):
+        return "(no programs were solved in this run)"
+    names = [("remat", "CBC as remat runs it"), ("cbc", "`cbc` command"), ("highs", "HiGHS")]
+    names = [(k, t) for k, t in names if any(k in f for f in sol["files"])]
+    lines = ["| model | limit MiB | program (of the run's) | rows × columns | "
+             + " | ".join(f"{t}: status, objective, s" for _, t in names) + " |",
+             "|---|---|---|---|" + "---|" * len(names)]
+    for f in sol["files"]:
+        cells = []
+        for k, _ in names:
+            r = f.get(k)
+            if r is None:
+                cells.append("—")
+                continue
+            obj = "" if r["objective"] is None else f", {r['objective']:.6g}"
+            sec = "?" if r["seconds"] is None else f"{r['seconds']:.3f}"
+            cells.append(f"{r['status']}{obj}, {sec}")
+        limit = "1 B (smallest peak)" if f["limit"] == 1 else mib(f["limit"])
+        lines.append(f"| {f['model']} | {limit} | {f['program']} ({f['programs_in_run']}) | "
+                     f"{f['rows']} × {f['columns']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def solver_summary(sol: dict) -> dict:
+    """Totals per solver, and the programs where they disagree (status, or
+    objective beyond 1e-6 relative) among those all solved to optimality."""
+    files = sol.get("files", [])
+    keys = [k for k in ("remat", "cbc", "highs") if any(k in f for f in files)]
+    total = {k: sum(f[k]["seconds"] or 0 for f in files if k in f) for k in keys}
+    optimal = {k: sum(1 for f in files if k in f and f[k]["status"] in ("optimal", "infeasible")) for k in keys}
+    disagree = []
+    for f in files:
+        rs = [f[k] for k in keys if k in f]
+        if all(r["status"] in ("optimal", "infeasible") for r in rs):
+            statuses = {r["status"] for r in rs}
+            objs = [r["objective"] for r in rs if r["objective"] is not None]
+            if len(statuses) > 1 or (objs and max(objs) - min(objs) > 1e-6 * max(1.0, abs(max(objs)))):
+                disagree.append(f["file"])
+    return {"solvers": keys, "total_seconds": total, "solved": optimal, "programs": len(files),
+            "disagree": disagree}
+
+
+def targets(figs, syn, case, opt: dict | None = None) -> list[tuple[str, str, bool]]:
     out = []
     big = [r for r in syn if r["nodes"] >= 1_000_000]
     if big:
@@ -417,6 +867,34 @@ def targets(figs, syn, case) -> list[tuple[str, str, bool]]:
         out.append(("a peak-budget solve costs at most 5x a plain min-cut",
                     f"at most {worst_typical:.2f}x at the plain peak and mid-range limits; "
                     f"{worst:.2f}x at the smallest reachable peak", worst_typical <= 5))
+    if opt and opt.get("models"):
+        fe = fast_vs_exact(opt["models"])
+        if fe["gaps"]:
+            g, model, limit = fe["gaps"][0]
+            over = [x for x in fe["gaps"] if x[0] > 1.05]
+            text = (f"worst {g:.3f} ({model} at {mib(limit)} MiB) over the {len(fe['gaps'])} limits exact "
+                    f"proved optimal (of {fe['runs']})")
+            if over:
+                text += "; over 1.05: " + ", ".join(f"{m} at {mib(lim)} MiB: {x:.3g}" for x, m, lim in over)
+            out.append(("fast: at most 5% more recompute than exact where exact is optimal", text, not over))
+        else:
+            out.append(("fast: at most 5% more recompute than exact where exact is optimal",
+                        f"not measured: exact proved no limit optimal (of {fe['runs']})", False))
+        un = fe["unreachable"]
+        out.append(("fast: never unreachable where exact finds a plan",
+                    "never, at " + f"{fe['exact_plans']} limits where exact found one" if not un else
+                    "unreachable at " + ", ".join(f"{m} {mib(lim)} MiB" for m, lim in un), not un))
+    if opt and opt.get("models"):
+        crashed = fast_vs_exact(opt["models"])["crashed"]
+        out.append(("exact: every search returns (the process is never aborted)",
+                    "yes" if not crashed else "CBC aborted the process at " + ", ".join(
+                        f"{m} {'1 B' if lim == 1 else mib(lim) + ' MiB'}" for m, lim in crashed), not crashed))
+    if opt and opt.get("synthetic"):
+        worst = max(opt["synthetic"], key=lambda r: r["fast"] / r["plain"])
+        ratio = worst["fast"] / worst["plain"]
+        out.append(("peak search fast costs at most 5x a plain min-cut at ~10^4 nodes (synthetic, mid-range limit)",
+                    f"{ratio:.1f}x at batch {worst['batch']} ({worst['fast']:.4f} s vs {worst['plain']:.4f} s)",
+                    ratio <= 5))
     if figs:
         exact = all(p["peak"] == p["measured"] for f in figs for p in f["torch"] + f["remat"])
         out.append(("figure: simulated peak = measured peak for every plan drawn", "yes" if exact else "NO", exact))
@@ -432,12 +910,76 @@ def format_targets(found) -> str:
     return "\n".join(lines)
 
 
-def write_docs(figs, syn, case) -> None:
+def format_optimizer_section(opt: dict) -> str:
+    """The optimizer's tables, as printed and as docs/memory.md has them."""
+    if not opt:
+        return ""
+    parts = []
+    if opt.get("models"):
+        fe = fast_vs_exact(opt["models"])
+        parts += [format_optimizer_summary(opt["models"]), format_optimizer(opt["models"]),
+                  format_optimizer_times(opt["models"])]
+        parts.append(f"fast / exact where exact proved optimality: worst {fe['gaps'][0][0]:.3f}, "
+                     f"{sum(1 for g in fe['gaps'] if g[0] <= 1.0 + 1e-12)} of {len(fe['gaps'])} equal."
+                     if fe["gaps"] else "exact proved no limit optimal.")
+        if fe["crashed"]:
+            parts[-1] += " exact's child process died (CBC aborted) at: " + ", ".join(
+                f"{m} {'1 B' if lim == 1 else mib(lim) + ' MiB'}" for m, lim in fe["crashed"]) + "."
+    if opt.get("synthetic"):
+        parts.append(format_synthetic_search(opt["synthetic"]))
+    sol = opt.get("solvers") or {}
+    ss = solver_summary(sol)
+    if sol.get("files"):
+        versions = ", ".join(f"{k} {v}" for k, v in sol.get("versions", {}).items())
+        totals = ", ".join(f"{k} {v:.2f} s ({ss['solved'][k]} of {ss['programs']} solved)"
+                           for k, v in ss["total_seconds"].items())
+        parts.append(format_solvers(sol) + f"\n\nTotal solve time: {totals} ({versions}). "
+                     + ("Objectives and statuses agree on every program all of them solved."
+                        if not ss["disagree"] else "They disagree on: " + ", ".join(ss["disagree"]) + "."))
+    return "\n\n".join(parts)
+
+
+def write_docs(figs, syn, case, opt: dict | None = None) -> None:
     docs = os.path.join(ROOT, "docs")
     with open(os.path.join(docs, "memory.json"), "w") as f:
-        json.dump({"figure": figs, "synthetic": syn, "cases": case}, f, indent=1)
+        json.dump({"figure": figs, "synthetic": syn, "cases": case, "optimizer": opt}, f, indent=1)
     with open(os.path.join(docs, "memory.svg"), "w") as f:
         f.write(figure_svg(figs))
+    section = ""
+    if opt and opt.get("models"):
+        models_text = ", ".join(m["model"] for m in opt["models"])
+        section = ("## remat's optimizer against torch's plans\n\n"
+                   f"The figure's models ({models_text}). For each peak P one of torch's plans\n"
+                   "reaches (its budgets listed; *torch recompute*: the estimated recompute of that\n"
+                   "plan; *best torch plan ≤ limit*: the least of any of torch's plans without a\n"
+                   "mutation hazard whose peak fits), remat under `peak_memory_budget` = P with\n"
+                   "`peak_search` torch_plans, fast and exact, and below torch's smallest peak at\n"
+                   "exact's smallest peak and halfway to it. exact runs with\n"
+                   f"`peak_search_seconds` = {opt['exact_seconds']:g}; its lower bound is the recompute no valid plan\n"
+                   "goes below (proven). *fast / best torch*, *exact / best torch*: the search's\n"
+                   "recompute over the best torch plan's (below 1: remat needs less at the same\n"
+                   "peak; 0: it recomputes nothing). The first table summarizes them over torch's\n"
+                   "peaks (less, same, more: how many; an unreachable limit counts as more) and\n"
+                   "gives each search's smallest peak (BudgetUnreachableError's at a 1-byte\n"
+                   "limit, with the proven lower bound it names).\n\n"
+                   "Times: engine seconds (`seconds` of the result), fast the median of\n"
+                   f"{opt['repeat']} runs interleaved with as many plain min-cut partitions of the same graph.\n"
+                   "The synthetic rows: `remat partition` against `--peak-search fast` at\n"
+                   "the middle of fast's reachable range (its smallest peak to the plain plan's),\n"
+                   "graphs from `bench/synthetic.py --batch B` (at batch 32 the weights and\n"
+                   "their gradients set the peak, so the range is one point).\n\n"
+                   + format_optimizer_section(opt) + "\n\n")
+        if opt.get("solvers", {}).get("files"):
+            section += ("### The MILP solver\n\n"
+                        "exact's programs, written by the runs above (`REMAT_MILP_DUMP_DIR`; per run the\n"
+                        "first program and the last, which carries all of the run's no-good cuts), each\n"
+                        "solved cold, single-threaded, relative and absolute gap 1e-9, at most\n"
+                        f"{opt['solvers'].get('seconds', 60):g} s (bench/milp_solvers.py): CBC through remat's own\n"
+                        "`Milp` (bench/cpp/milp_bench.cc: the cut generators and heuristics exact mode\n"
+                        "uses), the `cbc` command (CbcSolver's defaults, with preprocessing; its\n"
+                        "clock prints 0.01 s steps) and HiGHS through highspy. Objectives are in\n"
+                        "the program's units (the estimated recompute plus the saved-bytes\n"
+                        "tie-break, or the model's peak in bytes for the smallest-peak programs).\n\n")
     with open(os.path.join(docs, "memory.md"), "w") as f:
         f.write("# Peak memory\n\n"
                 "Generated by `python bench/bench_memory.py --write-docs` on this project's\n"
@@ -460,12 +1002,42 @@ def write_docs(figs, syn, case) -> None:
                 "columns: the engine under `peak_memory_budget` against the plain min-cut\n"
                 "partition (one row: same graph, same run).\n\n"
                 + format_costs(syn, case) + "\n\n"
-                "## Targets (issue \"Plan against real peak memory\")\n\n"
-                + format_targets(targets(figs, syn, case)) + "\n")
+                + section
+                + "## Targets (issue \"Plan against real peak memory\")\n\n"
+                + format_targets(targets(figs, syn, case, opt)) + "\n")
         notes = os.path.join(docs, "memory_notes.md")
         if os.path.exists(notes):
             with open(notes) as n:
                 f.write("\n" + n.read())
+
+
+def measure_optimizer(a, figs: list[dict], chosen: list[models.Case], exe: str | None) -> dict:
+    """The optimizer section: corpus models, the synthetic graphs, the solvers."""
+    by_name = {c.name: c for c in chosen}
+    exact_seconds = a.exact_seconds if a.exact_seconds is not None else (1 if a.smoke else 60)
+    dump_root = None
+    if not a.smoke and not a.no_solvers:
+        dump_root = tempfile.mkdtemp(prefix="remat_milp_")
+    models_out = []
+    for fig in figs:
+        case = by_name.get(fig["model"])
+        if case is None:
+            continue
+        if a.smoke:  # two limits are enough to keep the code paths running
+            fig = {**fig, "torch": [p for p in fig["torch"] if p["budget"] in (1.0, 0.5)]}
+        models_out.append(optimizer_rows(case, fig, exact_seconds, a.repeat, dump_root))
+    nodes = 1000 if a.smoke else a.search_nodes
+    batches = [32] if a.smoke else a.search_batches
+    syn_search = synthetic_search_rows(exe, nodes, batches, a.repeat) if exe and batches else []
+    solvers = {}
+    if dump_root:
+        milp_bench = a.milp_bench or milp_bench_command()
+        if milp_bench is None:
+            print("[bench] solvers: no remat_milp_bench (-DREMAT_BUILD_BENCH=ON, or --milp-bench)", file=sys.stderr)
+        solvers = solver_rows(dump_root, a.highs_python, milp_bench, a.solver_seconds)
+        solvers["seconds"] = a.solver_seconds
+    return {"models": models_out, "synthetic": syn_search, "solvers": solvers, "exact_seconds": exact_seconds,
+            "repeat": a.repeat}
 
 
 def main(argv=None) -> int:
@@ -478,35 +1050,56 @@ def main(argv=None) -> int:
     p.add_argument("--figure-from", help="take the figure's rows from a saved docs/memory.json")
     p.add_argument("--write-docs", action="store_true", help="write docs/memory.{md,svg,json}")
     p.add_argument("--from-json", help="re-render saved results (docs/memory.json) instead of measuring")
+    p.add_argument("--optimizer-only", metavar="JSON",
+                   help="measure only the optimizer section; the figure and the cost tables from a saved "
+                        "docs/memory.json")
+    p.add_argument("--no-optimizer", action="store_true", help="skip the optimizer section")
+    p.add_argument("--exact-seconds", type=float, default=None,
+                   help="peak_search_seconds for exact (default 60; 1 with --smoke)")
+    p.add_argument("--search-nodes", type=int, default=10000, help="synthetic graph size for fast's cost")
+    p.add_argument("--search-batches", type=int, nargs="*", default=[32, 2048],
+                   help="synthetic batch sizes for fast's cost")
+    p.add_argument("--no-solvers", action="store_true", help="skip the MILP solver comparison")
+    p.add_argument("--highs-python", help="an interpreter with highspy, for the solver comparison")
+    p.add_argument("--milp-bench", help="bench/cpp's remat_milp_bench (default: under $REMAT_BENCH_BUILD_DIR "
+                                        "or $REMAT_BUILD_DIR)")
+    p.add_argument("--solver-seconds", type=float, default=60, help="time limit per program and solver")
     a = p.parse_args(argv)
     if a.from_json:
         with open(a.from_json) as f:
             saved = json.load(f)
-        figs, syn, case = saved["figure"], saved["synthetic"], saved["cases"]
+        figs, syn, case, opt = saved["figure"], saved["synthetic"], saved["cases"], saved.get("optimizer")
         print(format_figure_table(figs) + "\n\n" + format_costs(syn, case) + "\n\n"
-              + format_targets(targets(figs, syn, case)))
+              + format_optimizer_section(opt) + "\n\n" + format_targets(targets(figs, syn, case, opt)))
         if a.write_docs:
-            write_docs(figs, syn, case)
+            write_docs(figs, syn, case, opt)
         return 0
     torch._dynamo.config.cache_size_limit = 64
     chosen = figure_models(a.smoke)
     if a.smoke:
         chosen = [c for c in chosen if c.name == "residual_mlp"]
-    if a.figure_from:
-        with open(a.figure_from) as f:
-            figs = json.load(f)["figure"]
-    else:
-        figs = [] if a.no_figure else [figure_rows(c) for c in chosen]
     exe = remat_command()
-    sizes = a.sizes if a.sizes is not None else ([1000] if a.smoke else [10000, 100000, 1000000])
-    if exe is None and sizes:
-        print("[bench] synthetic: no remat command (set REMAT_BUILD_DIR); skipped", file=sys.stderr)
-    syn = synthetic_rows(exe, sizes, a.repeat) if exe and sizes else []
-    case = case_rows(a.smoke, a.repeat)
-    found = targets(figs, syn, case)
-    print(format_figure_table(figs) + "\n\n" + format_costs(syn, case) + "\n\n" + format_targets(found))
+    if a.optimizer_only:
+        with open(a.optimizer_only) as f:
+            saved = json.load(f)
+        figs, syn, case = saved["figure"], saved["synthetic"], saved["cases"]
+    else:
+        if a.figure_from:
+            with open(a.figure_from) as f:
+                figs = json.load(f)["figure"]
+        else:
+            figs = [] if a.no_figure else [figure_rows(c) for c in chosen]
+        sizes = a.sizes if a.sizes is not None else ([1000] if a.smoke else [10000, 100000, 1000000])
+        if exe is None and sizes:
+            print("[bench] synthetic: no remat command (set REMAT_BUILD_DIR); skipped", file=sys.stderr)
+        syn = synthetic_rows(exe, sizes, a.repeat) if exe and sizes else []
+        case = case_rows(a.smoke, a.repeat)
+    opt = None if a.no_optimizer else measure_optimizer(a, figs, chosen, exe)
+    found = targets(figs, syn, case, opt)
+    print(format_figure_table(figs) + "\n\n" + format_costs(syn, case) + "\n\n"
+          + (format_optimizer_section(opt) + "\n\n" if opt else "") + format_targets(found))
     if a.write_docs:
-        write_docs(figs, syn, case)
+        write_docs(figs, syn, case, opt)
     return 0 if all(ok for name, _, ok in found if name.startswith("figure")) else 1
 
 
