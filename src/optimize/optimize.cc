@@ -1,4 +1,4 @@
-// optimize/optimize.cc — minimize_recompute (optimize/optimize.h).
+// optimize/optimize.cc — minimize_recompute. Contract: optimize/optimize.h.
 //
 // One Search object owns what every mode shares: the builds (each plan
 // built once, keyed by its saved set), the best verified plan, the

@@ -1,4 +1,4 @@
-// optimize/space.cc — PlanSpace (optimize/space.h).
+// optimize/space.cc — PlanSpace. Contract: optimize/space.h.
 //
 // Rows are built from intervals: each value contributes its bytes to a
 // contiguous range of forward rows and a contiguous range of backward rows,
