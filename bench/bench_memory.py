@@ -54,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -834,22 +835,33 @@ def format_solvers(sol: dict) -> str:
 
 
 def solver_summary(sol: dict) -> dict:
-    """Totals per solver, and the programs where they disagree (status, or
-    objective beyond 1e-6 relative) among those all solved to optimality."""
+    """Totals per solver, and the programs all solved where they differ: by
+    at least half a unit (a unit of estimated recompute, or a byte of peak),
+    naming the solvers above the least objective, or in the tie-break only
+    (its coefficients sum to 1e-4, at the solvers' tolerances)."""
     files = sol.get("files", [])
     keys = [k for k in ("remat", "cbc", "highs") if any(k in f for f in files)]
     total = {k: sum(f[k]["seconds"] or 0 for f in files if k in f) for k in keys}
-    optimal = {k: sum(1 for f in files if k in f and f[k]["status"] in ("optimal", "infeasible")) for k in keys}
-    disagree = []
+    solved = {k: sum(1 for f in files if k in f and f[k]["status"] in ("optimal", "infeasible")) for k in keys}
+    disagree, tie_break = [], []
     for f in files:
-        rs = [f[k] for k in keys if k in f]
-        if all(r["status"] in ("optimal", "infeasible") for r in rs):
-            statuses = {r["status"] for r in rs}
-            objs = [r["objective"] for r in rs if r["objective"] is not None]
-            if len(statuses) > 1 or (objs and max(objs) - min(objs) > 1e-6 * max(1.0, abs(max(objs)))):
-                disagree.append(f["file"])
-    return {"solvers": keys, "total_seconds": total, "solved": optimal, "programs": len(files),
-            "disagree": disagree}
+        rs = {k: f[k] for k in keys if k in f}
+        if not all(r["status"] in ("optimal", "infeasible") for r in rs.values()):
+            continue
+        if len({r["status"] for r in rs.values()}) > 1:
+            disagree.append((f["file"], [k for k, r in rs.items() if r["status"] == "infeasible"]))
+            continue
+        objs = {k: r["objective"] for k, r in rs.items() if r["objective"] is not None}
+        if not objs:
+            continue
+        least = min(objs.values())
+        above = [k for k, o in objs.items() if o - least >= 0.5]
+        if above:
+            disagree.append((f["file"], above))
+        elif max(objs.values()) - least > 1e-9 * max(1.0, abs(least)):
+            tie_break.append(f["file"])
+    return {"solvers": keys, "total_seconds": total, "solved": solved, "programs": len(files),
+            "disagree": disagree, "tie_break": tie_break}
 
 
 def targets(figs, syn, case, opt: dict | None = None) -> list[tuple[str, str, bool]]:
@@ -927,15 +939,25 @@ def format_optimizer_section(opt: dict) -> str:
                 f"{m} {'1 B' if lim == 1 else mib(lim) + ' MiB'}" for m, lim in fe["crashed"]) + "."
     if opt.get("synthetic"):
         parts.append(format_synthetic_search(opt["synthetic"]))
-    sol = opt.get("solvers") or {}
+    return "\n\n".join(parts)
+
+
+def format_solver_section(opt: dict | None) -> str:
+    """The solver comparison's table and summary ("" when none ran)."""
+    sol = (opt or {}).get("solvers") or {}
     ss = solver_summary(sol)
+    parts = []
     if sol.get("files"):
         versions = ", ".join(f"{k} {v}" for k, v in sol.get("versions", {}).items())
         totals = ", ".join(f"{k} {v:.2f} s ({ss['solved'][k]} of {ss['programs']} solved)"
                            for k, v in ss["total_seconds"].items())
-        parts.append(format_solvers(sol) + f"\n\nTotal solve time: {totals} ({versions}). "
-                     + ("Objectives and statuses agree on every program all of them solved."
-                        if not ss["disagree"] else "They disagree on: " + ", ".join(ss["disagree"]) + "."))
+        names = {"remat": "CBC as remat runs it", "cbc": "the `cbc` command", "highs": "HiGHS"}
+        agree = ("Statuses and optima agree on every program all of them solved (to half a unit)."
+                 if not ss["disagree"] else "Half a unit or more above the least objective (a "
+                 "solution reported optimal that is not), or infeasible where another solved: " + "; ".join(
+                     f"{' and '.join(names[k] for k in above)} on {file}" for file, above in ss["disagree"]) + ".")
+        tie = (f" {len(ss['tie_break'])} more differ in the tie-break only." if ss["tie_break"] else "")
+        parts.append(format_solvers(sol) + f"\n\nTotal solve time: {totals} ({versions}). " + agree + tie)
     return "\n\n".join(parts)
 
 
@@ -947,39 +969,37 @@ def write_docs(figs, syn, case, opt: dict | None = None) -> None:
         f.write(figure_svg(figs))
     section = ""
     if opt and opt.get("models"):
+        fill = lambda text: textwrap.fill(text, 78, break_on_hyphens=False)  # noqa: E731
         models_text = ", ".join(m["model"] for m in opt["models"])
-        section = ("## remat's optimizer against torch's plans\n\n"
-                   f"The figure's models ({models_text}). For each peak P one of torch's plans\n"
-                   "reaches (its budgets listed; *torch recompute*: the estimated recompute of that\n"
-                   "plan; *best torch plan ≤ limit*: the least of any of torch's plans without a\n"
-                   "mutation hazard whose peak fits), remat under `peak_memory_budget` = P with\n"
-                   "`peak_search` torch_plans, fast and exact, and below torch's smallest peak at\n"
-                   "exact's smallest peak and halfway to it. exact runs with\n"
-                   f"`peak_search_seconds` = {opt['exact_seconds']:g}; its lower bound is the recompute no valid plan\n"
-                   "goes below (proven). *fast / best torch*, *exact / best torch*: the search's\n"
-                   "recompute over the best torch plan's (below 1: remat needs less at the same\n"
-                   "peak; 0: it recomputes nothing). The first table summarizes them over torch's\n"
-                   "peaks (less, same, more: how many; an unreachable limit counts as more) and\n"
-                   "gives each search's smallest peak (BudgetUnreachableError's at a 1-byte\n"
-                   "limit, with the proven lower bound it names).\n\n"
-                   "Times: engine seconds (`seconds` of the result), fast the median of\n"
-                   f"{opt['repeat']} runs interleaved with as many plain min-cut partitions of the same graph.\n"
-                   "The synthetic rows: `remat partition` against `--peak-search fast` at\n"
-                   "the middle of fast's reachable range (its smallest peak to the plain plan's),\n"
-                   "graphs from `bench/synthetic.py --batch B` (at batch 32 the weights and\n"
-                   "their gradients set the peak, so the range is one point).\n\n"
-                   + format_optimizer_section(opt) + "\n\n")
+        section = ("## remat's optimizer against torch's plans\n\n" + fill(
+            f"The figure's models ({models_text}). For each peak P one of torch's plans reaches (its budgets "
+            "listed; *torch recompute*: the estimated recompute of that plan; *best torch plan ≤ limit*: the "
+            "least of any of torch's plans without a mutation hazard whose peak fits), remat under "
+            "`peak_memory_budget` = P with `peak_search` torch_plans, fast and exact; and below torch's "
+            "smallest peak, at exact's smallest peak and halfway to it. exact runs with `peak_search_seconds` "
+            f"= {opt['exact_seconds']:g}; its lower bound is the recompute no valid plan goes below (proven, "
+            "as the engine reports it: see the notes). *fast / best torch*, *exact / best torch*: the "
+            "search's recompute over the best torch plan's (below 1: remat needs less at the same peak; 0: "
+            "it recomputes nothing). The first table summarizes them over torch's peaks (less, same, more: "
+            "how many; an unreachable limit counts as more) and gives each search's smallest peak "
+            "(BudgetUnreachableError's at a 1-byte limit, with the proven lower bound it names).") + "\n\n" + fill(
+            f"Times: engine seconds (`seconds` of the result), fast the median of {opt['repeat']} runs "
+            "interleaved with as many plain min-cut partitions of the same graph. The synthetic rows: `remat "
+            "partition` against `--peak-search fast` at the middle of fast's reachable range (its smallest "
+            "peak to the plain plan's), graphs from `bench/synthetic.py --batch B` (at batch 32 the weights "
+            "and their gradients set the peak, so the range is one point).") + "\n\n"
+            + format_optimizer_section(opt) + "\n\n")
         if opt.get("solvers", {}).get("files"):
-            section += ("### The MILP solver\n\n"
-                        "exact's programs, written by the runs above (`REMAT_MILP_DUMP_DIR`; per run the\n"
-                        "first program and the last, which carries all of the run's no-good cuts), each\n"
-                        "solved cold, single-threaded, relative and absolute gap 1e-9, at most\n"
-                        f"{opt['solvers'].get('seconds', 60):g} s (bench/milp_solvers.py): CBC through remat's own\n"
-                        "`Milp` (bench/cpp/milp_bench.cc: the cut generators and heuristics exact mode\n"
-                        "uses), the `cbc` command (CbcSolver's defaults, with preprocessing; its\n"
-                        "clock prints 0.01 s steps) and HiGHS through highspy. Objectives are in\n"
-                        "the program's units (the estimated recompute plus the saved-bytes\n"
-                        "tie-break, or the model's peak in bytes for the smallest-peak programs).\n\n")
+            section += ("### The MILP solver\n\n" + fill(
+                "exact's programs, written by the runs above (`REMAT_MILP_DUMP_DIR`; per run the first program "
+                "and the last, which carries all of exact's no-good cuts), each solved cold, single-threaded, "
+                f"relative and absolute gap 1e-9, at most {opt['solvers'].get('seconds', 60):g} s "
+                "(bench/milp_solvers.py): CBC through remat's own `Milp` (bench/cpp/milp_bench.cc: the cut "
+                "generators and heuristics exact mode uses), the `cbc` command (CbcSolver's defaults, with "
+                "preprocessing; its clock prints 0.01 s steps) and HiGHS through highspy. Objectives are in "
+                "the program's units (the estimated recompute plus the saved-bytes tie-break, or the model's "
+                "peak in bytes for the smallest-peak programs).") + "\n\n"
+                + format_solver_section(opt) + "\n\n")
     with open(os.path.join(docs, "memory.md"), "w") as f:
         f.write("# Peak memory\n\n"
                 "Generated by `python bench/bench_memory.py --write-docs` on this project's\n"
@@ -1070,7 +1090,8 @@ def main(argv=None) -> int:
             saved = json.load(f)
         figs, syn, case, opt = saved["figure"], saved["synthetic"], saved["cases"], saved.get("optimizer")
         print(format_figure_table(figs) + "\n\n" + format_costs(syn, case) + "\n\n"
-              + format_optimizer_section(opt) + "\n\n" + format_targets(targets(figs, syn, case, opt)))
+              + format_optimizer_section(opt) + "\n\n" + format_solver_section(opt) + "\n\n"
+              + format_targets(targets(figs, syn, case, opt)))
         if a.write_docs:
             write_docs(figs, syn, case, opt)
         return 0
@@ -1097,7 +1118,8 @@ def main(argv=None) -> int:
     opt = None if a.no_optimizer else measure_optimizer(a, figs, chosen, exe)
     found = targets(figs, syn, case, opt)
     print(format_figure_table(figs) + "\n\n" + format_costs(syn, case) + "\n\n"
-          + (format_optimizer_section(opt) + "\n\n" if opt else "") + format_targets(found))
+          + (format_optimizer_section(opt) + "\n\n" + format_solver_section(opt) + "\n\n" if opt else "")
+          + format_targets(found))
     if a.write_docs:
         write_docs(figs, syn, case, opt)
     return 0 if all(ok for name, _, ok in found if name.startswith("figure")) else 1
