@@ -33,6 +33,10 @@ struct NodeInfo {
 NodeInfo classify_nodes(const Graph& g, const std::vector<int>& static_lifetime_input_indices,
                         int num_fwd_outputs, const PartitionOptions& options);
 
+// Per node: whether the forward cannot compute it (it is derived from a
+// tangent or a backward seed).
+std::vector<uint8_t> backward_only(const Graph& g, const NodeInfo& info);
+
 // 1e9 for nodes that cannot reach the backward, as torch.
 inline constexpr int64_t kFarFromBackward = 1000000000;
 std::vector<int64_t> dist_from_bw(const Graph& g, const NodeInfo& info);

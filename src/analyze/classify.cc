@@ -114,4 +114,14 @@ std::vector<int64_t> dist_from_bw(const Graph& g, const NodeInfo& info) {
   return dist;
 }
 
+std::vector<uint8_t> backward_only(const Graph& g, const NodeInfo& info) {
+  std::vector<uint8_t> out(g.size(), 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    uint8_t b = info.tangents_closure[id] || is_bwd_seed_offset(g, id);
+    for (NodeId in : g.inputs(id)) b |= out[in];
+    out[id] = b;
+  }
+  return out;
+}
+
 }  // namespace remat

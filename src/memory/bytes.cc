@@ -1,8 +1,10 @@
-// memory/bytes.cc — allocation_bytes (memory/bytes.h).
+// memory/bytes.cc — allocation_bytes, size_text (memory/bytes.h).
 #include "memory/bytes.h"
 
 #include <cstdlib>
 #include <limits>
+
+#include <fmt/format.h>
 
 namespace remat::memory {
 
@@ -23,6 +25,17 @@ int64_t allocation_bytes(const Graph& g, const TensorMeta& t) {
   }
   const __int128 bytes = elements * itemsize;
   return bytes > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
+}
+
+std::string size_text(int64_t b) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, kUnits[u]);
 }
 
 }  // namespace remat::memory

@@ -20,17 +20,6 @@
 namespace remat {
 namespace {
 
-std::string human(int64_t b) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024.0 && u < 5) {
-    v /= 1024.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, kUnits[u]);
-}
-
 // How to cut a plan again, and what it is called.
 struct Recipe {
   std::string label;
@@ -253,12 +242,12 @@ class Search {
       throw BudgetUnreachableError(
           fmt::format("peak_memory_budget: no plan fits {} ({} bytes): every plan tried "
                       "saves a value that aliases an input the step mutates",
-                      human(limit_), limit_),
+                      memory::size_text(limit_), limit_),
           -1, -1);
     throw BudgetUnreachableError(
         fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
                     "reachable peak is {} ({} bytes), with the plan '{}'",
-                    human(limit_), limit_, human(smallest_peak_), smallest_peak_,
+                    memory::size_text(limit_), limit_, memory::size_text(smallest_peak_), smallest_peak_,
                     smallest_label_),
         smallest_peak_, -1);
   }

@@ -20,6 +20,7 @@
 
 #include "decide/maxflow.h"
 #include "memory/peak_budget.h"
+#include "memory/bytes.h"
 #include "optimize/milp.h"
 #include "remat/error.h"
 
@@ -36,17 +37,6 @@ void dump_milp(const Milp& milp) {
   if (dir == nullptr || *dir == '\0') return;
   static std::atomic<int> counter{0};
   milp.write_mps(fmt::format("{}/{}.mps", dir, counter++));
-}
-
-std::string human(int64_t b) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024.0 && u < 5) {
-    v /= 1024.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, kUnits[u]);
 }
 
 // What a built plan told us.
@@ -761,16 +751,16 @@ class Search {
       throw BudgetUnreachableError(
           fmt::format("peak_memory_budget: no plan fits {} ({} bytes): no valid plan was "
                       "found without a mutation hazard",
-                      human(limit_), limit_),
+                      memory::size_text(limit_), limit_),
           -1, bound);
     const std::string proof =
         bound >= smallest_peak_
             ? "no valid plan has a smaller peak (proven)"
-            : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)", human(bound), bound);
+            : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)", memory::size_text(bound), bound);
     throw BudgetUnreachableError(
         fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
                     "reachable peak is {} ({} bytes); {}",
-                    human(limit_), limit_, human(smallest_peak_), smallest_peak_, proof),
+                    memory::size_text(limit_), limit_, memory::size_text(smallest_peak_), smallest_peak_, proof),
         smallest_peak_, std::min(bound, smallest_peak_));
   }
 

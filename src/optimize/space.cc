@@ -24,18 +24,6 @@ namespace {
 
 bool is_getitem(const Graph& g, NodeId n) { return target_is(g, n, "operator.getitem"); }
 
-// Per node: derived from a tangent or a backward seed (the forward cannot
-// compute it).
-std::vector<uint8_t> backward_only(const Graph& g, const NodeInfo& info) {
-  std::vector<uint8_t> out(g.size(), 0);
-  for (NodeId id = 0; id < g.size(); ++id) {
-    uint8_t b = info.tangents_closure[id] || is_bwd_seed_offset(g, id);
-    for (NodeId in : g.inputs(id)) b |= out[in];
-    out[id] = b;
-  }
-  return out;
-}
-
 // Whether storage `sid` of node n is shared with one of n's inputs.
 bool aliases_input(const Graph& g, NodeId n, int64_t sid) {
   for (NodeId in : g.inputs(n))

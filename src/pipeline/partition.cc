@@ -30,6 +30,7 @@
 #include "decide/decide.h"
 #include "extract/extract.h"
 #include "graph/query.h"
+#include "memory/bytes.h"
 #include "memory/peak_budget.h"
 #include "memory/plan.h"
 #include "optimize/optimize.h"
@@ -457,18 +458,6 @@ void peak_budget_on(PlanState& s, const DecideContext& ctx) {
   s.built = std::move(plan.result);
 }
 
-// Per prepared node: whether the forward cannot compute it (it depends on a
-// tangent, a must-be-in-backward node or a backward seed).
-std::vector<uint8_t> backward_only(const Graph& g, const NodeInfo& info) {
-  std::vector<uint8_t> out(g.size(), 0);
-  for (NodeId id = 0; id < g.size(); ++id) {
-    uint8_t b = info.tangents_closure[id] || is_bwd_seed_offset(g, id);
-    for (NodeId in : g.inputs(id)) b |= out[in];
-    out[id] = b;
-  }
-  return out;
-}
-
 // Checks a caller's replacement of the decision and turns it into prepared
 // ids (see emit_partition in remat/partition.h).
 std::vector<NodeId> replacement(const PlanState& s, const std::vector<NodeId>& saved) {
@@ -706,19 +695,6 @@ std::vector<BudgetPlanPoint> first_budget_plans(const JointGraph& joint,
   return out;
 }
 
-// "20.31 KiB": sizes in peak_frontier's labels, written as the peak
-// searches' messages write them (two decimals tell nearby limits apart).
-std::string limit_text(int64_t b) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024.0 && u < 5) {
-    v /= 1024.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, kUnits[u]);
-}
-
 // What tells two plans apart: the values they save (joint ids, any order).
 std::vector<NodeId> saved_key(const PartitionResult& r) {
   std::vector<NodeId> key = r.saved_values;
@@ -803,7 +779,7 @@ std::vector<BudgetPlanPoint> peak_frontier(const JointGraph& joint, const Partit
       tick();  // fast's heuristic, or exact's time, fell short here
       continue;
     }
-    BudgetPlanPoint point{fmt::format("{} <= {}", peak_search_name(search), limit_text(limit)),
+    BudgetPlanPoint point{fmt::format("{} <= {}", peak_search_name(search), memory::size_text(limit)),
                           r.memory.peak_bytes, r.recompute_runtime, r.saved_values.size(), limit};
     std::vector<NodeId> key = saved_key(r);
     auto same = std::find_if(found.begin(), found.end(), [&](const Found& f) {
