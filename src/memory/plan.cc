@@ -27,7 +27,8 @@ std::vector<NodeId> forward_inputs_of(const PartitionResult& r, const std::vecto
 double recompute_cost(const Graph& decided, NodeId id, const PartitionOptions& options) {
   const std::string& name = options.activation_memory_budget_runtime_estimator;
   const bool own = name == "custom" || (name == "profile" && options.profiled_runtimes.empty());
-  const std::string_view estimator = own ? "flops" : name;
+  // Both arms as views: `own ? "flops" : name` would be a std::string temporary.
+  const std::string_view estimator = own ? std::string_view("flops") : std::string_view(name);
   const NodeId joint_id = decided.node(id).origin;
   try {
     // Measured runtimes are per joint node; the others read the node.

@@ -95,16 +95,30 @@ void silence(OsiClpSolverInterface& lp) {
   lp.setHintParam(OsiDoReducePrint, true, OsiHintTry);
 }
 
-// CBC sees the objective divided by its largest coefficient. Its tolerances
-// (the LP's 1e-7 on reduced costs, the cutoff increment below) are absolute
-// amounts of objective; remat's objectives are seconds of recompute, whose
-// differences can be far below them (unscaled, knapsacks valued in
-// milliseconds came back suboptimal: RowsAddedBetweenSolves... in
-// tests/cpp/test_milp.cc).
+// CBC sees the objective scaled so that its smallest nonzero coefficient
+// is 1, unless that puts the largest above kLargestScaled (then the largest
+// is kLargestScaled). CBC's tolerances (the LP's 1e-7 on reduced costs,
+// 1e-6 on integrality, the cutoff increment below) are absolute amounts of
+// objective; they must stay far below the smallest difference that counts.
+// remat's objectives mix a matmul's flops (millions) with pointwise ops (1)
+// and seconds of measured runtime (1e-4): divided by the largest
+// coefficient, one pointwise op fell to 2.4e-7, within tolerance, and CBC
+// proved optima one op too expensive (5 of 39 of exact mode's programs on
+// the corpus; WideRangeObjectiveResolvesItsSmallestUnit in
+// tests/cpp/test_milp.cc). The cap keeps the LP's numbers within what its
+// double arithmetic resolves: coefficients spanning more than 1e8 lose the
+// smallest, which are tie-breaks in remat's programs.
+constexpr double kLargestScaled = 1e8;
+
 double objective_scale(const Program& d) {
-  double largest = 0;
-  for (double c : d.cost) largest = std::max(largest, std::abs(c));
-  return largest > 0 ? 1 / largest : 1;
+  double largest = 0, smallest = COIN_DBL_MAX;
+  for (double c : d.cost) {
+    if (c == 0) continue;
+    largest = std::max(largest, std::abs(c));
+    smallest = std::min(smallest, std::abs(c));
+  }
+  if (largest == 0) return 1;
+  return std::min(1 / smallest, kLargestScaled / largest);
 }
 
 void load(const Program& d, double scale, OsiClpSolverInterface& lp) {

@@ -31,8 +31,11 @@
 //    a solution exists (binaries exactly 0.0 or 1.0), else is empty;
 //    `objective` is the objective at `values`. `nodes` counts the branch and
 //    bound nodes, `seconds` the wall time of this call. CBC sees the
-//    objective divided by its largest coefficient, so its tolerances are
-//    relative to that coefficient, and objectives in seconds lose nothing.
+//    objective scaled so its smallest nonzero coefficient is 1 (or, where
+//    the coefficients span more than 1e8, its largest is 1e8): a difference
+//    of the smallest coefficient decides, whatever the objective's unit
+//    (seconds, or flops beside pointwise ops); differences below 1e-8 of the
+//    largest coefficient may not.
 //  * Deterministic: the same program and limits give the same answer
 //    (CBC runs single-threaded); a time limit can change which answer.
 //    CBC 2.10 keeps one process-wide random state (CoinDrand48, reseeded by

@@ -480,13 +480,24 @@ class Search {
     std::vector<int> s, r;  // per var
   };
 
+  // The whole tie-break toward fewer saved bytes: kTieBreak of the cheapest
+  // recomputation, so it decides only between plans of equal recompute
+  // whatever the estimator's unit (flops, or measured milliseconds).
+  double tie_break() const {
+    double cheapest = 0;
+    for (const Var& v : space_.vars()) {
+      if (v.cost > 0 && (cheapest == 0 || v.cost < cheapest)) cheapest = v.cost;
+    }
+    return kTieBreak * (cheapest > 0 ? cheapest : 1);
+  }
+
   // The validity rules (space.h) over s and r.
   Program validity() const {
     Program p;
     const auto& vars = space_.vars();
     double total_bytes = 0;
     for (const Var& v : vars) total_bytes += static_cast<double>(v.bytes);
-    const double tie = total_bytes > 0 ? kTieBreak / total_bytes : 0;  // far below one cost unit
+    const double tie = total_bytes > 0 ? tie_break() / total_bytes : 0;
     for (const Var& v : vars) {
       p.s.push_back(p.milp.add_binary(tie * static_cast<double>(v.bytes)));
       p.r.push_back(p.milp.add_binary(v.cost));
@@ -680,15 +691,15 @@ class Search {
         }
         break;
       }
-      // The objective's tie-break adds at most kTieBreak: the recompute is
+      // The objective's tie-break adds at most tie_break(): the recompute is
       // at least the solver's bound minus that.
-      if (sound) bound_ = std::max(bound_, std::max(0.0, res.bound - kTieBreak));
+      if (sound) bound_ = std::max(bound_, std::max(0.0, res.bound - tie_break()));
       if (res.values.empty()) break;  // out of time without a solution
       const std::vector<uint8_t> saved = saved_of(p, res);
       const Verdict v = evaluate(saved);
       // Optimal when its measured recompute is the solver's bound (the
       // model's cost is a lower bound of the measured one; the tie-break
-      // adds at most kTieBreak); a plan that fits but costs more than the model
+      // adds at most tie_break()); a plan that fits but costs more than the model
       // said stays the incumbent, is cut off, and the search goes on.
       const double measured = measured_cost(saved);
       if (v.fits && res.status == Milp::Status::kOptimal &&

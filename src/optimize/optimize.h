@@ -35,8 +35,8 @@
 //    fast found none, from the first plan the smallest-peak search below
 //    builds that fits (it stops there), else none. Then a
 //    MILP (optimize/milp.h): binaries s (saved) and r (recomputed) per var,
-//    minimize sum(cost * r) (plus kTieBreak at most: fewer saved
-//    bytes), subject to the space's validity rules and its memory rows <=
+//    minimize sum(cost * r) (plus kTieBreak of the cheapest cost at
+//    most: fewer saved bytes), subject to the space's validity rules and its memory rows <=
 //    limit. Each solution is built; one that does not fit is cut off (a
 //    no-good cut on its saved set) and the MILP solved again. The first
 //    solution that fits is optimal when the solver proved optimality and the
@@ -68,8 +68,8 @@ inline constexpr int kFastRounds = 6;
 inline constexpr int kStallRounds = 25;
 inline constexpr int kPolishVars = 2000;
 inline constexpr int kPolishRounds = 60;
-// The objective's tie-break toward fewer saved bytes, in total: far below
-// one estimator unit (a pointwise op), so it never outweighs recompute.
+// The objective's tie-break toward fewer saved bytes, in total, as a
+// fraction of the cheapest recomputation: it never outweighs recompute.
 inline constexpr double kTieBreak = 1e-4;
 inline constexpr int kFastRepairMoves = 3;
 inline constexpr int kPriceSteps = 60;

@@ -127,6 +127,32 @@ TEST(Milp, OptimalKnapsackMatchesExhaustiveSearch) {
   }
 }
 
+// remat's objectives mix a matmul's flops (millions) with pointwise ops
+// (1) and a tie-break far below 1: a difference of one pointwise op must
+// still decide. (Scaled by the largest coefficient, one unit fell below
+// CBC's tolerances and exact mode proved optima one unit too high.)
+TEST(Milp, WideRangeObjectiveResolvesItsSmallestUnit) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(1, 5), big(1, 3), coin(0, 2);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 4 + trial % 10;
+    Knapsack k = random_knapsack(rng, n, 1 + trial % 3, 1.0);
+    for (double& v : k.value) {
+      v = coin(rng) == 0 ? 4194304.0 * big(rng) : small(rng) + 1e-9 * small(rng);
+    }
+    Milp m = build(k);
+    Milp::Result r = m.solve(limits());
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    ASSERT_EQ(r.status, Status::kOptimal);
+    EXPECT_TRUE(fits(k, mask_of(r.values)));
+    const double best = exhaustive(k).first;
+    // Within a tenth of the smallest unit: the 1e-9 tie-breaks may go
+    // either way, a pointwise op may not.
+    EXPECT_NEAR(negated_value(k, mask_of(r.values)), best, 0.1);
+    EXPECT_GE(r.bound, best - 0.1);
+  }
+}
+
 TEST(Milp, InfeasibleProgramIsReportedInfeasible) {
   // Infeasible as a linear program: two binaries cannot sum to 3.
   Milp lp;
