@@ -70,7 +70,19 @@ class Search {
         max_rounds_ = rounds_ + kPolishRounds;
         exact();
       }
-      if (!best_) unreachable(fast_peak_bound());
+      // Nothing fits: on small spaces the smallest peak to report comes from
+      // exact's smallest-peak search, bounded by rounds as the polish is.
+      // fast's own searches, aimed far below what any plan reaches, price
+      // saving so high that their plans overshoot (on mlp_gelu_d6 the
+      // smallest peak they built was 1003.3 KiB, the MILP's 908.0 KiB).
+      if (!best_) {
+        int64_t bound = fast_peak_bound();
+        if (space_.vars().size() <= static_cast<size_t>(kPolishVars)) {
+          max_rounds_ = rounds_ + kPolishRounds;
+          bound = std::max(bound, smallest_peak_bound(false, kFastStallRounds));
+        }
+        unreachable(bound);
+      }
       return finish("fast");
     }
     fast(limit_);  // an incumbent, and a first cut of hazards
@@ -285,7 +297,7 @@ class Search {
     const auto& rows = space_.rows();
     const auto& vars = space_.vars();
     const double unit = byte_price();
-    if (rows.empty() || unit == 0 || limit_ <= 0) return;
+    if (rows.empty() || unit == 0 || aim_ <= 0) return;
     std::vector<double> mu(rows.size(), 0), prefix(rows.size() + 1, 0);
     const uint32_t between = space_.between();
     for (int step = 0; step < kPriceSteps; ++step) {
@@ -304,7 +316,7 @@ class Search {
       if (values.empty()) return;
       const double size = 2.0 * std::pow(0.93, step);
       for (size_t r = 0; r < rows.size(); ++r) {
-        const double e = static_cast<double>(values[r] - targets[r]) / static_cast<double>(limit_);
+        const double e = static_cast<double>(values[r] - targets[r]) / static_cast<double>(aim_);
         mu[r] = std::max(0.0, mu[r] + size * unit * e);
       }
     }
@@ -371,11 +383,11 @@ class Search {
   }
 
   // Whether the instants just before backward nodes fit the limit too
-  // (fast's targets are per row; these get the plain limit).
+  // (fast's targets are per row; these get the plain limit fast aims at).
   bool fits_before(const std::vector<uint8_t>& saved, const std::vector<uint8_t>& recomputed) const {
     const std::vector<int64_t> before = space_.values(saved, recomputed, /*before=*/true);
     for (size_t r = space_.between() + 1; r < before.size(); ++r)
-      if (before[r] > limit_) return false;
+      if (before[r] > aim_) return false;
     return true;
   }
 
@@ -387,7 +399,11 @@ class Search {
   // search (a value the backward recomputed is saved, a saved value
   // recomputed). Both narrow fast's search only; exact searches the whole
   // space afterwards.
+  // `limit` is the peak fast aims at (limit_, or below the smallest peak
+  // found for descend()); a plan fits only within limit_. Without a plan
+  // that fits `limit`, the torch_plans search, aimed at it too.
   void fast(int64_t limit) {
+    aim_ = limit;
     const std::vector<Var> whole = space_.vars();
     Targets targets(space_.rows().size(), limit);
     for (int round = 0; round < kFastRounds; ++round) {
@@ -405,13 +421,15 @@ class Search {
     }
     space_.restore(whole);
     for (uint32_t k : hazardous_) space_.forbid_save(k);
-    if (!best_) torch_plans();
+    aim_ = limit_;
+    if (!best_) torch_plans(limit);
   }
 
   // The fallback: the torch_plans search (memory/peak_budget.h: torch's own
-  // plans as the activation budget goes 1 -> 0, then repairs), its builds
-  // counted and its smallest peak remembered.
-  void torch_plans() {
+  // plans as the activation budget goes 1 -> 0, then repairs) aimed at
+  // `limit`, its builds counted and its smallest peak remembered; its plan
+  // is the answer when it fits limit_.
+  void torch_plans(int64_t limit) {
     const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
       PartitionResult r = build_(saved);
       ++built_;
@@ -420,7 +438,8 @@ class Search {
       return r;
     };
     try {
-      PartitionResult r = solve_peak_budget(ctx_, limit_, build);
+      PartitionResult r = solve_peak_budget(ctx_, limit, build);
+      if (r.memory.peak_bytes > limit_) return;
       std::vector<NodeId> saved;
       for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
         for (NodeId j : *list) saved.push_back(prepared_of(j));
@@ -719,7 +738,8 @@ class Search {
   // The smallest peak any valid plan reaches, bounded from below by the
   // MILP over the model's peak (verified the same way, within the time).
   // `until_fits`: stop at the first plan that fits the limit (it is best_).
-  int64_t smallest_peak_bound(bool until_fits = false) {
+  // `stall`: stop after this many builds in a row found no smaller peak.
+  int64_t smallest_peak_bound(bool until_fits = false, int stall = kStallRounds) {
     if (!space_.model_is_bound() || !model_bounds_) return fast_peak_bound();
     Program p = validity();
     for (size_t k = 0; k < p.r.size(); ++k) p.milp.set_objective_coefficient(p.r[k], 0);
@@ -728,7 +748,7 @@ class Search {
     memory_rows(p, 0, peak);
     int64_t bound = fast_peak_bound();
     int stalled = 0;
-    while (left() > 0) {
+    while (left() > 0 && rounds_ < max_rounds_) {
       sync_forbidden(p);
       Milp::Limits lim;
       lim.seconds = left();
@@ -748,7 +768,7 @@ class Search {
       const Verdict v = evaluate(saved);
       if (until_fits && best_) break;
       stalled = smallest_peak_ == before ? stalled + 1 : 0;
-      if (stalled == kStallRounds) break;  // the rest of the time would likely buy nothing
+      if (stalled == stall) break;  // the rest of the time would likely buy nothing
       if (!model_bounds_) return fast_peak_bound();
       if (!v.hazards) no_good(p, saved);
     }
@@ -790,6 +810,7 @@ class Search {
   const DecideContext& ctx_;
   PlanSpace& space_;
   const int64_t limit_;
+  int64_t aim_ = limit_;  // the peak fast() aims at (see there)
   const double seconds_;
   const Builder& build_;
   const Clock::time_point start_;

@@ -47,7 +47,10 @@
 //    plan's peak (exact: the MILP minimizing the model's peak, verified the
 //    same way, within the time limit, stopping early after kStallRounds
 //    builds that found no smaller peak; fast: every row with only what
-//    every plan holds there).
+//    every plan holds there). On spaces of at most kPolishVars vars fast
+//    runs exact's smallest-peak search before it reports, for at most
+//    kPolishRounds rounds, stopping after kFastStallRounds builds that
+//    found no smaller peak.
 //  * Deterministic for a given graph, options and limit (a time limit that
 //    stops the solver can change the answer).
 //  * REMAT_MILP_DUMP_DIR set (benchmarks only): exact writes each program to
@@ -66,6 +69,7 @@ namespace remat::optimize {
 
 inline constexpr int kFastRounds = 6;
 inline constexpr int kStallRounds = 25;
+inline constexpr int kFastStallRounds = 5;
 inline constexpr int kPolishVars = 2000;
 inline constexpr int kPolishRounds = 60;
 // The objective's tie-break toward fewer saved bytes, in total, as a
