@@ -196,6 +196,18 @@ struct PartitionOptions {
   PeakSearch peak_search = PeakSearch::kTorchPlans;
   // The time limit of kExact's search (solver and builds), in seconds (> 0).
   double peak_search_seconds = 60;
+  // The order the backward runs its nodes in (remat/memory.h simulates that
+  // order; FX code runs it):
+  //  kAutograd  the extraction's and torch's reordering (parity).
+  //  kMemory    memory/order.h: independent nodes reordered greedily
+  //             between barriers (random, impure, mutating, collective
+  //             ops keep their places), kept when the simulated peak is
+  //             lower (PartitionResult::backward_reordered). Not applied
+  //             under activation offloading, whose waits and prefetches
+  //             are placed for its own order. The peak searches plan
+  //             against the order the plan will run in.
+  enum class BackwardOrder : uint8_t { kAutograd, kMemory };
+  BackwardOrder backward_order = BackwardOrder::kAutograd;
   // Measured runtimes for activation_memory_budget_runtime_estimator =
   // "profile", indexed by joint-graph NodeId (torch benchmarks each node
   // itself; remat takes the times from its caller). Read only by "profile".
@@ -238,5 +250,8 @@ struct PartitionOptions {
 // "torch_plans", "fast", "exact" (the options JSON's and the CLI's names).
 const char* peak_search_name(PartitionOptions::PeakSearch s);
 std::optional<PartitionOptions::PeakSearch> peak_search_from_name(std::string_view name);
+// "autograd", "memory".
+const char* backward_order_name(PartitionOptions::BackwardOrder o);
+std::optional<PartitionOptions::BackwardOrder> backward_order_from_name(std::string_view name);
 
 }  // namespace remat

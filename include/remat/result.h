@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -233,6 +234,9 @@ struct PartitionResult {
   double recompute_runtime = 0;
   // Under peak_memory_budget: how the plan was found (PeakSearch).
   PeakSearchSummary peak_search;
+  // Under backward_order kMemory: whether the memory-aware order was kept
+  // (it lowered the simulated peak); empty under kAutograd.
+  std::optional<bool> backward_reordered;
 };
 
 const char* where_name(NodeDecision::Where w);  // "saved", "recomputed", ...

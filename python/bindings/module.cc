@@ -7,7 +7,8 @@
 //    (the options object of docs/format.md); the binding only adds hooks.
 //  * The engine runs with the GIL released.
 //  * remat::Error becomes the remat.errors class of its code (NoFiniteCutError
-//    with .explanation, .dot and .edge_list); any other C++ exception of the
+//    with .explanation, .dot and .edge_list; BudgetUnreachableError with
+//    .smallest_peak and .proven_bound); any other C++ exception of the
 //    engine becomes remat.InternalError (out of memory stays MemoryError).
 //  * partition() and pareto() take two optional Python callables, the engine's
 //    custom hooks (remat/options.h): knapsack_solver(memory: list[float],
@@ -236,6 +237,27 @@ void raise_error(const remat::Error& e, const char* explanation, const char* dot
   Py_DECREF(inst);
 }
 
+// BudgetUnreachableError with its numbers as fields (-1, C++'s "none", as
+// None).
+void raise_budget_unreachable(const remat::BudgetUnreachableError& e) {
+  PyObject* cls = g_errors_by_code
+      ? PyDict_GetItemString(g_errors_by_code, remat::error_code_name(e.code()))
+      : nullptr;
+  if (!cls) {
+    raise_error(e, nullptr, nullptr, nullptr);
+    return;
+  }
+  auto bytes = [](int64_t v) -> nb::object {
+    if (v < 0) return nb::none();
+    return nb::int_(v);
+  };
+  nb::object smallest = bytes(e.smallest_peak()), bound = bytes(e.proven_bound());
+  PyObject* inst = PyObject_CallFunction(cls, "sOO", e.what(), smallest.ptr(), bound.ptr());
+  if (!inst) return;
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(inst)), inst);
+  Py_DECREF(inst);
+}
+
 // A TorchError: the remat.errors class named like torch's builtin exception
 // (a RematError too), with torch's text; where remat met it is a note.
 void raise_torch_error(const remat::TorchError& e) {
@@ -268,6 +290,8 @@ void translate_exception(const std::exception_ptr& p, void*) {
     std::rethrow_exception(p);
   } catch (const remat::NoFiniteCutError& e) {
     raise_error(e, e.explanation().c_str(), e.dot().c_str(), e.edge_list().c_str());
+  } catch (const remat::BudgetUnreachableError& e) {
+    raise_budget_unreachable(e);
   } catch (const remat::TorchError& e) {
     raise_torch_error(e);
   } catch (const remat::Error& e) {

@@ -3,7 +3,8 @@
 Contract: every error of the engine is a `RematError`; the subclass follows the
 C++ ErrorCode. `NoFiniteCutError` carries `.explanation` (the infinite path, node
 by node), `.dot` (the capacity graph in Graphviz syntax) and `.edge_list` (the
-same graph as networkx's generate_edgelist prints it). Where torch raises one
+same graph as networkx's generate_edgelist prints it); `BudgetUnreachableError`
+carries `.smallest_peak` and `.proven_bound`. Where torch raises one
 of Python's builtin exceptions at the same point (a FLOP formula's
 AssertionError, say: C++ remat::TorchError), remat raises TORCH_RAISES[name]:
 an InvalidGraphError that is also that builtin and carries its name, with
@@ -75,9 +76,22 @@ class NoFiniteCutError(RematError):
 
 
 class BudgetUnreachableError(RematError):
-    """No plan fits the peak memory budget; the message names the smallest reachable peak."""
+    """No plan fits the peak memory budget; the message names the smallest reachable peak.
+
+    The same numbers as fields (C++ remat::BudgetUnreachableError), in bytes:
+    ``smallest_peak``, the smallest simulated peak of the valid plans the
+    search built (None when it built none), and ``proven_bound``, a peak no
+    valid plan goes below (None where the search proves none: torch_plans;
+    equal to ``smallest_peak`` when that is proven the least).
+    """
 
     code = "budget_unreachable"
+
+    def __init__(self, message: str = "", smallest_peak: "int | None" = None,
+                 proven_bound: "int | None" = None) -> None:
+        super().__init__(message)
+        self.smallest_peak = smallest_peak
+        self.proven_bound = proven_bound
 
 
 def _torch_raises(builtin: type) -> type:

@@ -110,6 +110,7 @@ void apply_partition_flags(const PartitionSettings& s, PartitionOptions& options
   if (!s.peak_budget.empty()) options.peak_memory_budget = parse_size(s.peak_budget, "--peak-budget");
   if (!s.peak_search.empty()) options.peak_search = *peak_search_from_name(s.peak_search);
   if (s.peak_search_seconds) options.peak_search_seconds = *s.peak_search_seconds;
+  if (!s.backward_order.empty()) options.backward_order = *backward_order_from_name(s.backward_order);
   if (!s.solver.empty()) options.activation_memory_budget_solver = s.solver;
   if (!s.estimator.empty()) options.activation_memory_budget_runtime_estimator = s.estimator;
   if (!s.activation_quantization.empty()) {

@@ -36,6 +36,7 @@ struct PartitionSettings {
   std::string peak_budget;      // --peak-budget SIZE ("2GiB", "512MB", "1000000")
   std::string peak_search;      // --peak-search torch_plans|fast|exact; "" = not given
   std::optional<double> peak_search_seconds;  // --peak-search-seconds
+  std::string backward_order;   // --backward-order autograd|memory; "" = not given
   std::string solver;           // activation_memory_budget_solver; "" = not given
   std::string estimator;        // activation_memory_budget_runtime_estimator; "" = not given
   bool no_cse = false;

@@ -144,6 +144,11 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "time limit of --peak-search exact (default 60); on time out the best plan "
                    "found is returned with its gap")
       ->check(CLI::PositiveNumber);
+  part->add_option("--backward-order", ps.backward_order,
+                   "the order the backward runs in: autograd (torch's, default) or memory "
+                   "(independent nodes reordered to lower the simulated peak, kept only when "
+                   "it does; remat's own)")
+      ->check(CLI::IsMember({"autograd", "memory"}));
   part->add_option("--solver", ps.solver,
                    "knapsack solver of the memory budget (torch's activation_memory_budget_solver): "
                    "dp (default), greedy, ilp, dp_knapsack_sliding_hirschberg or "

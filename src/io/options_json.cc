@@ -185,6 +185,11 @@ void set_peak_search(PartitionOptions& o, std::string_view k, element v) {
   if (!s) bad_option(k, "expected \"torch_plans\", \"fast\" or \"exact\"");
   o.peak_search = *s;
 }
+void set_backward_order(PartitionOptions& o, std::string_view k, element v) {
+  const std::optional<PartitionOptions::BackwardOrder> b = backward_order_from_name(option_string(k, v));
+  if (!b) bad_option(k, "expected \"autograd\" or \"memory\"");
+  o.backward_order = *b;
+}
 // {"aten.foo": ["recomputable", "fusible"], ...}: replaces those keys'
 // categories in the op registry.
 void set_ops(PartitionOptions& o, std::string_view k, element v) {
@@ -281,6 +286,7 @@ constexpr OptionKey kOptionKeys[] = {
     {"cut_side", set_cut_side},
     {"peak_memory_budget", set_peak},
     {"peak_search", set_peak_search},
+    {"backward_order", set_backward_order},
     {"peak_search_seconds", set_double<&PartitionOptions::peak_search_seconds>},
     {"profiled_runtimes", set_profiled},
     {"trace", set_bool<&PartitionOptions::trace>},

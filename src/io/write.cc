@@ -745,6 +745,10 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result,
   }
   field("recompute_runtime");
   w.number(finite_or_zero(result.recompute_runtime));
+  if (result.backward_reordered) {
+    field("backward_reordered");
+    w.boolean(*result.backward_reordered);
+  }
   if (!result.peak_search.search.empty()) {
     const PeakSearchSummary& p = result.peak_search;
     field("peak_search");

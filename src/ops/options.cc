@@ -137,4 +137,14 @@ std::optional<PartitionOptions::PeakSearch> peak_search_from_name(std::string_vi
   return std::nullopt;
 }
 
+const char* backward_order_name(PartitionOptions::BackwardOrder o) {
+  return o == PartitionOptions::BackwardOrder::kMemory ? "memory" : "autograd";
+}
+
+std::optional<PartitionOptions::BackwardOrder> backward_order_from_name(std::string_view name) {
+  for (auto o : {PartitionOptions::BackwardOrder::kAutograd, PartitionOptions::BackwardOrder::kMemory})
+    if (name == backward_order_name(o)) return o;
+  return std::nullopt;
+}
+
 }  // namespace remat

@@ -31,6 +31,7 @@
 #include "extract/extract.h"
 #include "graph/query.h"
 #include "memory/bytes.h"
+#include "memory/order.h"
 #include "memory/peak_budget.h"
 #include "memory/plan.h"
 #include "optimize/optimize.h"
@@ -87,8 +88,8 @@ class StageClock {
     if (!progress_) return;
     static constexpr std::pair<std::string_view, double> kDone[] = {
         {"prepare", 0.2}, {"classify", 0.3}, {"decide", 0.6}, {"extract", 0.8},
-        {"rng", 0.85},    {"reorder", 0.9},  {"getitems", 0.95}, {"report", 0.97},
-        {"memory", 1.0},  {"peak_search", 1.0}};
+        {"rng", 0.85},    {"reorder", 0.9},  {"getitems", 0.95}, {"backward_order", 0.96},
+        {"report", 0.97}, {"memory", 1.0},   {"peak_search", 1.0}};
     for (const auto& [name, fraction] : kDone) {
       if (name == stage && fraction > fraction_) {
         fraction_ = fraction;
@@ -370,6 +371,16 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved, const CutStory& 
                                                 /*is_backward=*/true, e.backward_names);
   }
   clock.lap("getitems");
+  // remat's own order of the backward, last of the rewrites: it orders the
+  // graph that runs (options.h: not under offloading).
+  if (options.backward_order == PartitionOptions::BackwardOrder::kMemory &&
+      !options.enable_activation_offloading) {
+    OrderedBackward o =
+        memory_ordered_backward(r.forward, std::move(r.backward), s.num_fwd_outputs, options.torch);
+    r.backward = std::move(o.backward);
+    r.backward_reordered = o.reordered;
+    clock.lap("backward_order");
+  }
   r.saved_values = joint_ids(g, e.saved_values);
   r.saved_opaque_nodes = joint_ids(g, e.saved_script_objects);
   for (NodeId id : joint_ids(g, e.saved_opaque_nodes)) r.saved_opaque_nodes.push_back(id);
@@ -411,7 +422,10 @@ void optimized_on(PlanState& s, const DecideContext& ctx) {
   const PartitionOptions& options = s.options;
   const bool model_rows =
       !options.enable_activation_offloading && !options.activation_quantization.enabled;
-  optimize::PlanSpace space(ctx, s.num_fwd_outputs, /*joint_order_backward=*/true, model_rows);
+  // The model's backward rows assume the joint graph's order: under
+  // remat's memory order it keeps the forward's and the boundary's only.
+  const bool joint_order = options.backward_order == PartitionOptions::BackwardOrder::kAutograd;
+  optimize::PlanSpace space(ctx, s.num_fwd_outputs, joint_order, model_rows);
   CutStory no_cut;
   no_cut.ban_reason.resize(s.joint_size);
   optimize::Outcome out = optimize::minimize_recompute(

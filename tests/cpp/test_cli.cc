@@ -38,7 +38,7 @@ TEST(Cli, PartitionHelpListsOptions) {
   CliRun r = remat("partition --help");
   EXPECT_EQ(r.status, 0) << r.err;
   for (const char* opt : {"--explain", "--cut-side", "--memory-budget", "--no-cse", "--dot",
-                          "--partitioner", "--output", "--peak-budget"}) {
+                          "--partitioner", "--output", "--peak-budget", "--backward-order"}) {
     EXPECT_TRUE(has(r.out, opt)) << opt << "\n" << r.out;
   }
 }
@@ -203,6 +203,22 @@ TEST(Cli, PeakBudgetTakesSizesWithUnits) {
   EXPECT_TRUE(has(r.err, "'1e30' is too large (at most 8 EiB")) << r.err;
   r = remat("partition " + kTiny + " --peak-budget 12XB");
   EXPECT_TRUE(has(r.err, "'12XB' has an unknown unit 'xb'")) << r.err;
+}
+
+// mlp.json's backward runs lower in remat's order (tests/cpp/test_order.cc);
+// the result says so, and a wrong name is refused.
+TEST(Cli, BackwardOrderMemoryReordersAndSaysSo) {
+  remat::testing::TempDir dir("remat_cli_order");
+  const std::string mlp = std::string(REMAT_EXAMPLES_DIR) + "/mlp.json";
+  CliRun r = remat("partition " + mlp + " --backward-order memory -o " + (dir / "r.json"));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(read_file(dir / "r.json"), R"("backward_reordered":true)"));
+  r = remat("partition " + mlp + " -o " + (dir / "plain.json"));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_FALSE(has(read_file(dir / "plain.json"), "backward_reordered"));
+  r = remat("partition " + mlp + " --backward-order fifo");
+  EXPECT_EQ(r.status, 2);  // a usage error
+  EXPECT_TRUE(has(r.err, "--backward-order")) << r.err;
 }
 
 TEST(Cli, AnUnreachablePeakBudgetNamesTheSmallestPeak) {

@@ -44,7 +44,7 @@ struct Plan {
 // 2^max_vars sets.
 class Exhaustive {
  public:
-  Exhaustive(const JointGraph& joint, int max_vars) : joint_(joint) {
+  Exhaustive(const JointGraph& joint, int max_vars) {
     PartitionPlan plan = plan_min_cut_rematerialization_partition(joint, options_);
     const Graph& g = plan.prepared();
     MinCutInputs in = min_cut_inputs(g, joint, options_);
@@ -120,7 +120,6 @@ class Exhaustive {
   }
 
  private:
-  const JointGraph& joint_;
   PartitionOptions options_;
   std::vector<Plan> plans_;
 };

@@ -32,6 +32,7 @@ EXAMPLES = {
                                         "use_scaling": True}},
     "fp8_off": {"activation_quantization": None},
     "peak_search": {"peak_memory_budget": 0, "peak_search": "exact", "peak_search_seconds": 5},
+    "backward_order": {"backward_order": "memory"},
 }
 
 # Wrong in a way the schema can state; the engine's message names the key.
@@ -45,6 +46,7 @@ BAD = {
     "quantization key": ({"activation_quantization": {"size": 1}}, "activation_quantization.size"),
     "peak search name": ({"peak_search": "greedy"}, "peak_search"),
     "peak search seconds": ({"peak_search_seconds": 0}, "peak_search_seconds"),
+    "backward order": ({"backward_order": "fifo"}, "backward_order"),
 }
 
 

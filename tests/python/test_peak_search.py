@@ -244,6 +244,9 @@ def test_the_unreachable_error_names_a_proven_smallest_peak(name, rt):
         assert isinstance(err, remat.BudgetUnreachableError), name
         found = int(_SMALLEST.search(str(err)).group(1))
         assert found >= bound, f"{name}: {search} reached {found} < proven {bound}"
+        # The message's numbers are the exception's fields.
+        assert err.smallest_peak == found, name
+        assert err.proven_bound == (None if search == "torch_plans" else _proof(err)[1]), name
         if search != "torch_plans":
             # Each proof bounds every plan's peak, exact's reachable one too.
             assert _proof(err)[1] <= smallest, f"{name}: {search} proves {_proof(err)[1]} > reachable {smallest}"

@@ -13,15 +13,18 @@ Contract:
   install() / uninstall(): make torch.compile use remat
   simulate_memory(forward, backward, num_fwd_outputs=None) -> dict: the
       simulated peak memory of any forward/backward pair (torch's plans too)
-  peak_memory_budget(nbytes, search="torch_plans", seconds=60) /
-  set_peak_memory_budget(nbytes, search=..., seconds=...) /
-  get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting:
+  peak_memory_budget(nbytes, search="torch_plans", seconds=60, backward_order="autograd") /
+  set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=...) /
+  get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting /
+  get_backward_order() -> str:
       remat's own peak-memory limit for its partitioners (torch's config
       untouched) and how its plan is searched: "torch_plans" (torch's budget
       plans), "fast" or "exact" (remat's optimizer over every valid plan;
       "exact" searches for the least recompute for at most `seconds` and
       says whether it proved it, docs/memory.md); Partition.peak_search is
-      the result's summary of that search
+      the result's summary of that search. backward_order="memory" (with
+      or without a limit) reorders the backward where that lowers the
+      simulated peak
   set_torch_release("nearest" | "2.14" | None): opt in to running under a torch
       outside the supported releases (docs/torch-releases.md)
 The drop-in reproduces the running torch's release (2.11 to 2.15), each with
@@ -59,6 +62,7 @@ from ._dropin import (
 from ._fx_to_json import export_graph_nodes, export_joint_graph
 from ._memory import (
     PeakSearchSetting,
+    get_backward_order,
     get_peak_memory_budget,
     get_peak_search,
     peak_memory_budget,
@@ -93,6 +97,7 @@ __all__ = [
     "set_peak_memory_budget",
     "get_peak_memory_budget",
     "get_peak_search",
+    "get_backward_order",
     "PeakSearchSetting",
     "RematHazardWarning",
     "set_torch_release",

@@ -49,7 +49,7 @@ import remat
 from . import _custom, _internals, _offload, _quantization, _ranks, _release, _trace
 from ._fx_to_json import export_joint_graph
 from ._json_to_fx import import_result, stamp_static_inputs
-from ._memory import get_peak_memory_budget, get_peak_search
+from ._memory import get_backward_order, get_peak_memory_budget, get_peak_search
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +131,9 @@ def options_from_torch(**overrides: Any) -> dict:
         search = get_peak_search()
         opts["peak_search"] = search.search
         opts["peak_search_seconds"] = search.seconds
+    if get_backward_order() != "autograd":
+        # Only when asked: torch's order needs no option.
+        opts["backward_order"] = get_backward_order()
     opts.update(overrides)
     return opts
 

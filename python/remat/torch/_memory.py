@@ -8,18 +8,23 @@ Contract:
       backward reads it). Both graphs are exported in one pass so their
       storage identities agree. `num_fwd_outputs` defaults to the forward's
       outputs minus the backward's saved-value placeholders.
-  peak_memory_budget(nbytes, search="torch_plans", seconds=60) /
-  set_peak_memory_budget(nbytes, search=..., seconds=...) /
-  get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting:
+  peak_memory_budget(nbytes, search="torch_plans", seconds=60, backward_order="autograd") /
+  set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=...) /
+  get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting /
+  get_backward_order() -> str:
       remat's own setting, read by the drop-in partitioners
       (options_from_torch: "peak_memory_budget", and "peak_search" /
       "peak_search_seconds" when a limit is set) and never written into
       torch._functorch.config. 0 or None: no limit. `search` is how the plan
       is found (PartitionOptions::PeakSearch, docs/memory.md): "torch_plans"
       (torch's budget plans), "fast" or "exact" (remat's optimizer over every
-      valid plan); `seconds` bounds "exact"'s search. Each call sets all
-      three: a bare `nbytes` means torch_plans, as before the search existed.
-      Bad arguments raise remat.InvalidOptionError naming the argument.
+      valid plan); `seconds` bounds "exact"'s search. `backward_order`
+      "memory" lets the engine reorder the backward where that lowers the
+      simulated peak (PartitionOptions::BackwardOrder; the "backward_order"
+      option, with or without a limit). Each call sets all four: a bare
+      `nbytes` means torch_plans in autograd's order, as before these
+      existed. Bad arguments raise remat.InvalidOptionError naming the
+      argument.
 """
 
 from __future__ import annotations
@@ -91,6 +96,7 @@ def simulate_memory(forward: fx.GraphModule, backward: fx.GraphModule,
 # The engine's names (remat::peak_search_name); checked here too so the error
 # names the Python argument and comes at the call, not at the next compile.
 PEAK_SEARCHES = ("torch_plans", "fast", "exact")
+BACKWARD_ORDERS = ("autograd", "memory")  # remat::backward_order_name
 
 
 class PeakSearchSetting(NamedTuple):
@@ -104,13 +110,15 @@ class PeakSearchSetting(NamedTuple):
 class _Setting(NamedTuple):
     nbytes: int
     search: PeakSearchSetting
+    backward_order: str = "autograd"
 
 
 _setting = threading.local()
 _global_setting: list[_Setting] = [_Setting(0, PeakSearchSetting())]
 
 
-def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 60) -> _Setting:
+def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 60,
+           backward_order: str = "autograd") -> _Setting:
     if nbytes is None:
         nbytes = 0
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
@@ -127,14 +135,19 @@ def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 
             or not math.isfinite(seconds) or seconds <= 0):
         raise remat.InvalidOptionError(
             f"peak_memory_budget: seconds: expected a finite number of seconds > 0, got {seconds!r}")
-    return _Setting(nbytes, PeakSearchSetting(search, float(seconds)))
+    if not isinstance(backward_order, str) or backward_order not in BACKWARD_ORDERS:
+        raise remat.InvalidOptionError(
+            f"peak_memory_budget: backward_order: expected one of {', '.join(map(repr, BACKWARD_ORDERS))}, "
+            f"got {backward_order!r}")
+    return _Setting(nbytes, PeakSearchSetting(search, float(seconds)), backward_order)
 
 
 def set_peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
-                           seconds: float = 60) -> None:
-    """Sets the peak-memory limit (bytes) remat's partitioners plan against and
-    how they search for the plan; 0/None clears the limit."""
-    _global_setting[0] = _check(nbytes, search, seconds)
+                           seconds: float = 60, backward_order: str = "autograd") -> None:
+    """Sets the peak-memory limit (bytes) remat's partitioners plan against,
+    how they search for the plan and the backward's order; 0/None clears the
+    limit."""
+    _global_setting[0] = _check(nbytes, search, seconds, backward_order)
 
 
 def _current() -> _Setting:
@@ -153,12 +166,20 @@ def get_peak_search() -> PeakSearchSetting:
     return _current().search
 
 
+def get_backward_order() -> str:
+    """The backward order in force ("autograd" or "memory"), from the same
+    place as get_peak_memory_budget()."""
+    return _current().backward_order
+
+
 @contextlib.contextmanager
 def peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
-                       seconds: float = 60) -> Iterator[None]:
+                       seconds: float = 60, backward_order: str = "autograd") -> Iterator[None]:
     """Within the block (this thread), remat's partitioners plan against `nbytes`
-    of peak memory, the plan found by `search` ("exact": within `seconds`)."""
-    value = _check(nbytes, search, seconds)
+    of peak memory, the plan found by `search` ("exact": within `seconds`),
+    the backward in `backward_order` ("memory": reordered where that lowers
+    the simulated peak)."""
+    value = _check(nbytes, search, seconds, backward_order)
     stack = getattr(_setting, "stack", None)
     if stack is None:
         stack = _setting.stack = []
@@ -170,4 +191,5 @@ def peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
 
 
 __all__ = ["simulate_memory", "peak_memory_budget", "set_peak_memory_budget", "get_peak_memory_budget",
-           "get_peak_search", "PeakSearchSetting", "PEAK_SEARCHES"]
+           "get_peak_search", "get_backward_order", "PeakSearchSetting", "PEAK_SEARCHES",
+           "BACKWARD_ORDERS"]
