@@ -297,7 +297,7 @@ class Search {
     const auto& rows = space_.rows();
     const auto& vars = space_.vars();
     const double unit = byte_price();
-    if (rows.empty() || unit == 0 || aim_ <= 0) return;
+    if (rows.empty() || unit == 0 || limit_ <= 0) return;
     std::vector<double> mu(rows.size(), 0), prefix(rows.size() + 1, 0);
     const uint32_t between = space_.between();
     for (int step = 0; step < kPriceSteps; ++step) {
@@ -316,7 +316,7 @@ class Search {
       if (values.empty()) return;
       const double size = 2.0 * std::pow(0.93, step);
       for (size_t r = 0; r < rows.size(); ++r) {
-        const double e = static_cast<double>(values[r] - targets[r]) / static_cast<double>(aim_);
+        const double e = static_cast<double>(values[r] - targets[r]) / static_cast<double>(limit_);
         mu[r] = std::max(0.0, mu[r] + size * unit * e);
       }
     }
@@ -383,11 +383,11 @@ class Search {
   }
 
   // Whether the instants just before backward nodes fit the limit too
-  // (fast's targets are per row; these get the plain limit fast aims at).
+  // (fast's targets are per row; these get the plain limit).
   bool fits_before(const std::vector<uint8_t>& saved, const std::vector<uint8_t>& recomputed) const {
     const std::vector<int64_t> before = space_.values(saved, recomputed, /*before=*/true);
     for (size_t r = space_.between() + 1; r < before.size(); ++r)
-      if (before[r] > aim_) return false;
+      if (before[r] > limit_) return false;
     return true;
   }
 
@@ -399,11 +399,7 @@ class Search {
   // search (a value the backward recomputed is saved, a saved value
   // recomputed). Both narrow fast's search only; exact searches the whole
   // space afterwards.
-  // `limit` is the peak fast aims at (limit_, or below the smallest peak
-  // found for descend()); a plan fits only within limit_. Without a plan
-  // that fits `limit`, the torch_plans search, aimed at it too.
   void fast(int64_t limit) {
-    aim_ = limit;
     const std::vector<Var> whole = space_.vars();
     Targets targets(space_.rows().size(), limit);
     for (int round = 0; round < kFastRounds; ++round) {
@@ -421,15 +417,13 @@ class Search {
     }
     space_.restore(whole);
     for (uint32_t k : hazardous_) space_.forbid_save(k);
-    aim_ = limit_;
-    if (!best_) torch_plans(limit);
+    if (!best_) torch_plans();
   }
 
   // The fallback: the torch_plans search (memory/peak_budget.h: torch's own
-  // plans as the activation budget goes 1 -> 0, then repairs) aimed at
-  // `limit`, its builds counted and its smallest peak remembered; its plan
-  // is the answer when it fits limit_.
-  void torch_plans(int64_t limit) {
+  // plans as the activation budget goes 1 -> 0, then repairs), its builds
+  // counted and its smallest peak remembered.
+  void torch_plans() {
     const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
       PartitionResult r = build_(saved);
       ++built_;
@@ -438,8 +432,7 @@ class Search {
       return r;
     };
     try {
-      PartitionResult r = solve_peak_budget(ctx_, limit, build);
-      if (r.memory.peak_bytes > limit_) return;
+      PartitionResult r = solve_peak_budget(ctx_, limit_, build);
       std::vector<NodeId> saved;
       for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
         for (NodeId j : *list) saved.push_back(prepared_of(j));
@@ -810,7 +803,6 @@ class Search {
   const DecideContext& ctx_;
   PlanSpace& space_;
   const int64_t limit_;
-  int64_t aim_ = limit_;  // the peak fast() aims at (see there)
   const double seconds_;
   const Builder& build_;
   const Clock::time_point start_;
