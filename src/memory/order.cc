@@ -68,12 +68,19 @@ class Greedy {
     readers_.assign(n, 0);
     missing_.assign(n, 0);
     barrier_.assign(n, 0);
+    in_roots_.resize(n);
+    users_.resize(n);
     for (NodeId id = 0; id < n; ++id) {
       barrier_[id] = is_barrier(g, id, torch);
       if (root_[id] == id)
         for (const TensorMeta& t : g.tensors(id)) bytes_[id] += memory::allocation_bytes(g, t);
-      for (NodeId r : input_roots(id)) ++readers_[r];
-      missing_[id] = static_cast<uint32_t>(distinct_inputs(id).size());
+      for (NodeId in : g.inputs(id)) in_roots_[id].push_back(root_[in]);
+      distinct(in_roots_[id]);
+      for (NodeId r : in_roots_[id]) ++readers_[r];
+      std::vector<NodeId> inputs(g.inputs(id).begin(), g.inputs(id).end());
+      missing_[id] = static_cast<uint32_t>(distinct(inputs).size());
+      users_[id].assign(g.users(id).begin(), g.users(id).end());
+      distinct(users_[id]);
     }
   }
 
@@ -87,8 +94,8 @@ class Greedy {
     auto run = [&](NodeId id) {
       out.push_back(id);
       done[id] = 1;
-      for (NodeId r : input_roots(id)) --readers_[r];
-      for (NodeId u : distinct_users(id)) --missing_[u];
+      for (NodeId r : in_roots_[id]) --readers_[r];
+      for (NodeId u : users_[id]) --missing_[u];
     };
     NodeId start = 0;
     while (start < n && g_.node(start).kind == NodeKind::kPlaceholder) run(start++);
@@ -123,7 +130,7 @@ class Greedy {
       ready[best] = ready.back();
       ready.pop_back();
       run(id);
-      for (NodeId u : distinct_users(id))
+      for (NodeId u : users_[id])
         if (u >= start && u < end && !done[u] && missing_[u] == 0) ready.push_back(u);
     }
   }
@@ -131,29 +138,16 @@ class Greedy {
   // Bytes the live count grows by when `id` runs now.
   int64_t score(NodeId id) const {
     int64_t s = bytes_[id];
-    for (NodeId r : input_roots(id))
+    for (NodeId r : in_roots_[id])
       if (readers_[r] == 1) s -= bytes_[r];
     return s;
   }
 
-  std::vector<NodeId> distinct_inputs(NodeId id) const {
-    std::vector<NodeId> in(g_.inputs(id).begin(), g_.inputs(id).end());
-    std::sort(in.begin(), in.end());
-    in.erase(std::unique(in.begin(), in.end()), in.end());
-    return in;
-  }
-  std::vector<NodeId> distinct_users(NodeId id) const {
-    std::vector<NodeId> us(g_.users(id).begin(), g_.users(id).end());
-    std::sort(us.begin(), us.end());
-    us.erase(std::unique(us.begin(), us.end()), us.end());
-    return us;
-  }
-  std::vector<NodeId> input_roots(NodeId id) const {
-    std::vector<NodeId> rs;
-    for (NodeId in : g_.inputs(id)) rs.push_back(root_[in]);
-    std::sort(rs.begin(), rs.end());
-    rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
-    return rs;
+  // Sorted, without repeats (a node reading a value twice reads it once).
+  static std::vector<NodeId>& distinct(std::vector<NodeId>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
   }
 
   const Graph& g_;
@@ -162,6 +156,8 @@ class Greedy {
   std::vector<uint32_t> readers_;  // per root: nodes not yet run that read it
   std::vector<uint32_t> missing_;  // per node: distinct inputs not yet run
   std::vector<uint8_t> barrier_;
+  std::vector<std::vector<NodeId>> in_roots_;  // per node: its inputs' roots, distinct
+  std::vector<std::vector<NodeId>> users_;     // per node: its users, distinct
 };
 
 }  // namespace
