@@ -32,6 +32,16 @@
 // is not modelled: the simulator's unit is the tensor storage, the same unit
 // a TorchDispatchMode sees between two ops. The result is deterministic and
 // takes time linear in the two graphs' sizes.
+//
+// That is MemoryModel::kAten: the graphs run op by op (eager FX code,
+// aot_eager), every op's result a storage. MemoryModel::kInductor follows
+// what inductor's generated code keeps instead: values that only pointwise
+// ops, views and reductions read are inlined into their readers' kernels
+// and get no buffer (their inputs live until those kernels run), and a
+// pointwise kernel writes its result into a same-sized buffer it reads for
+// the last time (src/memory/fusion.h gives the rules and what they leave
+// out; docs/memory.md "Under inductor" measures them against compiled
+// steps).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +53,9 @@
 #include "remat/graph.h"
 
 namespace remat {
+
+// How the two graphs run (see above).
+enum class MemoryModel : uint8_t { kAten, kInductor };
 
 // Which graph of the pair a node is in.
 enum class Pass : uint8_t { kForward, kBackward };
@@ -77,13 +90,15 @@ struct MemoryProfile {
   // The storages alive at the peak, largest first (ties: forward first, then
   // by node).
   std::vector<LiveStorage> at_peak;
+  MemoryModel model = MemoryModel::kAten;  // the model simulated
 };
 
 // Simulates one training step of `forward` then `backward` (see above).
 // `num_fwd_outputs` is how many of the forward's outputs are the caller's;
 // the rest are saved for the backward. Throws Error(kInvalidGraph) when it is
 // out of range.
-MemoryProfile simulate_memory(const Graph& forward, const Graph& backward, int num_fwd_outputs);
+MemoryProfile simulate_memory(const Graph& forward, const Graph& backward, int num_fwd_outputs,
+                              MemoryModel model = MemoryModel::kAten);
 
 // A saved value that aliases a forward input the step mutates in place
 // before the backward reads it. The backward then reads the mutated data

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "remat/cut_side.h"
+#include "remat/memory.h"
 #include "remat/ops.h"
 #include "remat/torch_release.h"
 
@@ -208,6 +209,12 @@ struct PartitionOptions {
   //             against the order the plan will run in.
   enum class BackwardOrder : uint8_t { kAutograd, kMemory };
   BackwardOrder backward_order = BackwardOrder::kAutograd;
+  // How the plan's graphs will run, for the memory the result reports and
+  // the peak searches plan against (remat/memory.h MemoryModel): kAten, op
+  // by op (eager FX code, aot_eager); kInductor, inductor's generated code
+  // (fused intermediates get no buffer). It changes no plan without a peak
+  // limit.
+  MemoryModel memory_model = MemoryModel::kAten;
   // Measured runtimes for activation_memory_budget_runtime_estimator =
   // "profile", indexed by joint-graph NodeId (torch benchmarks each node
   // itself; remat takes the times from its caller). Read only by "profile".
@@ -253,5 +260,8 @@ std::optional<PartitionOptions::PeakSearch> peak_search_from_name(std::string_vi
 // "autograd", "memory".
 const char* backward_order_name(PartitionOptions::BackwardOrder o);
 std::optional<PartitionOptions::BackwardOrder> backward_order_from_name(std::string_view name);
+// "aten", "inductor".
+const char* memory_model_name(MemoryModel m);
+std::optional<MemoryModel> memory_model_from_name(std::string_view name);
 
 }  // namespace remat

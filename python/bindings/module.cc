@@ -414,8 +414,12 @@ std::string report(nb::bytes joint_json, nb::bytes result_json, const PointTuple
 }
 
 nb::bytes simulate_memory(nb::bytes forward_json, nb::bytes backward_json, int num_fwd_outputs,
-                          std::vector<std::string> mutated_inputs) {
+                          std::vector<std::string> mutated_inputs, const std::string& memory_model) {
   std::string out;
+  const std::optional<remat::MemoryModel> model = remat::memory_model_from_name(memory_model);
+  if (!model)
+    throw remat::Error(remat::ErrorCode::kInvalidOption,
+                       "memory_model: expected \"aten\" or \"inductor\", got \"" + memory_model + "\"");
   {
     nb::gil_scoped_release release;
     const remat::JointGraph fw = remat::read_joint_graph(view_of(forward_json));
@@ -428,7 +432,7 @@ nb::bytes simulate_memory(nb::bytes forward_json, nb::bytes backward_json, int n
                            "mutated_inputs: '" + name + "' is not a node of the forward");
       mutated.push_back(id);
     }
-    const remat::MemoryProfile m = remat::simulate_memory(fw.graph, bw.graph, num_fwd_outputs);
+    const remat::MemoryProfile m = remat::simulate_memory(fw.graph, bw.graph, num_fwd_outputs, *model);
     out = remat::write_memory(fw.graph, bw.graph, m,
                               remat::find_mutation_hazards(fw.graph, bw.graph, num_fwd_outputs, mutated));
   }
@@ -546,6 +550,7 @@ NB_MODULE(_remat, m) {
         nb::arg("plans") = PlanTuples{}, "The partition's self-contained HTML report.");
   m.def("simulate_memory", &simulate_memory, nb::arg("forward_json"), nb::arg("backward_json"),
         nb::arg("num_fwd_outputs"), nb::arg("mutated_inputs") = std::vector<std::string>{},
+        nb::arg("memory_model") = "aten",
         "Simulates a forward/backward pair (two graph documents); returns\n"
         "{\"memory\": ..., \"hazards\": ...} as JSON bytes.");
   m.def("roundtrip", &roundtrip, nb::arg("joint_json"), "Reads a joint graph and writes it back.");

@@ -111,6 +111,7 @@ void apply_partition_flags(const PartitionSettings& s, PartitionOptions& options
   if (!s.peak_search.empty()) options.peak_search = *peak_search_from_name(s.peak_search);
   if (s.peak_search_seconds) options.peak_search_seconds = *s.peak_search_seconds;
   if (!s.backward_order.empty()) options.backward_order = *backward_order_from_name(s.backward_order);
+  if (!s.memory_model.empty()) options.memory_model = *memory_model_from_name(s.memory_model);
   if (!s.solver.empty()) options.activation_memory_budget_solver = s.solver;
   if (!s.estimator.empty()) options.activation_memory_budget_runtime_estimator = s.estimator;
   if (!s.activation_quantization.empty()) {
@@ -134,8 +135,9 @@ void print_memory(const PartitionResult& r) {
     const Graph& g = m.peak_pass == Pass::kForward ? r.forward : r.backward;
     where = fmt::format("{} node '{}'", pass_name(m.peak_pass), g.name(m.peak_node));
   }
-  std::printf("peak memory: %s (%lld bytes) at %s\n", human_bytes(m.peak_bytes).c_str(),
-              static_cast<long long>(m.peak_bytes), where.c_str());
+  std::printf("peak memory: %s (%lld bytes) at %s%s\n", human_bytes(m.peak_bytes).c_str(),
+              static_cast<long long>(m.peak_bytes), where.c_str(),
+              m.model == MemoryModel::kInductor ? ", under inductor's memory model" : "");
   std::printf("  forward peak %s, backward peak %s, inputs %s, alive between the passes %s\n",
               human_bytes(m.forward_peak_bytes).c_str(), human_bytes(m.backward_peak_bytes).c_str(),
               human_bytes(m.inputs_bytes).c_str(), human_bytes(m.between_bytes).c_str());

@@ -149,6 +149,11 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "(independent nodes reordered to lower the simulated peak, kept only when "
                    "it does; remat's own)")
       ->check(CLI::IsMember({"autograd", "memory"}));
+  part->add_option("--memory-model", ps.memory_model,
+                   "how the graphs will run, for the reported memory and --peak-budget: aten "
+                   "(op by op, as eager FX code and aot_eager; default) or inductor (intermediates "
+                   "inductor fuses into kernels get no buffer)")
+      ->check(CLI::IsMember({"aten", "inductor"}));
   part->add_option("--solver", ps.solver,
                    "knapsack solver of the memory budget (torch's activation_memory_budget_solver): "
                    "dp (default), greedy, ilp, dp_knapsack_sliding_hirschberg or "

@@ -190,6 +190,11 @@ void set_backward_order(PartitionOptions& o, std::string_view k, element v) {
   if (!b) bad_option(k, "expected \"autograd\" or \"memory\"");
   o.backward_order = *b;
 }
+void set_memory_model(PartitionOptions& o, std::string_view k, element v) {
+  const std::optional<MemoryModel> m = memory_model_from_name(option_string(k, v));
+  if (!m) bad_option(k, "expected \"aten\" or \"inductor\"");
+  o.memory_model = *m;
+}
 // {"aten.foo": ["recomputable", "fusible"], ...}: replaces those keys'
 // categories in the op registry.
 void set_ops(PartitionOptions& o, std::string_view k, element v) {
@@ -287,6 +292,7 @@ constexpr OptionKey kOptionKeys[] = {
     {"peak_memory_budget", set_peak},
     {"peak_search", set_peak_search},
     {"backward_order", set_backward_order},
+    {"memory_model", set_memory_model},
     {"peak_search_seconds", set_double<&PartitionOptions::peak_search_seconds>},
     {"profiled_runtimes", set_profiled},
     {"trace", set_bool<&PartitionOptions::trace>},

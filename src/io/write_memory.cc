@@ -50,6 +50,11 @@ void write_memory_json(JsonWriter& w, const Graph& fw, const Graph& bw, const Me
   w.integer(m.inputs_bytes);
   field("between_bytes");
   w.integer(m.between_bytes);
+  // Only when not the default, so aten results stay as they were.
+  if (m.model != MemoryModel::kAten) {
+    field("model");
+    w.string(memory_model_name(m.model));
+  }
   field("at_peak");
   w.begin_array();
   for (const LiveStorage& s : m.at_peak) {

@@ -15,6 +15,7 @@
 #include "analyze/analyze.h"
 #include "graph/query.h"
 #include "memory/bytes.h"
+#include "memory/fusion.h"
 #include "memory/link.h"
 #include "remat/error.h"
 #include "remat/memory.h"
@@ -31,6 +32,8 @@ bool is_getitem(const Graph& g, NodeId n) { return target_is(g, n, "operator.get
 
 class Simulator {
  public:
+  explicit Simulator(MemoryModel model) : model_(model) {}
+
   MemoryProfile run(const Graph& fw, const Graph& bw, int num_fwd_outputs) {
     const memory::ForwardOutputs outs = memory::forward_outputs(fw, num_fwd_outputs);
     const std::vector<NodeId> link = memory::link_backward_inputs(fw, bw, outs);
@@ -43,6 +46,9 @@ class Simulator {
     pin_constants(f);
     pin_constants(b);
 
+    saved_.assign(fw.size(), 0);
+    for (NodeId v : outs.saved)
+      if (v != kNoNode) saved_[v] = 1;
     run_graph(f, nullptr, nullptr, nullptr);
     // The caller keeps the outputs; the saved values wait for the backward.
     for (NodeId o : outs.outputs)
@@ -52,6 +58,7 @@ class Simulator {
     for (NodeId r : returned(bw))
       if (r != kNoNode) for_each_storage(b, r, [&](uint32_t s) { st_[s].pinned = true; });
     finish_at_peak();
+    prof_.model = model_;
     return std::move(prof_);
   }
 
@@ -76,6 +83,8 @@ class Simulator {
     // Value-less nodes -> (storage id, record) of the results their getitems
     // hold (see assign_computed).
     std::unordered_map<NodeId, std::vector<std::pair<int64_t, uint32_t>>> adopted;
+    // Under inductor: placeholder -> the record of its channels-last copy.
+    std::unordered_map<NodeId, uint32_t> layout_copy;
     GraphState(const Graph& graph, Pass p) : g(graph), pass(p), first(graph.size() + 1, 0) {
       uint32_t total = 0;
       for (NodeId n = 0; n < graph.size(); ++n) {
@@ -122,15 +131,44 @@ class Simulator {
   }
 
   void release(const GraphState& s, NodeId n) {
-    for_each_storage(s, n, [&](uint32_t id) {
-      Storage& st = st_[id];
-      if (--st.refs == 0 && !st.pinned && st.died == kNever) {
-        live_ -= st.bytes;
-        // record() has already moved instant_ past the node that released
-        // it: instant_ is the first instant it is not alive.
-        st.died = instant_;
-      }
-    });
+    for_each_storage(s, n, [&](uint32_t id) { drop(id); });
+  }
+
+  // One holder of storage record `id` lets go.
+  void drop(uint32_t id) {
+    Storage& st = st_[id];
+    if (--st.refs == 0 && !st.pinned && st.died == kNever) {
+      live_ -= st.bytes;
+      // record() has already moved instant_ past the node that released
+      // it: instant_ is the first instant it is not alive.
+      st.died = instant_;
+    }
+  }
+
+  // inductor's channels-last copies of the forward's placeholders that
+  // convolution v is the first to read (memory/fusion.h copy_from): each a
+  // fresh storage, held until its last convolution, or, when the forward
+  // saves the placeholder, by the backward (it saves the copy).
+  void copy_layouts_for(GraphState& s, NodeId v, const memory::InductorFusion& fusion) {
+    for (size_t i = 0; i < 2; ++i) {
+      const NodeId p = node_arg(s.g, v, i);
+      if (p == kNoNode || fusion.copy_from[p] != v || s.layout_copy.count(p)) continue;
+      const uint32_t rec = allocate(allocation_bytes(s.g, s.g.tensors(p)[0]), s.pass, p);
+      ++st_[rec].refs;
+      s.layout_copy.emplace(p, rec);
+    }
+  }
+
+  void drop_layout_copies_after(const GraphState& s, NodeId v, const memory::InductorFusion& fusion) {
+    for (size_t i = 0; i < 2; ++i) {
+      const NodeId p = node_arg(s.g, v, i);
+      if (p == kNoNode || fusion.copy_until[p] != v || saved_[p]) continue;
+      const auto copy = s.layout_copy.find(p);
+      // Twice an argument of v (input and weight): dropped once.
+      if (copy != s.layout_copy.end() && st_[copy->second].died == kNever && st_[copy->second].refs > 0 &&
+          (i == 0 || node_arg(s.g, v, 0) != p))
+        drop(copy->second);
+    }
   }
 
   void pin_constants(GraphState& s) {
@@ -264,9 +302,15 @@ class Simulator {
                  const std::vector<NodeId>* fw_saved) {
     const Graph& g = s.g;
     const size_t n = g.size();
+    // Under inductor's model, fused values allocate nothing and their
+    // inputs live until the kernels that inline them run.
+    memory::InductorFusion fusion;
+    if (model_ == MemoryModel::kInductor) fusion = memory::inductor_fusion(g);
+    const bool inductor = model_ == MemoryModel::kInductor;
     // release_after: node -> values whose last use it is (CSR).
     std::vector<uint32_t> count(n + 1, 0);
     auto last_user = [&](NodeId v) -> NodeId {
+      if (inductor && fusion.last_read[v] != kNoNode) return fusion.last_read[v];
       const auto users = g.users(v);
       if (!users.empty()) return users.back();
       return g.node(v).kind == NodeKind::kPlaceholder ? kNoNode : v;
@@ -278,6 +322,7 @@ class Simulator {
     }
     for (size_t i = 0; i < n; ++i) count[i + 1] += count[i];
     std::vector<NodeId> released(count[n]);
+    std::vector<uint8_t> done(inductor ? count[n] : 0, 0);  // released early (in place)
     std::vector<uint32_t> fill(count.begin(), count.end() - 1);
     for (NodeId v = 0; v < n; ++v) {
       if (g.node(v).kind == NodeKind::kOutput) continue;
@@ -294,16 +339,23 @@ class Simulator {
         const NodeId from = (*link)[v];
         const auto ts = g.tensors(v);
         const uint32_t avail = fw->first[from + 1] - fw->first[from];
+        const auto copy = fw->layout_copy.find(from);
         for (size_t k = 0; k < ts.size(); ++k)
-          s.storage[s.first[v] + k] = k < avail ? fw->storage[fw->first[from] + k]
-                                                : allocate(allocation_bytes(g, ts[k]), s.pass, v);
+          s.storage[s.first[v] + k] = k == 0 && copy != fw->layout_copy.end() ? copy->second
+                                      : k < avail ? fw->storage[fw->first[from] + k]
+                                                  : allocate(allocation_bytes(g, ts[k]), s.pass, v);
         hold(s, v);
       }
       std::vector<NodeId> saved = *fw_saved;
       std::sort(saved.begin(), saved.end());
       saved.erase(std::unique(saved.begin(), saved.end()), saved.end());
-      for (NodeId from : saved)
-        if (from != kNoNode) release(*fw, from);
+      for (NodeId from : saved) {
+        if (from == kNoNode) continue;
+        release(*fw, from);
+        // The forward's hold on a saved layout copy passes to the backward.
+        const auto copy = fw->layout_copy.find(from);
+        if (copy != fw->layout_copy.end()) drop(copy->second);
+      }
     }
     for (NodeId v = 0; v < n; ++v) {
       const Node& node = g.node(v);
@@ -322,6 +374,10 @@ class Simulator {
           hold(s, v);  // allocated and pinned before the step
           break;
         case NodeKind::kCallFunction:
+          if (inductor && s.pass == Pass::kForward) copy_layouts_for(s, v, fusion);
+          if (inductor && fusion.fused[v]) break;  // inlined: no buffer
+          if (inductor && fusion.inplace[v])
+            reuse_dying_input(s, v, released, count[v], count[v + 1], done);
           assign_computed(s, v);
           hold(s, v);
           break;
@@ -329,13 +385,54 @@ class Simulator {
           break;
       }
       record(s, v);
-      for (uint32_t i = count[v]; i < count[v + 1]; ++i) release(s, released[i]);
+      for (uint32_t i = count[v]; i < count[v + 1]; ++i)
+        if (done.empty() || !done[i]) release(s, released[i]);
+      if (inductor && s.pass == Pass::kForward) drop_layout_copies_after(s, v, fusion);
     }
     // Returning ends the frame: placeholders nothing used go too.
     for (NodeId v = 0; v < n; ++v) {
       const Node& node = g.node(v);
       if (node.kind == NodeKind::kPlaceholder && g.users(v).empty()) release(s, v);
     }
+  }
+
+  // inductor's inplace_buffers: a pointwise kernel writes its result into a
+  // buffer it reads for the last time when the sizes match, so that buffer
+  // is released before the result is allocated. released[begin, end) are
+  // the values whose last read is v; the ones released here are marked in
+  // `done`.
+  void reuse_dying_input(const GraphState& s, NodeId v, const std::vector<NodeId>& released,
+                         uint32_t begin, uint32_t end, std::vector<uint8_t>& done) {
+    const auto out = s.g.tensors(v);
+    if (out.size() != 1 || aliased(s, v, out[0]) >= 0) return;
+    const int64_t bytes = allocation_bytes(s.g, out[0]);
+    for (uint32_t i = begin; i < end; ++i) {
+      const int64_t rec = sole_storage(s, released[i]);
+      if (rec < 0) continue;
+      const Storage& st = st_[static_cast<uint32_t>(rec)];
+      if (st.pinned || st.died != kNever || st.bytes != bytes) continue;
+      // Every holder of the buffer must die here, or it is not free.
+      std::vector<uint32_t> holders;
+      for (uint32_t j = begin; j < end; ++j)
+        if (!done[j] && sole_storage(s, released[j]) == rec) holders.push_back(j);
+      if (static_cast<int32_t>(holders.size()) != st.refs) continue;
+      for (uint32_t j : holders) {
+        release(s, released[j]);
+        done[j] = 1;
+      }
+      return;
+    }
+  }
+
+  // The one storage record a value holds, or -1 (none, or several).
+  int64_t sole_storage(const GraphState& s, NodeId n) {
+    int64_t rec = -1;
+    int count = 0;
+    for_each_storage(s, n, [&](uint32_t id) {
+      rec = id;
+      ++count;
+    });
+    return count == 1 ? rec : -1;
   }
 
   void finish_at_peak() {
@@ -360,6 +457,8 @@ class Simulator {
                      });
   }
 
+  MemoryModel model_;
+  std::vector<uint8_t> saved_;  // forward nodes the forward saves for the backward
   MemoryProfile prof_;
   std::vector<Storage> st_;
 
@@ -371,8 +470,9 @@ class Simulator {
 
 }  // namespace
 
-MemoryProfile simulate_memory(const Graph& forward, const Graph& backward, int num_fwd_outputs) {
-  return Simulator().run(forward, backward, num_fwd_outputs);
+MemoryProfile simulate_memory(const Graph& forward, const Graph& backward, int num_fwd_outputs,
+                              MemoryModel model) {
+  return Simulator(model).run(forward, backward, num_fwd_outputs);
 }
 
 const char* pass_name(Pass p) { return p == Pass::kForward ? "forward" : "backward"; }

@@ -141,6 +141,16 @@ const char* backward_order_name(PartitionOptions::BackwardOrder o) {
   return o == PartitionOptions::BackwardOrder::kMemory ? "memory" : "autograd";
 }
 
+const char* memory_model_name(MemoryModel m) {
+  return m == MemoryModel::kInductor ? "inductor" : "aten";
+}
+
+std::optional<MemoryModel> memory_model_from_name(std::string_view name) {
+  for (auto m : {MemoryModel::kAten, MemoryModel::kInductor})
+    if (name == memory_model_name(m)) return m;
+  return std::nullopt;
+}
+
 std::optional<PartitionOptions::BackwardOrder> backward_order_from_name(std::string_view name) {
   for (auto o : {PartitionOptions::BackwardOrder::kAutograd, PartitionOptions::BackwardOrder::kMemory})
     if (name == backward_order_name(o)) return o;

@@ -624,7 +624,7 @@ class Search {
       if (before)  // saved (s) or recomputed (segment -2: r) just before
         for (uint32_t k : first_read[row]) {
           terms.push_back({k, vars[k].bytes, -1});
-          terms.push_back({k, vars[k].bytes, -2});
+          if (!vars[k].inlined_bw) terms.push_back({k, vars[k].bytes, -2});
         }
       int64_t most = constant;
       for (const RowTerm& t : terms) most += t.segment == -2 ? 0 : t.bytes;  // s + r <= 1 in a plan
@@ -777,15 +777,18 @@ class Search {
                       "found without a mutation hazard",
                       memory::size_text(limit_), limit_),
           -1, bound);
+    // A bound of 0 proves nothing (the model was not a bound of this graph's
+    // plans, or nothing had to be saved): no claim then.
     const std::string proof =
-        bound >= smallest_peak_
-            ? "no valid plan has a smaller peak (proven)"
-            : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)", memory::size_text(bound), bound);
+        bound >= smallest_peak_ ? "no valid plan has a smaller peak (proven)"
+        : bound <= 0            ? "no lower bound was proven"
+                                : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)",
+                                              memory::size_text(bound), bound);
     throw BudgetUnreachableError(
         fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
                     "reachable peak is {} ({} bytes); {}",
                     memory::size_text(limit_), limit_, memory::size_text(smallest_peak_), smallest_peak_, proof),
-        smallest_peak_, std::min(bound, smallest_peak_));
+        smallest_peak_, bound <= 0 ? -1 : std::min(bound, smallest_peak_));
   }
 
   Outcome finish(const char* mode) {

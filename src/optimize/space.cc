@@ -17,6 +17,7 @@
 #include "graph/query.h"
 #include "graph/random_op.h"
 #include "memory/bytes.h"
+#include "memory/fusion.h"
 #include "memory/plan.h"
 
 namespace remat::optimize {
@@ -204,9 +205,9 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
   const uint32_t between = F, bw0 = F + 1;
   between_ = between;
   rows_.assign(F + 1 + B, MemoryRow{});
-  for (uint32_t i = 0; i < F; ++i) rows_[i] = {0, 0, fw_pos[i], MemoryRow::Pass::kForward};
+  for (uint32_t i = 0; i < F; ++i) rows_[i] = {0, 0, fw_pos[i], MemoryRow::Pass::kForward, {}};
   rows_[between].pass = MemoryRow::Pass::kBetween;
-  for (uint32_t i = 0; i < B; ++i) rows_[bw0 + i] = {0, 0, bw_pos[i], MemoryRow::Pass::kBackward};
+  for (uint32_t i = 0; i < B; ++i) rows_[bw0 + i] = {0, 0, bw_pos[i], MemoryRow::Pass::kBackward, {}};
   for (Var& v : vars_) {
     v.saved_from = between;  // at least the return
     v.saved_to = bw0;        // no backward row
@@ -230,6 +231,19 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
   // root's life spans the uses of all its aliases (and the end of the step
   // when an alias is returned).
   const std::vector<NodeId> root = storage_roots(g);
+  // Under inductor's model, what a pass's kernels inline has a buffer
+  // there in no plan that does not save it (space.h).
+  const bool inductor = ctx.options.memory_model == MemoryModel::kInductor;
+  std::vector<uint8_t> inlined_fw(g.size(), 0), inlined_bw(g.size(), 0);
+  std::vector<int64_t> counted(g.size(), 0);  // a node's bytes in the row after it
+  if (inductor) {
+    inlined_fw = memory::inductor_inlined(g, [&](NodeId u) { return info.required_fw[u] && !bw_only[u]; });
+    inlined_bw = memory::inductor_inlined(g, [&](NodeId u) { return info.tangents_closure[u] != 0; });
+    for (Var& v : vars_) {
+      v.inlined_fw = inlined_fw[v.node] != 0;
+      v.inlined_bw = inlined_bw[v.node] != 0;
+    }
+  }
   // A saved alias (a view) keeps its root's storage.
   for (uint32_t k = 0; k < vars_.size(); ++k) {
     const NodeId n = vars_[k].node;
@@ -240,13 +254,23 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
       last_use(g.size());
   std::vector<uint8_t> pinned(g.size(), 0);
   for (NodeId n = 0; n < g.size(); ++n) fw_last[n] = last_use[n] = n;
+  // Under inductor, what a tangent-derived node inlined into later kernels
+  // reads lives until the last of them runs (in every plan: nothing saves
+  // a tangent-derived node).
+  std::vector<NodeId> reads_at(g.size());
+  for (NodeId n = static_cast<NodeId>(g.size()); n-- > 0;) {
+    reads_at[n] = n;
+    if (!inductor || !info.tangents_closure[n] || !inlined_bw[n]) continue;
+    for (NodeId w : g.users(n))
+      if (info.tangents_closure[w]) reads_at[n] = std::max(reads_at[n], reads_at[w]);
+  }
   for (NodeId x = 0; x < g.size(); ++x) {
     const NodeId r = root[x];
     for (NodeId user : g.users(x)) {
-      last_use[r] = std::max(last_use[r], user);
+      last_use[r] = std::max(last_use[r], reads_at[user]);
       if (info.tangents_closure[user]) {
         bw_first[r] = std::min(bw_first[r], user);
-        bw_last[r] = bw_last[r] == kNoNode ? user : std::max(bw_last[r], user);
+        bw_last[r] = bw_last[r] == kNoNode ? reads_at[user] : std::max(bw_last[r], reads_at[user]);
       } else if (info.required_fw[user]) {
         fw_last[r] = std::max(fw_last[r], user);
       }
@@ -262,6 +286,9 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     const NodeId n = v.node;
     const int64_t b = v.bytes;
     if (b == 0) continue;
+    // Its bytes in every plan, per pass.
+    const int64_t unsaved_fw = v.inlined_fw ? 0 : b, unsaved_bw = v.inlined_bw ? 0 : b;
+    counted[n] = pinned[n] ? b : unsaved_fw;
     if (pinned[n]) {  // a caller's output: alive from its node to the end of the step
       add_const(info.required_fw[n] ? first_at_or_after(fw_pos, n) : between,
                 static_cast<uint32_t>(rows_.size()), b);
@@ -271,7 +298,7 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     // Forward rows where it is alive only because it is saved, through the
     // return (row F).
     if (info.required_fw[n]) {
-      add_const(first_at_or_after(fw_pos, n), past_at_or_before(fw_pos, fw_last[n]), b);
+      add_const(first_at_or_after(fw_pos, n), past_at_or_before(fw_pos, fw_last[n]), unsaved_fw);
       v.saved_from = past_at_or_before(fw_pos, fw_last[n]);
     } else {
       v.saved_from = first_at_or_after(fw_pos, n);
@@ -280,13 +307,13 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     if (bw_first[n] == kNoNode) continue;
     const uint32_t first = first_at_or_after(bw_pos, bw_first[n]),
                    last = past_at_or_before(bw_pos, bw_last[n]);
-    add_const(bw0 + first, bw0 + last, b);  // read by the backward: alive in either plan
+    add_const(bw0 + first, bw0 + last, unsaved_bw);  // read by the backward: alive in either plan
     v.saved_to = bw0 + first;  // and before its first reader only when saved
     v.first_row = bw0 + first;
     // A chain of users recomputed for a reader before `first` needs it
     // earlier, in either plan: it is computed (or saved) before the chain
     // runs and lives on to its own readers.
-    early_uses(k, v.saved_to, root, bw_first, bw_pos, bw0);
+    if (!v.inlined_bw) early_uses(k, v.saved_to, root, bw_first, bw_pos, bw0);
   }
   // Backward values and tangents: alive from their node to their last use.
   if (B > 0) {
@@ -296,8 +323,9 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
       const Node& node = g.node(n);
       int64_t b = 0;
       if (node.kind == NodeKind::kPlaceholder) b = is_tangent(g, n) ? held_bytes(g, n) : 0;
-      else b = fresh_bytes(g, n, claimed);
+      else b = inlined_bw[n] ? 0 : fresh_bytes(g, n, claimed);
       if (b == 0) continue;
+      counted[n] = b;
       const uint32_t from = node.kind == NodeKind::kPlaceholder ? 0 : first_at_or_after(bw_pos, n);
       const uint32_t to = pinned[n] ? B : past_at_or_before(bw_pos, last_use[n]);
       add_const(bw0 + from, bw0 + to, b, node.kind != NodeKind::kPlaceholder);
@@ -308,6 +336,40 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     running += diff[r];
     rows_[r].constant = running;
     if (r >= bw0) rows_[r].before = running - born[r];
+  }
+  if (inductor) allow_in_place(root, pinned, fw_last, last_use, counted);
+}
+
+// inductor's inplace_buffers (space.h): the row after a node that may
+// write its result into an input whose last read it is leaves out the
+// node's bytes; a forward row whose one such input is a var counts them
+// again when that var is saved (then it does not die there).
+void PlanSpace::allow_in_place(const std::vector<NodeId>& root, const std::vector<uint8_t>& pinned,
+                               const std::vector<NodeId>& fw_last, const std::vector<NodeId>& last_use,
+                               const std::vector<int64_t>& counted) {
+  const Graph& g = g_;
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    MemoryRow& row = rows_[r];
+    if (row.pass == MemoryRow::Pass::kBetween || counted[row.node] == 0 ||
+        !memory::inductor_may_write_in_place(g, row.node))
+      continue;
+    const bool forward = row.pass == MemoryRow::Pass::kForward;
+    const auto out = g.tensors(row.node);
+    const int64_t bytes = memory::allocation_bytes(g, out[0]);
+    std::vector<NodeId> dying;
+    for (NodeId in : g.inputs(row.node)) {
+      const NodeId base = root[in];
+      const auto ts = g.tensors(in);
+      if (ts.size() != 1 || memory::allocation_bytes(g, ts[0]) != bytes || pinned[base] ||
+          g.node(base).kind == NodeKind::kPlaceholder || g.node(base).kind == NodeKind::kGetAttr)
+        continue;
+      if ((forward ? fw_last[base] : last_use[base]) != row.node) continue;
+      if (std::find(dying.begin(), dying.end(), base) == dying.end()) dying.push_back(base);
+    }
+    if (dying.empty()) continue;
+    row.constant -= counted[row.node];
+    if (forward && dying.size() == 1 && var_of_[dying[0]] >= 0)
+      row.extra.push_back({static_cast<uint32_t>(var_of_[dying[0]]), counted[row.node], -1});
   }
 }
 
@@ -421,7 +483,7 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
     // Just before its first reader's node, a var that reader reads is alive
     // in either plan (saved, or recomputed in the batch before it).
     if (before && v.first_row != Var::kNoRow &&
-        (kept || (!recomputed.empty() && recomputed[k])))
+        (kept || (!v.inlined_bw && !recomputed.empty() && recomputed[k])))
       add(v.first_row, v.first_row + 1, v.bytes);
     if (kept) {
       add(v.saved_from, bw0, v.bytes);   // forward rows through the return
@@ -448,6 +510,9 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
   for (size_t r = 0; r < rows_.size(); ++r) {
     running += diff[r];
     out[r] = (before ? rows_[r].before : rows_[r].constant) + running;
+    if (!before)
+      for (const RowTerm& t : rows_[r].extra)
+        if (holds_storage(saved, t.var)) out[r] += t.bytes;
   }
   return out;
 }
@@ -480,6 +545,7 @@ std::vector<RowTerm> PlanSpace::row_terms(uint32_t r) const {
     for (size_t j = 0; j < v.early.size() && v.early[j].row <= r; ++j) segment = static_cast<int>(j);
     out.push_back({k, v.bytes, segment});
   }
+  out.insert(out.end(), rows_[r].extra.begin(), rows_[r].extra.end());
   return out;
 }
 

@@ -69,6 +69,21 @@
 //    op's storages are attributed to the getitems that take them out (the
 //    op itself is 0), each storage once. Storages without an identity (-1)
 //    count 0. Forward outputs count in their constant rows only.
+//    Under inductor's memory model (options.memory_model, memory/fusion.h)
+//    a value inductor inlines gets no buffer unless saved. Per pass, a var
+//    is inlined (`inlined_fw`, `inlined_bw`) when memory::inductor_inlined
+//    says so counting only the readers that pass has in every plan (the
+//    required forward nodes; the tangent-derived nodes): fewer readers,
+//    fewer buffers, so the rows stay a lower bound. An inlined var counts
+//    0 in that pass's constant rows; inlined_bw also drops its "recomputed
+//    just before its first reader" term and its early chains. Longer lives
+//    of what inlined values read and layout copies only raise the
+//    simulated peak. A kernel may write its result into an input whose
+//    last read it is (inplace_buffers): the row after such a node
+//    (inductor_may_write_in_place, with an input of its size dying there
+//    in that pass) leaves out the node's own bytes, and when the forward's
+//    only such input is a var, adds them back as an `extra` term of the
+//    row, counted when that var is saved (a saved input does not die).
 //  * Fidelity switches the rows off when the pipeline would change memory
 //    in ways the model does not follow (activation offloading or FP8
 //    quantization): then only the exact check by simulation remains and
@@ -121,6 +136,10 @@ struct Var {
   // Saveable vars whose storage is this var's (views, aliases): saving one
   // keeps this var's storage as saving this var would.
   std::vector<uint32_t> aliases;
+  // Under inductor's model: no buffer in that pass unless saved (see the
+  // contract).
+  bool inlined_fw = false;
+  bool inlined_bw = false;
 };
 
 // One term of a row: var k's bytes count when it or one of its aliases is
@@ -142,6 +161,8 @@ struct MemoryRow {
   int64_t before = 0;
   NodeId node = kNoNode;  // the prepared node after which it is taken
   enum class Pass : uint8_t { kForward, kBetween, kBackward } pass = Pass::kForward;
+  // Terms beyond the vars' saved ranges (inductor's in-place rule).
+  std::vector<RowTerm> extra;
 };
 
 // The least recompute set of a saved set.
@@ -211,6 +232,9 @@ class PlanSpace {
   void early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId>& root,
                   const std::vector<NodeId>& bw_first, const std::vector<NodeId>& bw_pos,
                   uint32_t bw0);
+  void allow_in_place(const std::vector<NodeId>& root, const std::vector<uint8_t>& pinned,
+                      const std::vector<NodeId>& fw_last, const std::vector<NodeId>& last_use,
+                      const std::vector<int64_t>& counted);
 
   const Graph& g_;
   int num_fwd_outputs_;

@@ -376,7 +376,8 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved, const CutStory& 
   if (options.backward_order == PartitionOptions::BackwardOrder::kMemory &&
       !options.enable_activation_offloading) {
     OrderedBackward o =
-        memory_ordered_backward(r.forward, std::move(r.backward), s.num_fwd_outputs, options.torch);
+        memory_ordered_backward(r.forward, std::move(r.backward), s.num_fwd_outputs, options.torch,
+                                options.memory_model);
     r.backward = std::move(o.backward);
     r.backward_reordered = o.reordered;
     clock.lap("backward_order");

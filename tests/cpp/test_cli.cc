@@ -38,7 +38,8 @@ TEST(Cli, PartitionHelpListsOptions) {
   CliRun r = remat("partition --help");
   EXPECT_EQ(r.status, 0) << r.err;
   for (const char* opt : {"--explain", "--cut-side", "--memory-budget", "--no-cse", "--dot",
-                          "--partitioner", "--output", "--peak-budget", "--backward-order"}) {
+                          "--partitioner", "--output", "--peak-budget", "--backward-order",
+                          "--memory-model"}) {
     EXPECT_TRUE(has(r.out, opt)) << opt << "\n" << r.out;
   }
 }
@@ -219,6 +220,31 @@ TEST(Cli, BackwardOrderMemoryReordersAndSaysSo) {
   r = remat("partition " + mlp + " --backward-order fifo");
   EXPECT_EQ(r.status, 2);  // a usage error
   EXPECT_TRUE(has(r.err, "--backward-order")) << r.err;
+}
+
+// cnn_batchnorm.json's convolutions read channels-last copies of their
+// inputs under inductor (memory/fusion.h): another peak, and the result and
+// the summary say which model counted it; a wrong name is refused.
+TEST(Cli, MemoryModelInductorCountsWhatInductorAllocates) {
+  remat::testing::TempDir dir("remat_cli_model");
+  const std::string cnn = std::string(REMAT_EXAMPLES_DIR) + "/cnn_batchnorm.json";
+  CliRun r = remat("partition " + cnn + " --memory-model inductor -o " + (dir / "r.json"));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "under inductor's memory model")) << r.out;
+  const std::string ind = read_file(dir / "r.json");
+  EXPECT_TRUE(has(ind, R"("model":"inductor")")) << ind;
+  r = remat("partition " + cnn + " -o " + (dir / "plain.json"));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const std::string aten = read_file(dir / "plain.json");
+  EXPECT_FALSE(has(aten, R"("model")"));
+  auto peak = [](const std::string& doc) {
+    const size_t at = doc.find(R"("peak_bytes":)");
+    return at == std::string::npos ? -1 : std::stoll(doc.substr(at + 13));
+  };
+  EXPECT_NE(peak(ind), peak(aten));
+  r = remat("partition " + cnn + " --memory-model triton");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "--memory-model")) << r.err;
 }
 
 TEST(Cli, AnUnreachablePeakBudgetNamesTheSmallestPeak) {

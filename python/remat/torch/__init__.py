@@ -11,12 +11,13 @@ Contract:
   min_cut_rematerialization_partition / default_partition: torch's signatures
   partition(gm, *, num_fwd_outputs, ...) -> Partition(forward, backward, result)
   install() / uninstall(): make torch.compile use remat
-  simulate_memory(forward, backward, num_fwd_outputs=None) -> dict: the
-      simulated peak memory of any forward/backward pair (torch's plans too)
-  peak_memory_budget(nbytes, search="torch_plans", seconds=60, backward_order="autograd") /
-  set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=...) /
+  simulate_memory(forward, backward, num_fwd_outputs=None, memory_model="aten") -> dict:
+      the simulated peak memory of any forward/backward pair (torch's plans too)
+  peak_memory_budget(nbytes, search="torch_plans", seconds=60, backward_order="autograd",
+                     memory_model="auto") /
+  set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=..., memory_model=...) /
   get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting /
-  get_backward_order() -> str:
+  get_backward_order() -> str / get_memory_model() -> str:
       remat's own peak-memory limit for its partitioners (torch's config
       untouched) and how its plan is searched: "torch_plans" (torch's budget
       plans), "fast" or "exact" (remat's optimizer over every valid plan;
@@ -24,7 +25,9 @@ Contract:
       says whether it proved it, docs/memory.md); Partition.peak_search is
       the result's summary of that search. backward_order="memory" (with
       or without a limit) reorders the backward where that lowers the
-      simulated peak
+      simulated peak; memory_model="auto" counts the peak as inductor's
+      generated code allocates for graphs inductor compiles (install()),
+      op by op otherwise
   set_torch_release("nearest" | "2.14" | None): opt in to running under a torch
       outside the supported releases (docs/torch-releases.md)
 The drop-in reproduces the running torch's release (2.11 to 2.15), each with
@@ -63,6 +66,7 @@ from ._fx_to_json import export_graph_nodes, export_joint_graph
 from ._memory import (
     PeakSearchSetting,
     get_backward_order,
+    get_memory_model,
     get_peak_memory_budget,
     get_peak_search,
     peak_memory_budget,
@@ -98,6 +102,7 @@ __all__ = [
     "get_peak_memory_budget",
     "get_peak_search",
     "get_backward_order",
+    "get_memory_model",
     "PeakSearchSetting",
     "RematHazardWarning",
     "set_torch_release",

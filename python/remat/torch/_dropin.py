@@ -39,6 +39,7 @@ import dataclasses
 import functools
 import gc
 import logging
+import threading
 import warnings
 from typing import Any, Callable, Optional
 
@@ -49,7 +50,7 @@ import remat
 from . import _custom, _internals, _offload, _quantization, _ranks, _release, _trace
 from ._fx_to_json import export_joint_graph
 from ._json_to_fx import import_result, stamp_static_inputs
-from ._memory import get_backward_order, get_peak_memory_budget, get_peak_search
+from ._memory import get_backward_order, get_memory_model, get_peak_memory_budget, get_peak_search
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,12 @@ def options_from_torch(**overrides: Any) -> dict:
     if get_backward_order() != "autograd":
         # Only when asked: torch's order needs no option.
         opts["backward_order"] = get_backward_order()
+    memory_model = get_memory_model()
+    if memory_model == "auto":
+        memory_model = "inductor" if getattr(_for_inductor, "active", False) else "aten"
+    if memory_model != "aten":
+        # Only when not the default: aten's model needs no option.
+        opts["memory_model"] = memory_model
     opts.update(overrides)
     return opts
 
@@ -343,6 +350,26 @@ def _modules_only(joint_module: fx.GraphModule, num_fwd_outputs: int,
 
 # --- install / uninstall ------------------------------------------------------
 
+# Set while the partitioner install() put in inductor's compile_fx runs: the
+# graphs it returns are headed for inductor, whose generated code the
+# "auto" memory model then follows (the compiler= argument cannot tell:
+# torch's aot_eager backends leave it at its default, "inductor").
+_for_inductor = threading.local()
+
+
+def _headed_for_inductor(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def partition_fn(*args: Any, **kwargs: Any):
+        outer = getattr(_for_inductor, "active", False)
+        _for_inductor.active = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _for_inductor.active = outer
+
+    return partition_fn  # functools.wraps kept __remat_installed__
+
+
 # What undoes each patch install() made, in the order made.
 _installed: list[Callable[[], None]] = []
 
@@ -422,7 +449,10 @@ def install(*, fallback: bool = True) -> None:
     for module, attr in _targets():
         if getattr(module, attr, None) is torch_fns[attr]:
             _installed.append(functools.partial(setattr, module, attr, getattr(module, attr)))
-            setattr(module, attr, ours[attr])
+            fn = ours[attr]
+            if module.__name__ == _internals.INDUCTOR_PARTITION_HOLDER:
+                fn = _headed_for_inductor(fn)
+            setattr(module, attr, fn)
 
     def replace(fn: Callable) -> Callable:
         base = fn.func if isinstance(fn, functools.partial) else fn

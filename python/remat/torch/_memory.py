@@ -8,10 +8,11 @@ Contract:
       backward reads it). Both graphs are exported in one pass so their
       storage identities agree. `num_fwd_outputs` defaults to the forward's
       outputs minus the backward's saved-value placeholders.
-  peak_memory_budget(nbytes, search="torch_plans", seconds=60, backward_order="autograd") /
-  set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=...) /
+  peak_memory_budget(nbytes, search="torch_plans", seconds=60, backward_order="autograd",
+                     memory_model="auto") /
+  set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=..., memory_model=...) /
   get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting /
-  get_backward_order() -> str:
+  get_backward_order() -> str / get_memory_model() -> str:
       remat's own setting, read by the drop-in partitioners
       (options_from_torch: "peak_memory_budget", and "peak_search" /
       "peak_search_seconds" when a limit is set) and never written into
@@ -21,10 +22,16 @@ Contract:
       valid plan); `seconds` bounds "exact"'s search. `backward_order`
       "memory" lets the engine reorder the backward where that lowers the
       simulated peak (PartitionOptions::BackwardOrder; the "backward_order"
-      option, with or without a limit). Each call sets all four: a bare
-      `nbytes` means torch_plans in autograd's order, as before these
-      existed. Bad arguments raise remat.InvalidOptionError naming the
-      argument.
+      option, with or without a limit). `memory_model` is how the peak is
+      counted (the "memory_model" option, remat/memory.h MemoryModel):
+      "aten" (op by op, as eager FX code and aot_eager run the graphs),
+      "inductor" (intermediates inductor fuses get no buffer), or "auto"
+      (default): inductor's for the graphs inductor's compile_fx partitions
+      through install(), aten's for every other caller. It changes no plan
+      without a limit, only the reported memory. Each call sets all five: a
+      bare `nbytes` means torch_plans in autograd's order under "auto", as
+      before these existed. Bad arguments raise remat.InvalidOptionError
+      naming the argument.
 """
 
 from __future__ import annotations
@@ -71,13 +78,16 @@ def _count_outputs(gm: fx.GraphModule) -> int:
 
 def simulate_memory(forward: fx.GraphModule, backward: fx.GraphModule,
                     num_fwd_outputs: Optional[int] = None, *,
-                    mutated_inputs: Sequence[str] = ()) -> dict:
+                    mutated_inputs: Sequence[str] = (), memory_model: str = "aten") -> dict:
     """The simulated memory of one training step of a (forward, backward) pair.
 
     Returns {"memory": {"peak_bytes": ..., "peak_at": ..., "timeline": ...},
     "hazards": [...]}, as the "memory" and "hazards" members of a partition
     result. `mutated_inputs` names forward placeholders the caller mutates
     after the forward returns (AOTAutograd's out-of-graph input mutations).
+    `memory_model` is how the pair runs: "aten" (op by op, as FX code and
+    aot_eager run it) or "inductor" (as inductor's generated code: fused
+    intermediates get no buffer; docs/memory.md "Under inductor").
     """
     if num_fwd_outputs is None:
         saved = sum(1 for n in backward.graph.find_nodes(op="placeholder") if _is_saved_placeholder(n))
@@ -87,7 +97,8 @@ def simulate_memory(forward: fx.GraphModule, backward: fx.GraphModule,
     bw_nodes = [ex.node(n) for n in backward.graph.nodes]
     ops = list(ex.ops.values())
     out = remat._ext().simulate_memory(_graph_doc(fw_nodes, ops), _graph_doc(bw_nodes, ops),
-                                       int(num_fwd_outputs), [str(m) for m in mutated_inputs])
+                                       int(num_fwd_outputs), [str(m) for m in mutated_inputs],
+                                       memory_model)
     return orjson.loads(out)
 
 
@@ -97,6 +108,10 @@ def simulate_memory(forward: fx.GraphModule, backward: fx.GraphModule,
 # names the Python argument and comes at the call, not at the next compile.
 PEAK_SEARCHES = ("torch_plans", "fast", "exact")
 BACKWARD_ORDERS = ("autograd", "memory")  # remat::backward_order_name
+# remat::memory_model_name, and "auto": inductor's model for the graphs
+# inductor's compile_fx partitions (install() marks those calls), aten's
+# for every other caller.
+MEMORY_MODELS = ("auto", "aten", "inductor")
 
 
 class PeakSearchSetting(NamedTuple):
@@ -111,6 +126,7 @@ class _Setting(NamedTuple):
     nbytes: int
     search: PeakSearchSetting
     backward_order: str = "autograd"
+    memory_model: str = "auto"
 
 
 _setting = threading.local()
@@ -118,7 +134,7 @@ _global_setting: list[_Setting] = [_Setting(0, PeakSearchSetting())]
 
 
 def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 60,
-           backward_order: str = "autograd") -> _Setting:
+           backward_order: str = "autograd", memory_model: str = "auto") -> _Setting:
     if nbytes is None:
         nbytes = 0
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
@@ -139,15 +155,20 @@ def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 
         raise remat.InvalidOptionError(
             f"peak_memory_budget: backward_order: expected one of {', '.join(map(repr, BACKWARD_ORDERS))}, "
             f"got {backward_order!r}")
-    return _Setting(nbytes, PeakSearchSetting(search, float(seconds)), backward_order)
+    if not isinstance(memory_model, str) or memory_model not in MEMORY_MODELS:
+        raise remat.InvalidOptionError(
+            f"peak_memory_budget: memory_model: expected one of {', '.join(map(repr, MEMORY_MODELS))}, "
+            f"got {memory_model!r}")
+    return _Setting(nbytes, PeakSearchSetting(search, float(seconds)), backward_order, memory_model)
 
 
 def set_peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
-                           seconds: float = 60, backward_order: str = "autograd") -> None:
+                           seconds: float = 60, backward_order: str = "autograd",
+                           memory_model: str = "auto") -> None:
     """Sets the peak-memory limit (bytes) remat's partitioners plan against,
-    how they search for the plan and the backward's order; 0/None clears the
-    limit."""
-    _global_setting[0] = _check(nbytes, search, seconds, backward_order)
+    how they search for the plan, the backward's order and the memory model;
+    0/None clears the limit."""
+    _global_setting[0] = _check(nbytes, search, seconds, backward_order, memory_model)
 
 
 def _current() -> _Setting:
@@ -172,14 +193,22 @@ def get_backward_order() -> str:
     return _current().backward_order
 
 
+def get_memory_model() -> str:
+    """The memory model setting in force ("auto", "aten" or "inductor"),
+    from the same place as get_peak_memory_budget()."""
+    return _current().memory_model
+
+
 @contextlib.contextmanager
 def peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
-                       seconds: float = 60, backward_order: str = "autograd") -> Iterator[None]:
+                       seconds: float = 60, backward_order: str = "autograd",
+                       memory_model: str = "auto") -> Iterator[None]:
     """Within the block (this thread), remat's partitioners plan against `nbytes`
     of peak memory, the plan found by `search` ("exact": within `seconds`),
     the backward in `backward_order` ("memory": reordered where that lowers
-    the simulated peak)."""
-    value = _check(nbytes, search, seconds, backward_order)
+    the simulated peak), the peak counted under `memory_model` ("auto":
+    inductor's for graphs inductor compiles, aten's otherwise)."""
+    value = _check(nbytes, search, seconds, backward_order, memory_model)
     stack = getattr(_setting, "stack", None)
     if stack is None:
         stack = _setting.stack = []
@@ -191,5 +220,5 @@ def peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
 
 
 __all__ = ["simulate_memory", "peak_memory_budget", "set_peak_memory_budget", "get_peak_memory_budget",
-           "get_peak_search", "get_backward_order", "PeakSearchSetting", "PEAK_SEARCHES",
-           "BACKWARD_ORDERS"]
+           "get_peak_search", "get_backward_order", "get_memory_model", "PeakSearchSetting",
+           "PEAK_SEARCHES", "BACKWARD_ORDERS", "MEMORY_MODELS"]

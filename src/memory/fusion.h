@@ -1,0 +1,77 @@
+// memory/fusion.h — which values of a graph inductor's generated code keeps
+// in memory, and until when it reads their inputs (internal to src/memory;
+// simulate_memory's MemoryModel::kInductor is built on it).
+//
+// Contract: inductor lowers pointwise ops, views and reductions to loop
+// bodies that it inlines into the kernels of their users, so an
+// intermediate that only such ops read never gets a buffer; what it calls
+// out to (matmuls, convolutions, fallback kernels) reads and writes real
+// buffers. InductorFusion models that, per node of one graph (forward or
+// backward, as the partitioner hands it to inductor):
+//  * fused[n]: n allocates nothing. True when n is fusible (kCatFusible in
+//    torch's default op lists, pointwise-tagged packets included), has one
+//    tensor, is not smaller than its largest tensor input (inductor
+//    realizes reductions: their results are read by other kernels), and
+//    nothing that needs a buffer reads it: not the output node, not a
+//    non-fusible op, not a node with several tensors. A view is fused
+//    exactly when its base is (it only renames its base's indices).
+//  * runs_at[n]: the node at which what n computes is last evaluated: n
+//    itself when it is materialized; for a fused node, the latest runs_at
+//    of its users (inlined into each consumer's kernel, it is recomputed
+//    there). A value's inputs must live until then.
+//  * last_read[v]: the node after which v's buffers may be released: the
+//    latest runs_at of its users (kNoNode when nothing uses it).
+//  * inplace[n]: n is a fusible materialized op whose kernel may write its
+//    result into a buffer it reads that dies there (inductor's
+//    inplace_buffers): the simulator gives it that buffer when it has the
+//    same byte size.
+//  * copy_from[p], copy_until[p] for a placeholder p: inductor runs every
+//    convolution of a CPU graph channels-last (its layout optimization is
+//    always on there, with mkldnn); a 4-d CPU placeholder that a
+//    convolution reads (input or weight) laid out otherwise is copied
+//    before the first such reader (copy_from) and read by the last
+//    (copy_until); when the forward saves p, it saves the copy. kNoNode:
+//    no copy. (On CUDA, inductor decides the layout by heuristics this
+//    does not follow.)
+// Not modelled: inductor's fan-out realization heuristics (a pointwise
+// value with many readers may be realized, and then fused away again by
+// the scheduler), its reordering of kernels for peak memory, and
+// workspaces of extern kernels. docs/memory.md measures what that leaves
+// (tests/python/test_inductor_memory.py checks it against compiled steps).
+// Linear in the graph's size.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "remat/graph.h"
+
+namespace remat::memory {
+
+struct InductorFusion {
+  std::vector<uint8_t> fused;
+  std::vector<uint8_t> inplace;
+  std::vector<NodeId> runs_at;
+  std::vector<NodeId> last_read;
+  std::vector<NodeId> copy_from;
+  std::vector<NodeId> copy_until;
+};
+
+InductorFusion inductor_fusion(const Graph& g);
+
+// `fused` above, as if the graph's only readers were the nodes
+// `reader_counts` accepts (and the output node): for callers reasoning on a
+// joint graph about the forward or the backward cut from it.
+std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(NodeId)>& reader_counts);
+
+// Whether inductor lowers n into loop bodies it can inline (the first
+// condition of `fused` above), for callers reasoning on a joint graph.
+bool inductor_fusible(const Graph& g, NodeId n);
+
+// Whether n's kernel may write its result in place of an input (`inplace`
+// above when materialized): fusible, not a view or getitem, one tensor,
+// and an input tensor of the same allocation size.
+bool inductor_may_write_in_place(const Graph& g, NodeId n);
+
+}  // namespace remat::memory

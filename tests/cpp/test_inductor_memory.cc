@@ -1,0 +1,176 @@
+// tests/cpp/test_inductor_memory.cc — the liveness simulator under
+// MemoryModel::kInductor (remat/memory.h, memory/fusion.h) on hand-written
+// pairs: what inductor inlines has no buffer and keeps its inputs alive
+// until the kernel it is inlined into, reductions and what extern kernels
+// read are buffers, a pointwise kernel writes in place of a dying input of
+// its size, and CPU convolutions read channels-last copies of their
+// placeholders (the forward saves the copy). A [4] float32 tensor is 16
+// bytes. tests/python/test_inductor_memory.py checks the model against
+// inductor-compiled steps.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "graph_fixture.h"
+#include "remat/memory.h"
+#include "remat/options.h"
+
+namespace remat {
+namespace {
+
+using testing::A;
+using testing::Ref;
+using testing::TestGraph;
+
+struct Pair {
+  Graph fw, bw;
+};
+
+// A backward that only returns its tangent: the forward is under test.
+Graph trivial_backward() {
+  TestGraph g;
+  Ref t = g.placeholder("tangents_1", {4});
+  g.output({A::tuple({t})});
+  return g.build();
+}
+
+// forward: x -> a = sin(x) -> b = cos(a) -> c = exp(b); returns c.
+Pair pointwise_chain() {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4});
+  Ref a = f.call("aten.sin.default", {x}, {4});
+  Ref b = f.call("aten.cos.default", {a}, {4});
+  Ref c = f.call("aten.exp.default", {b}, {4});
+  f.output({A::tuple({c})});
+  return {f.build(), trivial_backward()};
+}
+
+TEST(InductorMemory, IntermediatesOnlyPointwiseOpsReadGetNoBuffer) {
+  Pair p = pointwise_chain();
+  const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // aten: x | a | b (a still alive) | c (b still alive) | output
+  EXPECT_EQ(aten.forward_timeline, (std::vector<int64_t>{16, 32, 48, 48, 32}));
+  // inductor: a and b are inlined into c's kernel, which writes c.
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{16, 16, 16, 32, 32}));
+  EXPECT_EQ(ind.forward_peak_bytes, 32);
+  EXPECT_EQ(ind.model, MemoryModel::kInductor);
+  EXPECT_EQ(aten.model, MemoryModel::kAten);
+}
+
+// forward: x -> m = mm(x, w) -> r = relu(m) -> o = mm(r, w); returns o.
+TEST(InductorMemory, WhatAnExternKernelReadsIsABufferWrittenInPlaceOfADyingInput) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+  Ref r = f.call("aten.relu.default", {m}, {4, 4});
+  Ref o = f.call("aten.mm.default", {r, w}, {4, 4});
+  f.output({A::tuple({o})});
+  Pair p{f.build(), trivial_backward()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x, w 128 | m +64 | r takes m's buffer (m dies there) | o +64 | output
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 192, 256, 192}));
+  const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
+  EXPECT_EQ(aten.forward_timeline, (std::vector<int64_t>{64, 128, 192, 256, 256, 192}));
+}
+
+// A reduction's result is a buffer (other kernels load it); what it
+// reads pointwise is inlined into it.
+TEST(InductorMemory, ReductionsAreBuffersAndInlineWhatTheyRead) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref s = f.call("aten.sin.default", {x}, {4, 4});
+  Ref sum = f.call("aten.sum.dim_IntList", {s, A::list({1})}, {4});
+  Ref e = f.call("aten.exp.default", {sum}, {4});
+  f.output({A::tuple({e})});
+  Pair p{f.build(), trivial_backward()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x 64 | sin inlined | sum +16 | exp writes in place of sum | output
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 64, 80, 80, 80}));
+}
+
+// What an inlined value reads lives until the kernel it is inlined into:
+// a = sin(m) is inlined into b = mul(a, k), so m lives past k.
+TEST(InductorMemory, AnInlinedValueKeepsItsInputsAliveUntilItsKernelRuns) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+  Ref a = f.call("aten.sin.default", {m}, {4, 4});      // inlined into b
+  Ref k = f.call("aten.mm.default", {x, x}, {4, 4});    // m must still be alive here
+  Ref b = f.call("aten.mul.Tensor", {a, k}, {4, 4});
+  Ref o = f.call("aten.mm.default", {b, w}, {4, 4});
+  f.output({A::tuple({o})});
+  Pair p{f.build(), trivial_backward()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x, w 128 | m +64 | a: nothing | k +64 (m alive) | b in place of m,
+  // then k goes | o +64, then b goes | output
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 192, 256, 256, 256, 192}));
+  const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
+  // aten: m dies at a; k comes after it.
+  EXPECT_EQ(aten.forward_timeline[4], 256);  // x, w, a, k
+}
+
+// conv(x, w) on CPU: inductor copies x and w channels-last first; the
+// forward saves x, so it saves the copy, which lives to the backward's
+// last use of it. x [2, 3, 4, 4] float32 = 384 bytes; w [4, 3, 3, 3] =
+// 432; y [2, 4, 4, 4] = 512.
+TEST(InductorMemory, ConvolutionsReadChannelsLastCopiesOfTheirPlaceholdersOnCpu) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {2, 3, 4, 4});
+  Ref w = f.placeholder("primals_2", {4, 3, 3, 3});
+  Ref y = f.call("aten.convolution.default",
+                 {x, w, nullptr, A::list({1, 1}), A::list({1, 1}), A::list({1, 1}), false,
+                  A::list({0, 0}), 1},
+                 {2, 4, 4, 4});
+  f.output({A::tuple({y, x})});
+  TestGraph g;
+  Ref sx = g.placeholder("primals_1", {2, 3, 4, 4});
+  Ref t = g.placeholder("tangents_1", {2, 4, 4, 4});
+  Ref d = g.call("aten.sin.default", {sx}, {2, 3, 4, 4});
+  g.output({A::tuple({d, t})});
+  Pair p{f.build(), g.build()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
+  // Forward: the inputs, both copies and y at the convolution; w's copy
+  // goes after it, x's is saved.
+  EXPECT_EQ(aten.forward_peak_bytes, 384 + 432 + 512);
+  EXPECT_EQ(ind.forward_peak_bytes, 2 * (384 + 432) + 512);
+  EXPECT_EQ(ind.between_bytes, aten.between_bytes + 384);
+  // The copy is read by sin and released there: sin's result takes it.
+  EXPECT_EQ(ind.backward_peak_bytes, aten.backward_peak_bytes);
+}
+
+TEST(InductorMemory, NoCopyForChannelsLastOrOneChannelInputs) {
+  for (const std::vector<int64_t>& stride : {std::vector<int64_t>{48, 1, 12, 3}, std::vector<int64_t>{}}) {
+    TestGraph f;
+    const std::vector<int64_t> shape =
+        stride.empty() ? std::vector<int64_t>{2, 1, 4, 4} : std::vector<int64_t>{2, 3, 4, 4};
+    Ref x = f.placeholder("primals_1", shape);
+    if (!stride.empty()) f[x].tensors[0].stride = stride;
+    Ref w = f.placeholder("primals_2", {4, shape[1], 1, 1});
+    f[w].tensors[0].stride = {shape[1], 1, shape[1], shape[1]};
+    Ref y = f.call("aten.convolution.default",
+                   {x, w, nullptr, A::list({1, 1}), A::list({0, 0}), A::list({1, 1}), false,
+                    A::list({0, 0}), 1},
+                   {2, 4, 4, 4});
+    f.output({A::tuple({y})});
+    Pair p{f.build(), trivial_backward()};
+    EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).peak_bytes,
+              simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten).peak_bytes)
+        << (stride.empty() ? "one channel" : "channels-last");
+  }
+}
+
+TEST(InductorMemory, TheModelHasANameInTheOptions) {
+  EXPECT_STREQ(memory_model_name(MemoryModel::kAten), "aten");
+  EXPECT_STREQ(memory_model_name(MemoryModel::kInductor), "inductor");
+  EXPECT_EQ(memory_model_from_name("inductor"), MemoryModel::kInductor);
+  EXPECT_FALSE(memory_model_from_name("triton").has_value());
+  EXPECT_EQ(PartitionOptions{}.memory_model, MemoryModel::kAten);
+}
+
+}  // namespace
+}  // namespace remat
