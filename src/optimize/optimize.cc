@@ -559,10 +559,29 @@ class Search {
   // Rows constant + sum(bytes * alive) <= cap (cap: the limit, or the peak
   // variable when `peak_var` >= 0), where alive is s_k, or for a row after
   // var k's j-th early chain a continuous z_kj >= s_k, and >= each chain
-  // 0..j's indicator of being entirely recomputed.
+  // 0..j's indicator of being entirely recomputed. A row's chained terms
+  // (inductor's model: space.h) count through a continuous c >= that
+  // indicator, one per term, shared by the row's two instants.
   void memory_rows(Program& p, int64_t cap, int peak_var) const {
     const auto& vars = space_.vars();
     std::vector<std::vector<int>> z(vars.size());
+    std::vector<std::vector<int>> chained(space_.rows().size());
+    auto chain_col = [&](uint32_t row, size_t j) {
+      std::vector<int>& cols = chained[row];
+      if (cols.empty()) cols.assign(space_.rows()[row].chained.size(), -1);
+      if (cols[j] < 0) {
+        const std::vector<uint32_t>& path = space_.rows()[row].chained[j].path;
+        cols[j] = p.milp.add_continuous(0, 1);
+        std::vector<int> idx{cols[j]};
+        std::vector<double> c{1};
+        for (uint32_t u : path) {
+          idx.push_back(p.r[u]);
+          c.push_back(-1);
+        }
+        p.milp.add_row(idx, c, 1.0 - static_cast<double>(path.size()), Milp::kInfinity);
+      }
+      return cols[j];
+    };
     // Per var with aliases: a continuous h >= s of it and of each alias
     // (its storage is held).
     std::vector<int> held(vars.size(), -1);
@@ -626,14 +645,20 @@ class Search {
           terms.push_back({k, vars[k].bytes, -1});
           if (!vars[k].inlined_bw) terms.push_back({k, vars[k].bytes, -2});
         }
+      const auto& chained_terms = space_.rows()[row].chained;
       int64_t most = constant;
       for (const RowTerm& t : terms) most += t.segment == -2 ? 0 : t.bytes;  // s + r <= 1 in a plan
+      for (const auto& c : chained_terms) most += c.bytes;
       if (peak_var < 0 && most <= cap) continue;  // can never exceed the limit
       std::vector<int> idx;
       std::vector<double> coef;
       for (const RowTerm& t : terms) {
         idx.push_back(alive(t));
         coef.push_back(static_cast<double>(t.bytes));
+      }
+      for (size_t j = 0; j < chained_terms.size(); ++j) {
+        idx.push_back(chain_col(row, j));
+        coef.push_back(static_cast<double>(chained_terms[j].bytes));
       }
       if (peak_var >= 0) {
         idx.push_back(peak_var);

@@ -205,9 +205,15 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
   const uint32_t between = F, bw0 = F + 1;
   between_ = between;
   rows_.assign(F + 1 + B, MemoryRow{});
-  for (uint32_t i = 0; i < F; ++i) rows_[i] = {0, 0, fw_pos[i], MemoryRow::Pass::kForward, {}};
+  for (uint32_t i = 0; i < F; ++i) {
+    rows_[i].node = fw_pos[i];
+    rows_[i].pass = MemoryRow::Pass::kForward;
+  }
   rows_[between].pass = MemoryRow::Pass::kBetween;
-  for (uint32_t i = 0; i < B; ++i) rows_[bw0 + i] = {0, 0, bw_pos[i], MemoryRow::Pass::kBackward, {}};
+  for (uint32_t i = 0; i < B; ++i) {
+    rows_[bw0 + i].node = bw_pos[i];
+    rows_[bw0 + i].pass = MemoryRow::Pass::kBackward;
+  }
   for (Var& v : vars_) {
     v.saved_from = between;  // at least the return
     v.saved_to = bw0;        // no backward row
@@ -337,7 +343,46 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     rows_[r].constant = running;
     if (r >= bw0) rows_[r].before = running - born[r];
   }
-  if (inductor) allow_in_place(root, pinned, fw_last, last_use, counted);
+  if (inductor) {
+    allow_in_place(root, pinned, fw_last, last_use, counted);
+    read_through_inlined(root, bw_first, bw_pos, bw0);
+  }
+}
+
+// Under inductor (space.h): a var no tangent-derived node reads itself,
+// read by a chain of vars the joint graph's kernels inline (each one's
+// readers all inline it, so any backward that recomputes them does), is
+// read by the kernel of the tangent-derived node that reads the chain's
+// last var: alive at that row when the chain is recomputed. Chains of at
+// most kEarlyDepth vars; per var and row, the shortest.
+void PlanSpace::read_through_inlined(const std::vector<NodeId>& root, const std::vector<NodeId>& bw_first,
+                                     const std::vector<NodeId>& bw_pos, uint32_t bw0) {
+  const Graph& g = g_;
+  const std::vector<uint8_t> fused = memory::inductor_fusion(g).fused;
+  for (const Var& v : vars_) {
+    const NodeId n = v.node;
+    if (v.bytes == 0 || root[n] != n || bw_first[n] != kNoNode || fused[n]) continue;
+    std::vector<std::pair<uint32_t, std::vector<uint32_t>>> found;  // (row, path)
+    std::vector<uint32_t> path;
+    auto walk = [&](auto&& self, NodeId from) -> void {
+      if (path.size() == static_cast<size_t>(kEarlyDepth)) return;
+      for (NodeId user : g.users(from)) {
+        const int w = var_of_[user];
+        if (w < 0 || !fused[user]) continue;
+        path.push_back(static_cast<uint32_t>(w));
+        if (bw_first[user] != kNoNode) found.emplace_back(bw0 + first_at_or_after(bw_pos, bw_first[user]), path);
+        self(self, user);
+        path.pop_back();
+      }
+    };
+    walk(walk, n);
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second.size() < b.second.size();
+    });
+    for (size_t i = 0; i < found.size(); ++i)
+      if (i == 0 || found[i].first != found[i - 1].first)
+        rows_[found[i].first].chained.push_back({std::move(found[i].second), v.bytes});
+  }
 }
 
 // inductor's inplace_buffers (space.h): the row after a node that may
@@ -499,7 +544,7 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
     }
     // Needed early by a chain of recomputed users read before it.
     for (const EarlyUse& e : v.early) {
-      if (chain_recomputed(e, recomputed)) {
+      if (chain_recomputed(e.path, recomputed)) {
         add(e.row, v.saved_to, v.bytes);
         break;
       }
@@ -513,13 +558,15 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
     if (!before)
       for (const RowTerm& t : rows_[r].extra)
         if (holds_storage(saved, t.var)) out[r] += t.bytes;
+    for (const MemoryRow::Chained& c : rows_[r].chained)
+      if (chain_recomputed(c.path, recomputed)) out[r] += c.bytes;
   }
   return out;
 }
 
-bool PlanSpace::chain_recomputed(const EarlyUse& e, std::span<const uint8_t> recomputed) {
+bool PlanSpace::chain_recomputed(std::span<const uint32_t> path, std::span<const uint8_t> recomputed) {
   if (recomputed.empty()) return false;
-  for (uint32_t u : e.path)
+  for (uint32_t u : path)
     if (!recomputed[u]) return false;
   return true;
 }

@@ -84,6 +84,12 @@
 //    in that pass) leaves out the node's own bytes, and when the forward's
 //    only such input is a var, adds them back as an `extra` term of the
 //    row, counted when that var is saved (a saved input does not die).
+//    And what an inlined value reads is read by the kernel it is inlined
+//    into: a var the backward reads only through a chain of vars that
+//    inductor inlines wherever they run (fused in the joint graph, so in
+//    any backward that recomputes them) is alive at the row of the
+//    tangent-derived node that reads the chain's last var, when the whole
+//    chain is recomputed (MemoryRow::chained; after and just before).
 //  * Fidelity switches the rows off when the pipeline would change memory
 //    in ways the model does not follow (activation offloading or FP8
 //    quantization): then only the exact check by simulation remains and
@@ -163,6 +169,13 @@ struct MemoryRow {
   enum class Pass : uint8_t { kForward, kBetween, kBackward } pass = Pass::kForward;
   // Terms beyond the vars' saved ranges (inductor's in-place rule).
   std::vector<RowTerm> extra;
+  // Under inductor: `bytes` alive at this row, after and just before its
+  // node, when every var of `path` is recomputed (see the contract).
+  struct Chained {
+    std::vector<uint32_t> path;
+    int64_t bytes = 0;
+  };
+  std::vector<Chained> chained;
 };
 
 // The least recompute set of a saved set.
@@ -208,7 +221,7 @@ class PlanSpace {
   // The model's lower bound of the plan's peak (with its least recompute
   // set): the largest row.
   int64_t model_peak(std::span<const uint8_t> saved) const;
-  static bool chain_recomputed(const EarlyUse& e, std::span<const uint8_t> recomputed);
+  static bool chain_recomputed(std::span<const uint32_t> path, std::span<const uint8_t> recomputed);
   // Whether saving `saved` keeps var k's storage: k or an alias is saved.
   bool holds_storage(std::span<const uint8_t> saved, uint32_t k) const;
   // Per row, its value with these saved and recomputed vars (recomputed
@@ -232,6 +245,8 @@ class PlanSpace {
   void early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId>& root,
                   const std::vector<NodeId>& bw_first, const std::vector<NodeId>& bw_pos,
                   uint32_t bw0);
+  void read_through_inlined(const std::vector<NodeId>& root, const std::vector<NodeId>& bw_first,
+                            const std::vector<NodeId>& bw_pos, uint32_t bw0);
   void allow_in_place(const std::vector<NodeId>& root, const std::vector<uint8_t>& pinned,
                       const std::vector<NodeId>& fw_last, const std::vector<NodeId>& last_use,
                       const std::vector<int64_t>& counted);

@@ -199,9 +199,6 @@ TEST(Optimize, FastIsWithinFivePercentOfTheOptimumAndReachableWhereItIs) {
 // Both modes, just below the smallest peak and far below it (fast aimed at
 // 1 byte once named a peak 10% above the smallest: its priced cuts
 // overshoot there; on spaces this small it asks exact's peak search).
-// Under inductor's model the searches' proofs that nothing fits one byte
-// below the smallest peak take seconds per graph (its rows are looser
-// there: space.h), so inductor's runs aim at 1 byte only.
 TEST(Optimize, TheUnreachableErrorNamesTheTrueSmallestPeak) {
   for (MemoryModel model : kModels)
   for (uint32_t seed : small_seeds()) {
@@ -211,7 +208,6 @@ TEST(Optimize, TheUnreachableErrorNamesTheTrueSmallestPeak) {
     const int64_t smallest = all.smallest_peak();
     for (Search s : {Search::kExact, Search::kFast}) {
       for (int64_t limit : {smallest - 1, int64_t{1}}) {
-        if (model == MemoryModel::kInductor && limit != 1) continue;
         try {
           partition_at(j, limit, s, model);
           ADD_FAILURE() << "seed " << seed << ": a limit below every valid plan's peak was met";
