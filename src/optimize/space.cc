@@ -344,8 +344,8 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     if (r >= bw0) rows_[r].before = running - born[r];
   }
   if (inductor) {
-    allow_in_place(root, pinned, fw_last, last_use, counted);
-    read_through_inlined(root, bw_first, bw_pos, bw0);
+    const std::vector<uint8_t> reduced = allow_in_place(root, pinned, fw_last, last_use, counted);
+    read_through_inlined(root, bw_first, bw_pos, bw0, reduced);
   }
 }
 
@@ -354,10 +354,19 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
 // readers all inline it, so any backward that recomputes them does), is
 // read by the kernel of the tangent-derived node that reads the chain's
 // last var: alive at that row when the chain is recomputed. Chains of at
-// most kEarlyDepth vars; per var and row, the shortest.
+// most kEarlyDepth vars; per var and row, the shortest. It dies there, so
+// the row's node may write its result into it: where allow_in_place has
+// not already left the node's bytes out, a var of the result's size is
+// not counted.
 void PlanSpace::read_through_inlined(const std::vector<NodeId>& root, const std::vector<NodeId>& bw_first,
-                                     const std::vector<NodeId>& bw_pos, uint32_t bw0) {
+                                     const std::vector<NodeId>& bw_pos, uint32_t bw0,
+                                     const std::vector<uint8_t>& reduced) {
   const Graph& g = g_;
+  auto may_take = [&](uint32_t row, int64_t bytes) {
+    const NodeId node = rows_[row].node;
+    return !reduced[row] && memory::inductor_may_write_in_place(g, node) &&
+           memory::allocation_bytes(g, g.tensors(node)[0]) == bytes;
+  };
   const std::vector<uint8_t> fused = memory::inductor_fusion(g).fused;
   for (const Var& v : vars_) {
     const NodeId n = v.node;
@@ -380,7 +389,7 @@ void PlanSpace::read_through_inlined(const std::vector<NodeId>& root, const std:
       return a.first != b.first ? a.first < b.first : a.second.size() < b.second.size();
     });
     for (size_t i = 0; i < found.size(); ++i)
-      if (i == 0 || found[i].first != found[i - 1].first)
+      if ((i == 0 || found[i].first != found[i - 1].first) && !may_take(found[i].first, v.bytes))
         rows_[found[i].first].chained.push_back({std::move(found[i].second), v.bytes});
   }
 }
@@ -388,11 +397,14 @@ void PlanSpace::read_through_inlined(const std::vector<NodeId>& root, const std:
 // inductor's inplace_buffers (space.h): the row after a node that may
 // write its result into an input whose last read it is leaves out the
 // node's bytes; a forward row whose one such input is a var counts them
-// again when that var is saved (then it does not die there).
-void PlanSpace::allow_in_place(const std::vector<NodeId>& root, const std::vector<uint8_t>& pinned,
-                               const std::vector<NodeId>& fw_last, const std::vector<NodeId>& last_use,
-                               const std::vector<int64_t>& counted) {
+// again when that var is saved (then it does not die there). Tangents die
+// too; the step's inputs and constants never do. Returns the rows reduced.
+std::vector<uint8_t> PlanSpace::allow_in_place(const std::vector<NodeId>& root, const std::vector<uint8_t>& pinned,
+                                               const std::vector<NodeId>& fw_last,
+                                               const std::vector<NodeId>& last_use,
+                                               const std::vector<int64_t>& counted) {
   const Graph& g = g_;
+  std::vector<uint8_t> reduced(rows_.size(), 0);
   for (size_t r = 0; r < rows_.size(); ++r) {
     MemoryRow& row = rows_[r];
     if (row.pass == MemoryRow::Pass::kBetween || counted[row.node] == 0 ||
@@ -405,17 +417,20 @@ void PlanSpace::allow_in_place(const std::vector<NodeId>& root, const std::vecto
     for (NodeId in : g.inputs(row.node)) {
       const NodeId base = root[in];
       const auto ts = g.tensors(in);
+      const NodeKind kind = g.node(base).kind;
       if (ts.size() != 1 || memory::allocation_bytes(g, ts[0]) != bytes || pinned[base] ||
-          g.node(base).kind == NodeKind::kPlaceholder || g.node(base).kind == NodeKind::kGetAttr)
+          (kind == NodeKind::kPlaceholder && !is_tangent(g, base)) || kind == NodeKind::kGetAttr)
         continue;
       if ((forward ? fw_last[base] : last_use[base]) != row.node) continue;
       if (std::find(dying.begin(), dying.end(), base) == dying.end()) dying.push_back(base);
     }
     if (dying.empty()) continue;
     row.constant -= counted[row.node];
+    reduced[r] = 1;
     if (forward && dying.size() == 1 && var_of_[dying[0]] >= 0)
       row.extra.push_back({static_cast<uint32_t>(var_of_[dying[0]]), counted[row.node], -1});
   }
+  return reduced;
 }
 
 // Depth-first over chains of forward users (at most kEarlyDepth long) from

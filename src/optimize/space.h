@@ -89,7 +89,9 @@
 //    inductor inlines wherever they run (fused in the joint graph, so in
 //    any backward that recomputes them) is alive at the row of the
 //    tangent-derived node that reads the chain's last var, when the whole
-//    chain is recomputed (MemoryRow::chained; after and just before).
+//    chain is recomputed (MemoryRow::chained; after and just before),
+//    unless the row's node may write its result into that var (same size)
+//    and its row does not leave the node's bytes out already.
 //  * Fidelity switches the rows off when the pipeline would change memory
 //    in ways the model does not follow (activation offloading or FP8
 //    quantization): then only the exact check by simulation remains and
@@ -246,10 +248,11 @@ class PlanSpace {
                   const std::vector<NodeId>& bw_first, const std::vector<NodeId>& bw_pos,
                   uint32_t bw0);
   void read_through_inlined(const std::vector<NodeId>& root, const std::vector<NodeId>& bw_first,
-                            const std::vector<NodeId>& bw_pos, uint32_t bw0);
-  void allow_in_place(const std::vector<NodeId>& root, const std::vector<uint8_t>& pinned,
-                      const std::vector<NodeId>& fw_last, const std::vector<NodeId>& last_use,
-                      const std::vector<int64_t>& counted);
+                            const std::vector<NodeId>& bw_pos, uint32_t bw0,
+                            const std::vector<uint8_t>& reduced);
+  std::vector<uint8_t> allow_in_place(const std::vector<NodeId>& root, const std::vector<uint8_t>& pinned,
+                                      const std::vector<NodeId>& fw_last, const std::vector<NodeId>& last_use,
+                                      const std::vector<int64_t>& counted);
 
   const Graph& g_;
   int num_fwd_outputs_;
