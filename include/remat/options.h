@@ -212,8 +212,8 @@ struct PartitionOptions {
   // How the plan's graphs will run, for the memory the result reports and
   // the peak searches plan against (remat/memory.h MemoryModel): kAten, op
   // by op (eager FX code, aot_eager); kInductor, inductor's generated code
-  // (fused intermediates get no buffer). It changes no plan without a peak
-  // limit.
+  // (fused intermediates get no buffer). Without a peak limit it changes no
+  // saved set (under kMemory, it decides which backward order is lower).
   MemoryModel memory_model = MemoryModel::kAten;
   // Measured runtimes for activation_memory_budget_runtime_estimator =
   // "profile", indexed by joint-graph NodeId (torch benchmarks each node

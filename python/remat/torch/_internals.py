@@ -75,11 +75,11 @@ def maybe_module(name: str) -> Optional[Any]:
 
 # --- the places torch.compile calls a partitioner -------------------------------
 
-# Module attributes that hold torch's partition functions: where install()
-# and capture() put theirs.
 # The module whose min_cut_rematerialization_partition inductor's compile_fx
 # calls (and nothing else does).
 INDUCTOR_PARTITION_HOLDER = "torch._inductor.compile_fx"
+# Module attributes that hold torch's partition functions: where install()
+# and capture() put theirs.
 PARTITION_FN_HOLDERS = (
     ("torch._functorch.partitioners", "min_cut_rematerialization_partition"),
     ("torch._functorch.partitioners", "default_partition"),

@@ -27,8 +27,9 @@ Contract:
       "aten" (op by op, as eager FX code and aot_eager run the graphs),
       "inductor" (intermediates inductor fuses get no buffer), or "auto"
       (default): inductor's for the graphs inductor's compile_fx partitions
-      through install(), aten's for every other caller. It changes no plan
-      without a limit, only the reported memory. Each call sets all five: a
+      through install(), aten's for every other caller. Without a limit it
+      changes no saved set, only the reported memory (and, under
+      backward_order "memory", which order counts as lower). Each call sets all five: a
       bare `nbytes` means torch_plans in autograd's order under "auto", as
       before these existed. Bad arguments raise remat.InvalidOptionError
       naming the argument.
