@@ -1,6 +1,7 @@
 // memory/fusion.h — which values of a graph inductor's generated code keeps
-// in memory, and until when it reads their inputs (internal to src/memory;
-// simulate_memory's MemoryModel::kInductor is built on it).
+// in memory, and until when it reads their inputs (src/memory and the
+// stages built on it: simulate_memory's MemoryModel::kInductor, and the
+// optimizer's rows under it, optimize/space.h).
 //
 // Contract: inductor lowers pointwise ops, views and reductions to loop
 // bodies that it inlines into the kernels of their users, so an
