@@ -29,7 +29,7 @@ ArgId positional(const Graph& g, NodeId id, size_t i) {
 }
 
 std::optional<int64_t> getitem_index(const Graph& g, NodeId id) {
-  if (!target_is(g, id, "operator.getitem")) return std::nullopt;
+  if (!is_getitem(g, id)) return std::nullopt;
   const ArgId key = positional(g, id, 1);
   if (key == kNoArg || g.arg(key).kind != ArgKind::kInt) return std::nullopt;
   return g.arg(key).i;

@@ -68,6 +68,13 @@ inline NodeId control_deps_dep(const Graph& g, NodeId cd, int64_t k) {
   return k >= 1 ? node_arg(g, cd, static_cast<size_t>(k) + 1) : kNoNode;
 }
 
+// The type of a device name: "cuda" of "cuda:0", "cpu" of "cpu".
+inline std::string_view device_type(std::string_view device) { return device.substr(0, device.find(':')); }
+
+// Whether the node is operator.getitem (it takes one element out of a
+// multi-output value).
+inline bool is_getitem(const Graph& g, NodeId id) { return target_is(g, id, "operator.getitem"); }
+
 // The integer index of getitem(x, k), or nullopt (no getitem, or a key that
 // is no int).
 std::optional<int64_t> getitem_index(const Graph& g, NodeId id);

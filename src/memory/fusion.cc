@@ -18,8 +18,6 @@
 namespace remat::memory {
 namespace {
 
-bool is_getitem(const Graph& g, NodeId n) { return target_is(g, n, "operator.getitem"); }
-
 // A node that only renames its base's storage: a view op or a getitem.
 bool renames(const Graph& g, NodeId n) {
   const OpInfo* op = g.op(n);
@@ -43,16 +41,11 @@ bool shrinks(const Graph& g, NodeId n) {
   return out[0].numel_hint < largest;
 }
 
-bool is_cpu(const Graph& g, const TensorMeta& t) {
-  const std::string_view d = g.str(t.device);
-  return d == "cpu" || d.starts_with("cpu:");
-}
-
 // A 4-d tensor inductor must copy to run a channels-last convolution on it:
 // on CPU, with more than one channel, and not channels-last already.
 bool needs_channels_last_copy(const Graph& g, NodeId p) {
   const auto ts = g.tensors(p);
-  if (ts.size() != 1 || ts[0].rank != 4 || !is_cpu(g, ts[0])) return false;
+  if (ts.size() != 1 || ts[0].rank != 4 || device_type(g.str(ts[0].device)) != "cpu") return false;
   const auto shape = g.shape(ts[0]);
   if (shape[1].value <= 1) return false;
   return !ts[0].has_stride || g.stride(ts[0])[1].value != 1;

@@ -44,7 +44,7 @@ std::vector<NodeId> roots(const Graph& g) {
     if (g.node(n).kind != NodeKind::kCallFunction) continue;
     const auto inputs = g.inputs(n);
     if (inputs.empty()) continue;
-    if (target_is(g, n, "operator.getitem")) {
+    if (is_getitem(g, n)) {
       root[n] = root[inputs[0]];
       continue;
     }

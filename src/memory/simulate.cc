@@ -28,8 +28,6 @@ using memory::allocation_bytes;
 constexpr uint32_t kNever = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
 
-bool is_getitem(const Graph& g, NodeId n) { return target_is(g, n, "operator.getitem"); }
-
 class Simulator {
  public:
   explicit Simulator(MemoryModel model) : model_(model) {}

@@ -23,8 +23,6 @@
 namespace remat::optimize {
 namespace {
 
-bool is_getitem(const Graph& g, NodeId n) { return target_is(g, n, "operator.getitem"); }
-
 // Whether storage `sid` of node n is shared with one of n's inputs.
 bool aliases_input(const Graph& g, NodeId n, int64_t sid) {
   for (NodeId in : g.inputs(n))
@@ -367,7 +365,7 @@ void PlanSpace::read_through_inlined(const std::vector<NodeId>& root, const std:
     return !reduced[row] && memory::inductor_may_write_in_place(g, node) &&
            memory::allocation_bytes(g, g.tensors(node)[0]) == bytes;
   };
-  const std::vector<uint8_t> fused = memory::inductor_fusion(g).fused;
+  const std::vector<uint8_t> fused = memory::inductor_inlined(g, [](NodeId) { return true; });
   for (const Var& v : vars_) {
     const NodeId n = v.node;
     if (v.bytes == 0 || root[n] != n || bw_first[n] != kNoNode || fused[n]) continue;

@@ -71,8 +71,6 @@ bool recompute_requested(const Node& n) {
          n.recompute == RecomputePolicy::kPreferRecompute;
 }
 
-std::string_view device_type(std::string_view device) { return device.substr(0, device.find(':')); }
-
 bool graphsafe_type(std::string_view device, const std::vector<std::string>& types) {
   return std::find(types.begin(), types.end(), device_type(device)) != types.end();
 }
