@@ -58,7 +58,9 @@ class Search {
   Search(const DecideContext& ctx, PlanSpace& space, int64_t limit, double seconds,
          const Builder& build)
       : ctx_(ctx), space_(space), limit_(limit), seconds_(seconds), build_(build),
-        start_(Clock::now()) {}
+        start_(Clock::now()),
+        effort_(space.vars().size() <= static_cast<size_t>(kPolishVars) ? kSmallSpaceEffort
+                                                                        : kLargeSpaceEffort) {}
 
   Outcome run(PartitionOptions::PeakSearch mode) {
     if (mode == PartitionOptions::PeakSearch::kFast) {
@@ -205,17 +207,27 @@ class Search {
     // Capacities stay far below 2^62 whatever the units; the +1 on each
     // finite edge breaks ties toward fewer recomputations and saves.
     const double unit = total > 0 ? 1e12 / total : 0;
-    MaxFlow flow(static_cast<uint32_t>(2 + 2 * n));
     const uint32_t src = 0, snk = 1;
     auto in = [](size_t k) { return static_cast<uint32_t>(2 + 2 * k); };
     auto out = [](size_t k) { return static_cast<uint32_t>(3 + 2 * k); };
+    // One add_edges call: on 10^4-node graphs the edge-at-a-time calls
+    // cost as much as the flow.
+    std::vector<uint32_t> tail, head;
+    std::vector<int64_t> cap;
+    auto edge = [&](uint32_t u, uint32_t w, int64_t c) {
+      tail.push_back(u);
+      head.push_back(w);
+      cap.push_back(c);
+    };
     for (size_t k = 0; k < n; ++k) {
       const Var& v = vars[k];
-      flow.add_edge(src, in(k), v.can_recompute ? std::llround(v.cost * unit) + 1 : MaxFlow::kInfinite);
-      flow.add_edge(in(k), out(k), v.can_save ? std::llround(save_cost[k] * unit) + 1 : MaxFlow::kInfinite);
-      if (v.needed) flow.add_edge(out(k), snk, MaxFlow::kInfinite);
-      for (uint32_t u : deps[k]) flow.add_edge(out(u), in(k), MaxFlow::kInfinite);
+      edge(src, in(k), v.can_recompute ? std::llround(v.cost * unit) + 1 : MaxFlow::kInfinite);
+      edge(in(k), out(k), v.can_save ? std::llround(save_cost[k] * unit) + 1 : MaxFlow::kInfinite);
+      if (v.needed) edge(out(k), snk, MaxFlow::kInfinite);
+      for (uint32_t u : deps[k]) edge(out(u), in(k), MaxFlow::kInfinite);
     }
+    MaxFlow flow(static_cast<uint32_t>(2 + 2 * n));
+    flow.add_edges(tail, head, cap);
     if (!flow.run(src, snk)) return std::nullopt;  // nothing valid exists
     const std::vector<uint8_t> side = flow.source_side(CutSide::kSinkMinimal);
     std::vector<uint8_t> saved(n, 0);
@@ -283,7 +295,7 @@ class Search {
     };
     if (at(1e-6) || !at(1e6)) return;
     double lo = std::log(1e-6), hi = std::log(1e6);
-    for (int step = 0; step < 20; ++step) {
+    for (int step = 0; step < effort_.bisect_steps; ++step) {
       const double mid = 0.5 * (lo + hi);
       (at(std::exp(mid)) ? hi : lo) = mid;
     }
@@ -300,7 +312,7 @@ class Search {
     if (rows.empty() || unit == 0 || limit_ <= 0) return;
     std::vector<double> mu(rows.size(), 0), prefix(rows.size() + 1, 0);
     const uint32_t between = space_.between();
-    for (int step = 0; step < kPriceSteps; ++step) {
+    for (int step = 0; step < effort_.price_steps; ++step) {
       for (size_t r = 0; r < rows.size(); ++r) prefix[r + 1] = prefix[r] + mu[r];
       std::vector<double> save_cost(vars.size());
       for (size_t k = 0; k < vars.size(); ++k) {
@@ -322,11 +334,11 @@ class Search {
     }
   }
 
-  // Local search from a fitting plan: each of the kGreedySaves costliest
-  // recomputed values is saved instead if the model still fits; if it does
-  // not, with the one saved value recomputed instead (among the
-  // kSwapCandidates largest) that makes it fit at the least cost, when that
-  // still costs less.
+  // Local search from a fitting plan: each of the effort's greedy_saves
+  // costliest recomputed values is saved instead if the model still fits;
+  // if it does not, with the one saved value recomputed instead (among the
+  // swap_candidates largest) that makes it fit at the least cost, when
+  // that still costs less.
   std::vector<uint8_t> greedy_saves(std::vector<uint8_t> saved, const Targets& targets) const {
     std::optional<Assignment> a = space_.implied_recompute(saved);
     if (!a) return saved;
@@ -337,7 +349,7 @@ class Search {
       if (a->recomputed[k] && vars[k].can_save && vars[k].cost > 1) order.push_back(k);
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t x, uint32_t y) { return vars[x].cost > vars[y].cost; });
-    if (order.size() > static_cast<size_t>(kGreedySaves)) order.resize(kGreedySaves);
+    if (order.size() > static_cast<size_t>(effort_.greedy_saves)) order.resize(effort_.greedy_saves);
     double cost = a->cost;
     // The plan's cost and whether its model fits (nullopt: invalid).
     auto judge = [&](const std::vector<uint8_t>& s) -> std::optional<std::pair<double, bool>> {
@@ -362,7 +374,7 @@ class Search {
         if (next[d] && d != k && vars[d].can_recompute && vars[d].bytes > 0) drops.push_back(d);
       std::stable_sort(drops.begin(), drops.end(),
                        [&](uint32_t x, uint32_t y) { return vars[x].bytes > vars[y].bytes; });
-      if (drops.size() > static_cast<size_t>(kSwapCandidates)) drops.resize(kSwapCandidates);
+      if (drops.size() > static_cast<size_t>(effort_.swap_candidates)) drops.resize(effort_.swap_candidates);
       std::optional<std::vector<uint8_t>> best;
       double best_cost = cost;
       for (uint32_t d : drops) {
@@ -399,16 +411,23 @@ class Search {
   // search (a value the backward recomputed is saved, a saved value
   // recomputed). Both narrow fast's search only; exact searches the whole
   // space afterwards.
+  //
+  // On spaces past kPolishVars torch's plans run first instead of last:
+  // their builds correct the targets as fast's own would (a first round's
+  // plan is rarely better than torch's best and costs a build), and one
+  // round of cuts (kLargeSpaceEffort) then tries to beat the plan they found.
   void fast(int64_t limit) {
     const std::vector<Var> whole = space_.vars();
     Targets targets(space_.rows().size(), limit);
-    for (int round = 0; round < kFastRounds; ++round) {
+    const bool large = space_.vars().size() > static_cast<size_t>(kPolishVars);
+    if (large) torch_plans(&targets);
+    for (int round = 0; round < effort_.rounds; ++round) {
       Found found;
       uniform_prices(targets, found);
       if (!found.fitting || found.fitting_cost > 0) row_prices(targets, found);
       std::optional<std::vector<uint8_t>> plan =
           found.fitting ? greedy_saves(*found.fitting, targets) : found.closest;
-      if (!plan) break;
+      if (!plan || !could_beat_best(*plan)) break;
       const Verdict v = evaluate(*plan);
       if (v.fits) break;
       if (v.hazards) continue;
@@ -417,18 +436,37 @@ class Search {
     }
     space_.restore(whole);
     for (uint32_t k : hazardous_) space_.forbid_save(k);
-    if (!best_) torch_plans();
+    if (!large) torch_plans(nullptr);
   }
 
-  // The fallback: the torch_plans search (memory/peak_budget.h: torch's own
-  // plans as the activation budget goes 1 -> 0, then repairs), its builds
-  // counted and its smallest peak remembered.
-  void torch_plans() {
+  // Whether building `saved` could give a plan recomputing less than the
+  // best so far: the model's cost is a lower bound of the measured one.
+  bool could_beat_best(const std::vector<uint8_t>& saved) const {
+    if (!best_) return true;
+    std::optional<Assignment> a = space_.implied_recompute(saved);
+    return a && a->cost < best_->result.recompute_runtime;
+  }
+
+  // The torch_plans search (memory/peak_budget.h: torch's own plans as the
+  // activation budget goes 1 -> 0, then repairs), its builds counted and
+  // its smallest peak remembered; its plan replaces fast's when it
+  // recomputes less (or fast found none). The cuts' model misses what long
+  // recomputed chains keep alive, so on deep graphs torch's plans can be
+  // far cheaper: a 10^4-node residual MLP near its default peak had fast
+  // recompute its matmuls (1.7e10) where torch's aggressive tier fits
+  // recomputing pointwise ops (about 2e3). `targets`, when given, is
+  // corrected by each plan it builds that does not fit (as fast's are).
+  void torch_plans(Targets* targets) {
     const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
       PartitionResult r = build_(saved);
       ++built_;
       if (r.hazards.empty())
         smallest_peak_ = smallest_peak_ < 0 ? r.memory.peak_bytes : std::min(smallest_peak_, r.memory.peak_bytes);
+      if (targets && r.hazards.empty() && r.memory.peak_bytes > limit_) {
+        Verdict v;
+        v.rows = simulated_rows(r);
+        correct(space_.saved_flags(saved), v, limit_, *targets);
+      }
       return r;
     };
     try {
@@ -437,7 +475,8 @@ class Search {
       for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
         for (NodeId j : *list) saved.push_back(prepared_of(j));
       std::sort(saved.begin(), saved.end());
-      best_ = Outcome{std::move(r), std::move(saved)};
+      if (!best_ || r.recompute_runtime < best_->result.recompute_runtime)
+        best_ = Outcome{std::move(r), std::move(saved)};
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kBudgetUnreachable) throw;
     }
@@ -834,6 +873,7 @@ class Search {
   const double seconds_;
   const Builder& build_;
   const Clock::time_point start_;
+  const FastEffort effort_;
   std::map<std::string, Verdict> seen_;
   std::vector<uint32_t> hazardous_;  // vars whose saving made a hazard
   std::vector<NodeId> joint_to_prepared_;

@@ -23,10 +23,17 @@
 //    for less. The plan is built; when it does not fit, the
 //    kFastRepairMoves largest storages alive at its simulated peak change
 //    sides (recomputed -> saved, saved -> recomputed) for the rest of the
-//    search, and it runs again (at most kFastRounds builds). When none of
-//    them fits, torch's own plans (BudgetPlanList over kPeakSearchBudgets,
-//    the candidates of the torch_plans search) are built in order until
-//    one fits: fast is never worse than torch's plans. On spaces of at most
+//    search, and it runs again (at most kFastRounds builds; a plan whose
+//    model cost is not below the best built plan's measured recompute is
+//    not built). Then the torch_plans search (memory/peak_budget.h: torch's
+//    own plans over kPeakSearchBudgets, then its repairs) runs, and its
+//    plan replaces fast's when it recomputes less or fast found none: fast
+//    is never worse than torch's plans. Spaces of more than kPolishVars
+//    vars get kLargeSpaceEffort instead of kSmallSpaceEffort (one round,
+//    fewer steps and swaps: FastEffort), and the torch_plans search runs
+//    first there: each of its builds that does not fit corrects the
+//    targets as fast's own builds do, and the round tries to beat its
+//    plan. On spaces of at most
 //    kPolishVars vars, exact's loop then runs from fast's plan for at most
 //    kPolishRounds solver rounds (a polish: it only ever replaces the plan
 //    by a verified cheaper one, and reports optimal when it proves it;
@@ -79,6 +86,25 @@ inline constexpr int kFastRepairMoves = 3;
 inline constexpr int kPriceSteps = 60;
 inline constexpr int kGreedySaves = 64;
 inline constexpr int kSwapCandidates = 64;
+inline constexpr int kBisectSteps = 20;
+
+// How much fast searches: its rounds (builds), the per-byte price's
+// bisection steps, the row prices' subgradient steps, the local search's
+// saves and swap candidates. Spaces of more than kPolishVars vars (no
+// polish follows there) get kLargeSpaceEffort, cut so that a 10^4-node
+// graph stays within 5x a plain partition's time (bench/bench_memory.py's
+// synthetic rows: each cut and each build there costs a sizeable fraction of
+// a plain partition).
+struct FastEffort {
+  int rounds;
+  int bisect_steps;
+  int price_steps;
+  int greedy_saves;
+  int swap_candidates;
+};
+inline constexpr FastEffort kSmallSpaceEffort{kFastRounds, kBisectSteps, kPriceSteps, kGreedySaves,
+                                              kSwapCandidates};
+inline constexpr FastEffort kLargeSpaceEffort{1, 5, 4, 8, 8};
 
 // Builds and measures the plan saving exactly `saved` (prepared ids).
 using Builder = std::function<PartitionResult(const std::vector<NodeId>& saved)>;
