@@ -413,9 +413,9 @@ class Search {
   // space afterwards.
   //
   // On spaces past kPolishVars torch's plans run first instead of last:
-  // their builds correct the targets as fast's own would (a first round's
-  // plan is rarely better than torch's best and costs a build), and one
-  // round of cuts (kLargeSpaceEffort) then tries to beat the plan they found.
+  // their builds give the targets the corrections a first round's build
+  // would, for builds the search makes anyway, and one round of cuts
+  // (kLargeSpaceEffort) then tries to beat the plan they found.
   void fast(int64_t limit) {
     const std::vector<Var> whole = space_.vars();
     Targets targets(space_.rows().size(), limit);

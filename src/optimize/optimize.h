@@ -23,7 +23,7 @@
 //    for less. The plan is built; when it does not fit, the
 //    kFastRepairMoves largest storages alive at its simulated peak change
 //    sides (recomputed -> saved, saved -> recomputed) for the rest of the
-//    search, and it runs again (at most kFastRounds builds; a plan whose
+//    search, and it runs again (at most FastEffort::rounds builds; a plan whose
 //    model cost is not below the best built plan's measured recompute is
 //    not built). Then the torch_plans search (memory/peak_budget.h: torch's
 //    own plans over kPeakSearchBudgets, then its repairs) runs, and its
