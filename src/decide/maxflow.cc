@@ -115,8 +115,8 @@ bool MaxFlow::run(uint32_t s, uint32_t t) {
   all_prev_.assign(n_, kNil);
   // Global relabeling after about twice the relabel work one BFS costs.
   // Measured (docs/performance_maxflow.md): at 6n + m/2, half of this, the
-  // BFSes dominated the optimizer's priced networks (up to 50 ms a cut on a
-  // 12k-vertex one that now takes 2 ms), and every partition family ran
+  // BFSes dominated the optimizer's priced networks (up to 55 ms a cut on
+  // 12k vertices, at most 4.3 ms now), and every partition family ran
   // 0-40% slower.
   relabel_threshold_ = 12ull * n_ + first_[n_];
 
