@@ -16,6 +16,18 @@
 
 namespace remat::testing {
 
+// The joint graph of a training step whose output is (forward output,
+// input gradient, weight gradients...): one forward output.
+inline JointGraph mlp_step(TestGraph& t, Ref out, Ref input_grad, const std::vector<Ref>& weight_grads) {
+  std::vector<A> outs{out, input_grad};
+  for (Ref r : weight_grads) outs.push_back(r);
+  t.output({A::tuple(outs)});
+  JointGraph j;
+  j.graph = t.build();
+  j.num_fwd_outputs = 1;
+  return j;
+}
+
 // A random MLP training step: layers of mm then a chain of 1-3 pointwise
 // ops, their hand-written backward (each pointwise op's derivative reads its
 // forward input, each mm's weight gradient reads the layer input), widths
@@ -67,13 +79,7 @@ inline JointGraph random_mlp(uint32_t seed) {
     t.alias(wt, weights[i]);
     g = t.call("aten.mm.default", {g, wt}, {batch, width[i]});
   }
-  std::vector<A> outs{h, g};
-  for (Ref r : grads) outs.push_back(r);
-  t.output({A::tuple(outs)});
-  JointGraph j;
-  j.graph = t.build();
-  j.num_fwd_outputs = 1;
-  return j;
+  return mlp_step(t, h, g, grads);
 }
 
 }  // namespace remat::testing

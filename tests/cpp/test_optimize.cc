@@ -29,7 +29,6 @@
 namespace remat {
 namespace {
 
-using testing::A;
 using testing::random_mlp;
 using testing::Ref;
 using testing::TestGraph;
@@ -308,7 +307,6 @@ JointGraph residual_mlp(int layers, int64_t batch) {
     xs.push_back(t.call("aten.add.Tensor", {xs.back(), hs.back()}, {batch, kDim}));
   }
   Ref grad = t.placeholder("tangents_1", {batch, kDim});
-  std::vector<A> outs{xs.back()};
   std::vector<Ref> weight_grads(layers);
   for (int i = layers - 1; i >= 0; --i) {
     Ref gr = t.call("aten.threshold_backward.default", {grad, hs[i], 0}, {batch, kDim});
@@ -318,13 +316,7 @@ JointGraph residual_mlp(int layers, int64_t batch) {
     Ref gx = t.call("aten.mm.default", {gr, wt}, {batch, kDim});
     grad = t.call("aten.add.Tensor", {grad, gx}, {batch, kDim});
   }
-  outs.push_back(grad);
-  for (Ref w : weight_grads) outs.push_back(w);
-  t.output({A::tuple(outs)});
-  JointGraph j;
-  j.graph = t.build();
-  j.num_fwd_outputs = 1;
-  return j;
+  return testing::mlp_step(t, xs.back(), grad, weight_grads);
 }
 
 // fast's cuts do not see what long recomputed chains keep alive: on a deep
