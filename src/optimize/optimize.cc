@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -65,26 +66,25 @@ class Search {
   Outcome run(PartitionOptions::PeakSearch mode) {
     if (mode == PartitionOptions::PeakSearch::kFast) {
       fast(limit_);
-      // Small spaces: a short polish by exact's MILP from fast's plan.
+      // Small spaces: when nothing fits yet, exact's smallest-peak search
+      // until a plan fits; then a short polish by exact's MILP from the
+      // plan. Both are bounded by rounds, not seconds, so the answer does
+      // not depend on the machine's speed (the options' time limit still
+      // applies). fast's own searches, aimed far below what any plan
+      // reaches, price saving so high that their plans overshoot (on
+      // mlp_gelu_d6 the smallest peak they built was 1003.3 KiB, the
+      // MILP's 908.0 KiB); the smallest-peak search's bound is the proof
+      // of the unreachable error when nothing fits.
+      int64_t bound = 0;
       if (space_.vars().size() <= static_cast<size_t>(kPolishVars)) {
-        // Bounded by rounds, not seconds, so its answer does not depend on
-        // the machine's speed (the options' time limit still applies).
-        max_rounds_ = rounds_ + kPolishRounds;
-        exact();
-      }
-      // Nothing fits: on small spaces the smallest peak to report comes from
-      // exact's smallest-peak search, bounded by rounds as the polish is.
-      // fast's own searches, aimed far below what any plan reaches, price
-      // saving so high that their plans overshoot (on mlp_gelu_d6 the
-      // smallest peak they built was 1003.3 KiB, the MILP's 908.0 KiB).
-      if (!best_) {
-        int64_t bound = fast_peak_bound();
-        if (space_.vars().size() <= static_cast<size_t>(kPolishVars)) {
+        if (!best_) {
           max_rounds_ = rounds_ + kPolishRounds;
-          bound = std::max(bound, smallest_peak_bound(false, kFastStallRounds));
+          bound = smallest_peak_bound(/*until_fits=*/true, kStallRounds);
         }
-        unreachable(bound);
+        max_rounds_ = rounds_ + kPolishRounds;
+        exact(kPolishStallRounds);
       }
+      if (!best_) unreachable(std::max(bound, fast_peak_bound()));
       return finish("fast");
     }
     fast(limit_);  // an incumbent, and a first cut of hazards
@@ -529,6 +529,29 @@ class Search {
   struct Program {
     Milp milp;
     std::vector<int> s, r;  // per var
+    // Columns made once and shared by the rows that need them (-1: none
+    // yet): per var its held storage (holds) and early-chain segments
+    // (alive), per row its chained terms, per row and var made_late.
+    std::vector<int> held;
+    std::vector<std::vector<int>> z;
+    std::vector<std::vector<int>> chained;
+    std::map<uint32_t, std::vector<int>> made_late;
+    std::vector<int> finite;  // per var, made_finite
+    // The saved sets cut_by_model cut off (by their flags as a string).
+    std::set<std::string> cut_by_model;
+    // Per backward row, the vars with bytes its node reads first.
+    std::vector<std::vector<uint32_t>> first_reads;
+
+    const std::vector<uint32_t>& first_read(const PlanSpace& space, uint32_t row) {
+      if (first_reads.empty()) {
+        first_reads.resize(space.rows().size());
+        for (uint32_t k = 0; k < space.vars().size(); ++k) {
+          const Var& v = space.vars()[k];
+          if (v.bytes > 0 && v.first_row != Var::kNoRow) first_reads[v.first_row].push_back(k);
+        }
+      }
+      return first_reads[row];
+    }
   };
 
   // The whole tie-break toward fewer saved bytes: kTieBreak of the cheapest
@@ -546,6 +569,9 @@ class Search {
   Program validity() const {
     Program p;
     const auto& vars = space_.vars();
+    p.held.assign(vars.size(), -1);
+    p.z.resize(vars.size());
+    p.chained.resize(space_.rows().size());
     double total_bytes = 0;
     for (const Var& v : vars) total_bytes += static_cast<double>(v.bytes);
     const double tie = total_bytes > 0 ? tie_break() / total_bytes : 0;
@@ -602,111 +628,242 @@ class Search {
   // (inductor's model: space.h) count through a continuous c >= that
   // indicator, one per term, shared by the row's two instants.
   void memory_rows(Program& p, int64_t cap, int peak_var) const {
-    const auto& vars = space_.vars();
-    std::vector<std::vector<int>> z(vars.size());
-    std::vector<std::vector<int>> chained(space_.rows().size());
-    auto chain_col = [&](uint32_t row, size_t j) {
-      std::vector<int>& cols = chained[row];
-      if (cols.empty()) cols.assign(space_.rows()[row].chained.size(), -1);
-      if (cols[j] < 0) {
-        const std::vector<uint32_t>& path = space_.rows()[row].chained[j].path;
-        cols[j] = p.milp.add_continuous(0, 1);
-        std::vector<int> idx{cols[j]};
-        std::vector<double> c{1};
-        for (uint32_t u : path) {
-          idx.push_back(p.r[u]);
-          c.push_back(-1);
-        }
-        p.milp.add_row(idx, c, 1.0 - static_cast<double>(path.size()), Milp::kInfinity);
-      }
-      return cols[j];
-    };
-    // Per var with aliases: a continuous h >= s of it and of each alias
-    // (its storage is held).
-    std::vector<int> held(vars.size(), -1);
-    auto holds = [&](uint32_t k) {
-      if (vars[k].aliases.empty()) return p.s[k];
-      if (held[k] < 0) {
-        held[k] = p.milp.add_continuous(0, 1);
-        for (int lower : [&] {
-               std::vector<int> cols{p.s[k]};
-               for (uint32_t a : vars[k].aliases) cols.push_back(p.s[a]);
-               return cols;
-             }()) {
-          const int idx[] = {held[k], lower};
-          const double c[] = {1, -1};
-          p.milp.add_row(idx, c, 0, Milp::kInfinity);
-        }
-      }
-      return held[k];
-    };
-    auto alive = [&](const RowTerm& t) {
-      if (t.segment == -2) return p.r[t.var];
-      if (t.segment < 0) return holds(t.var);
-      std::vector<int>& zs = z[t.var];
-      while (static_cast<int>(zs.size()) <= t.segment) {
-        const size_t j = zs.size();
-        const int col = p.milp.add_continuous(0, 1);
-        const int prev = j == 0 ? holds(t.var) : zs.back();
-        {  // z >= the previous segment's
-          const int idx[] = {col, prev};
-          const double c[] = {1, -1};
-          p.milp.add_row(idx, c, 0, Milp::kInfinity);
-        }
-        // z >= sum(r over the chain) - (length - 1): 1 when all are recomputed.
-        const std::vector<uint32_t>& path = vars[t.var].early[j].path;
-        std::vector<int> idx{col};
-        std::vector<double> c{1};
-        for (uint32_t u : path) {
-          idx.push_back(p.r[u]);
-          c.push_back(-1);
-        }
-        p.milp.add_row(idx, c, 1.0 - static_cast<double>(path.size()), Milp::kInfinity);
-        zs.push_back(col);
-      }
-      return zs[static_cast<size_t>(t.segment)];
-    };
-    // The vars each backward row's node reads first (space.h's instant
-    // just before it).
-    std::vector<std::vector<uint32_t>> first_read(space_.rows().size());
-    for (uint32_t k = 0; k < vars.size(); ++k)
-      if (vars[k].bytes > 0 && vars[k].first_row != Var::kNoRow)
-        first_read[vars[k].first_row].push_back(k);
     const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
     for (uint32_t i = 0; i < rows + rows; ++i) {
       const bool before = i >= rows;
       const uint32_t row = before ? i - rows : i;
       if (before && row <= space_.between()) continue;
-      const int64_t constant = before ? space_.rows()[row].before : space_.rows()[row].constant;
-      std::vector<RowTerm> terms = space_.row_terms(row);
-      if (before)  // saved (s) or recomputed (segment -2: r) just before
-        for (uint32_t k : first_read[row]) {
-          terms.push_back({k, vars[k].bytes, -1});
-          if (!vars[k].inlined_bw) terms.push_back({k, vars[k].bytes, -2});
-        }
-      const auto& chained_terms = space_.rows()[row].chained;
-      int64_t most = constant;
-      for (const RowTerm& t : terms) most += t.segment == -2 ? 0 : t.bytes;  // s + r <= 1 in a plan
-      for (const auto& c : chained_terms) most += c.bytes;
-      if (peak_var < 0 && most <= cap) continue;  // can never exceed the limit
-      std::vector<int> idx;
-      std::vector<double> coef;
-      for (const RowTerm& t : terms) {
-        idx.push_back(alive(t));
-        coef.push_back(static_cast<double>(t.bytes));
+      memory_row(p, row, before, cap, peak_var, /*extended=*/false);
+    }
+  }
+
+  // One instant's row (see memory_rows). `extended`: with the lives a
+  // saved value's recomputed users extend (lazy rows: extension_terms); the
+  // row is added even where it can never exceed `cap`.
+  void memory_row(Program& p, uint32_t row, bool before, int64_t cap, int peak_var, bool extended) const {
+    const auto& vars = space_.vars();
+    const int64_t constant = before ? space_.rows()[row].before : space_.rows()[row].constant;
+    std::vector<RowTerm> terms = space_.row_terms(row);
+    // The extra terms (last in row_terms) add back bytes the row's node
+    // writes: not allocated yet just before it (as row_values counts).
+    if (before) terms.resize(terms.size() - space_.rows()[row].extra.size());
+    if (before)  // saved (s) or recomputed (segment -2: r) just before
+      for (uint32_t k : p.first_read(space_, row)) {
+        terms.push_back({k, vars[k].bytes, -1});
+        if (!vars[k].inlined_bw) terms.push_back({k, vars[k].bytes, -2});
       }
-      for (size_t j = 0; j < chained_terms.size(); ++j) {
-        idx.push_back(chain_col(row, j));
-        coef.push_back(static_cast<double>(chained_terms[j].bytes));
-      }
-      if (peak_var >= 0) {
-        idx.push_back(peak_var);
-        coef.push_back(-1);
-        p.milp.add_row(idx, coef, -Milp::kInfinity, -static_cast<double>(constant));
-      } else {
-        p.milp.add_row(idx, coef, -Milp::kInfinity, static_cast<double>(cap - constant));
+    const auto& chained_terms = space_.rows()[row].chained;
+    int64_t most = constant;
+    for (const RowTerm& t : terms) most += t.segment == -2 ? 0 : t.bytes;  // s + r <= 1 in a plan
+    for (const auto& c : chained_terms) most += c.bytes;
+    if (!extended && peak_var < 0 && most <= cap) return;  // can never exceed the limit
+    std::vector<int> idx;
+    std::vector<double> coef;
+    for (const RowTerm& t : terms) {
+      idx.push_back(alive(p, t));
+      coef.push_back(static_cast<double>(t.bytes));
+    }
+    for (size_t j = 0; j < chained_terms.size(); ++j) {
+      idx.push_back(chain_col(p, row, j));
+      coef.push_back(static_cast<double>(chained_terms[j].bytes));
+    }
+    if (extended) extension_terms(p, row, idx, coef);
+    if (peak_var >= 0) {
+      idx.push_back(peak_var);
+      coef.push_back(-1);
+      p.milp.add_row(idx, coef, -Milp::kInfinity, -static_cast<double>(constant));
+    } else {
+      p.milp.add_row(idx, coef, -Milp::kInfinity, static_cast<double>(cap - constant));
+    }
+  }
+
+  // A continuous h >= s of var k and of each alias (its storage is held);
+  // s_k itself without aliases.
+  int holds(Program& p, uint32_t k) const {
+    const Var& v = space_.vars()[k];
+    if (v.aliases.empty()) return p.s[k];
+    if (p.held[k] < 0) {
+      p.held[k] = p.milp.add_continuous(0, 1);
+      std::vector<int> lower{p.s[k]};
+      for (uint32_t a : v.aliases) lower.push_back(p.s[a]);
+      for (int col : lower) {
+        const int idx[] = {p.held[k], col};
+        const double c[] = {1, -1};
+        p.milp.add_row(idx, c, 0, Milp::kInfinity);
       }
     }
+    return p.held[k];
+  }
+
+  // The column that is 1 when term t's bytes count.
+  int alive(Program& p, const RowTerm& t) const {
+    if (t.segment == -2) return p.r[t.var];
+    if (t.segment < 0) return holds(p, t.var);
+    std::vector<int>& zs = p.z[t.var];
+    while (static_cast<int>(zs.size()) <= t.segment) {
+      const size_t j = zs.size();
+      const int col = p.milp.add_continuous(0, 1);
+      const int prev = j == 0 ? holds(p, t.var) : zs.back();
+      {  // z >= the previous segment's
+        const int idx[] = {col, prev};
+        const double c[] = {1, -1};
+        p.milp.add_row(idx, c, 0, Milp::kInfinity);
+      }
+      // z >= sum(r over the chain) - (length - 1): 1 when all are recomputed.
+      add_all_recomputed(p, col, space_.vars()[t.var].early[j].path);
+      zs.push_back(col);
+    }
+    return zs[static_cast<size_t>(t.segment)];
+  }
+
+  // col >= sum(r over path) - (|path| - 1).
+  static void add_all_recomputed(Program& p, int col, const std::vector<uint32_t>& path) {
+    std::vector<int> idx{col};
+    std::vector<double> c{1};
+    for (uint32_t u : path) {
+      idx.push_back(p.r[u]);
+      c.push_back(-1);
+    }
+    p.milp.add_row(idx, c, 1.0 - static_cast<double>(path.size()), Milp::kInfinity);
+  }
+
+  int chain_col(Program& p, uint32_t row, size_t j) const {
+    std::vector<int>& cols = p.chained[row];
+    if (cols.empty()) cols.assign(space_.rows()[row].chained.size(), -1);
+    if (cols[j] < 0) {
+      cols[j] = p.milp.add_continuous(0, 1);
+      add_all_recomputed(p, cols[j], space_.rows()[row].chained[j].path);
+    }
+    return cols[j];
+  }
+
+  // The terms of backward row `row` that space.h's row_values adds and the
+  // MILP's rows leave out: a held var k whose saved range ended before the
+  // row is alive there while a recomputed user u of it is made later
+  // (space.cc's made_by[u] > row, and finite). Per (k, row) a continuous
+  // e >= holds_k + late_u + finite_u - 2 for each user u (made_late,
+  // made_finite). Exact for integral plans.
+  void extension_terms(Program& p, uint32_t row, std::vector<int>& idx, std::vector<double>& coef) const {
+    const auto& vars = space_.vars();
+    if (row <= space_.between()) return;
+    std::vector<int>& late = p.made_late[row];
+    if (late.empty()) late.assign(vars.size(), kUnset);
+    for (uint32_t k = 0; k < vars.size(); ++k) {
+      const Var& v = vars[k];
+      if (v.bytes == 0 || row < v.saved_to) continue;
+      std::vector<std::pair<int, int>> users;  // (late, finite; kAlways: 1 in every plan)
+      for (uint32_t u : space_.users()[k]) {
+        const int m = made_late(p, row, u, late);
+        const int f = m >= 0 ? made_finite(p, u) : kNever;
+        if (m >= 0 && f != kNever) users.push_back({m, f});
+      }
+      if (users.empty()) continue;
+      const int e = p.milp.add_continuous(0, 1);
+      const int held = holds(p, k);
+      for (const auto& [m, f] : users) {
+        if (f == kAlways) {  // e >= held + m - 1
+          const int i3[] = {e, held, m};
+          const double c3[] = {1, -1, -1};
+          p.milp.add_row(i3, c3, -1, Milp::kInfinity);
+        } else {  // e >= held + m + f - 2
+          const int i4[] = {e, held, m, f};
+          const double c4[] = {1, -1, -1, -1};
+          p.milp.add_row(i4, c4, -2, Milp::kInfinity);
+        }
+      }
+      idx.push_back(e);
+      coef.push_back(static_cast<double>(v.bytes));
+    }
+  }
+
+  static constexpr int kUnset = -3;   // not yet built
+  static constexpr int kAlways = -2;  // 1 in every plan
+  static constexpr int kNever = -1;   // 0 in every plan
+
+  // The column late_u that is 1 when var u is recomputed and made after
+  // `row` (space.cc's made_by[u] > row, no reader row counting as
+  // infinitely late), or kNever: u is first read after the row and no
+  // recomputed user of it is made by the row. late_u >= r_u - sum over
+  // u's users x of (r_x - late_x).
+  int made_late(Program& p, uint32_t row, uint32_t u, std::vector<int>& late) const {
+    if (late[u] != kUnset) return late[u];
+    const Var& v = space_.vars()[u];
+    if (!v.can_recompute || (v.first_row != Var::kNoRow && v.first_row <= row)) return late[u] = kNever;
+    std::vector<int> idx, coef_idx;
+    std::vector<double> coef;
+    for (uint32_t x : space_.users()[u]) {
+      if (!space_.vars()[x].can_recompute) continue;
+      const int m = made_late(p, row, x, late);
+      idx.push_back(p.r[x]);
+      coef.push_back(1);
+      if (m >= 0) {
+        idx.push_back(m);
+        coef.push_back(-1);
+      }
+    }
+    const int col = p.milp.add_continuous(0, 1);
+    idx.push_back(col);
+    coef.push_back(1);
+    idx.push_back(p.r[u]);
+    coef.push_back(-1);
+    p.milp.add_row(idx, coef, 0, Milp::kInfinity);  // late_u - r_u + sum(r_x - late_x) >= 0
+    return late[u] = col;
+  }
+
+  // The column finite_u that is 1 when var u, recomputed, is made at some
+  // backward row (space.cc's made_by[u] is not kNoRow): kAlways when a
+  // tangent-derived node reads it, else finite_u >= r_x + finite_x - 1 per
+  // user x (kNever when no user can be).
+  int made_finite(Program& p, uint32_t u) const {
+    if (p.finite.empty()) p.finite.assign(space_.vars().size(), kUnset);
+    if (p.finite[u] != kUnset) return p.finite[u];
+    if (space_.vars()[u].first_row != Var::kNoRow) return p.finite[u] = kAlways;
+    p.finite[u] = kNever;  // while its users are visited (the graph is acyclic)
+    int col = kNever;
+    for (uint32_t x : space_.users()[u]) {
+      if (!space_.vars()[x].can_recompute) continue;
+      const int f = made_finite(p, x);
+      if (f == kNever) continue;
+      if (col < 0) col = p.milp.add_continuous(0, 1);
+      if (f == kAlways) {  // finite_u >= r_x
+        const int i2[] = {col, p.r[x]};
+        const double c2[] = {1, -1};
+        p.milp.add_row(i2, c2, 0, Milp::kInfinity);
+      } else {  // finite_u >= r_x + finite_x - 1
+        const int i3[] = {col, p.r[x], f};
+        const double c3[] = {1, -1, -1};
+        p.milp.add_row(i3, c3, -1, Milp::kInfinity);
+      }
+    }
+    return p.finite[u] = col;
+  }
+
+  // Where the model says a MILP solution does not fit `cap` (space.h's
+  // row_values, which the MILP's rows relax): adds its exceeding rows,
+  // at most kLazyRows, extended with the terms they left out, so this
+  // solution and every plan exceeding there the same way are cut off
+  // without a build. Rows bound `cap` itself, or with `peak_var` >= 0 that
+  // variable (the smallest-peak search, whose solution's peak is `cap`).
+  // False when the model fits (or proves nothing).
+  bool cut_by_model(Program& p, const std::vector<uint8_t>& saved, int64_t cap, int peak_var = -1) const {
+    if (!space_.model_is_bound() || !model_bounds_) return false;
+    std::optional<Assignment> a = space_.implied_recompute(saved);
+    if (!a) return false;
+    // The rows reproduce the model for integral plans, so the solution does
+    // not come back; if it did (a model term they miss), it is built and
+    // cut off by its no-good instead of looping.
+    if (!p.cut_by_model.insert(std::string(saved.begin(), saved.end())).second) return false;
+    std::vector<std::pair<int64_t, std::pair<uint32_t, bool>>> over;
+    for (bool before : {false, true}) {
+      const std::vector<int64_t> v = space_.values(a->saved, a->recomputed, before);
+      for (uint32_t r = space_.between() + 1; r < v.size(); ++r)
+        if (v[r] > cap) over.push_back({v[r], {r, before}});
+    }
+    if (over.empty()) return false;
+    std::stable_sort(over.begin(), over.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    if (over.size() > static_cast<size_t>(kLazyRows)) over.resize(kLazyRows);
+    for (const auto& [value, at] : over) memory_row(p, at.first, at.second, cap, peak_var, /*extended=*/true);
+    return true;
   }
 
   // Excludes one saved set: at least one s differs.
@@ -735,7 +892,9 @@ class Search {
     return saved;
   }
 
-  void exact() {
+  // `stall`: stop after this many builds in a row found no cheaper plan
+  // that fits (fast's polish; exact searches until proof, rounds or time).
+  void exact(int stall = std::numeric_limits<int>::max()) {
     Program p = validity();
     memory_rows(p, limit_, -1);
     if (best_) {  // only plans at least as good as the incumbent are of interest
@@ -750,6 +909,7 @@ class Search {
       const double best = best_->result.recompute_runtime;
       p.milp.add_row(idx, coef, -Milp::kInfinity, best + 1e-9 * std::max(1.0, best));
     }
+    int stalled = 0;
     while (rounds_ < max_rounds_) {
       sync_forbidden(p);
       Milp::Limits lim;
@@ -772,7 +932,10 @@ class Search {
       if (sound) bound_ = std::max(bound_, std::max(0.0, res.bound - tie_break()));
       if (res.values.empty()) break;  // out of time without a solution
       const std::vector<uint8_t> saved = saved_of(p, res);
+      if (cut_by_model(p, saved, limit_)) continue;  // no build: the model already exceeds
+      const double incumbent = best_ ? best_->result.recompute_runtime : -1;
       const Verdict v = evaluate(saved);
+      stalled = best_ && best_->result.recompute_runtime != incumbent ? 0 : stalled + 1;
       // Optimal when its measured recompute is the solver's bound (the
       // model's cost is a lower bound of the measured one; the tie-break
       // adds at most tie_break()); a plan that fits but costs more than the model
@@ -785,6 +948,7 @@ class Search {
         break;
       }
       if (!v.hazards) no_good(p, saved);  // hazards: the forbidden save cuts it off
+      if (stalled >= stall) break;
     }
     if (!(model_bounds_ && space_.model_is_bound())) {
       bound_ = -1;  // a built plan broke the model's bound: nothing is proven
@@ -821,6 +985,9 @@ class Search {
         bound = std::max<int64_t>(bound, static_cast<int64_t>(std::ceil(res.bound - 0.5)));
       if (smallest_peak_ >= 0 && bound >= smallest_peak_) break;  // proven smallest
       const std::vector<uint8_t> saved = saved_of(p, res);
+      // The model's peak of this plan is above the MILP's: no build, the
+      // rows it exceeds come back with the terms they relaxed.
+      if (cut_by_model(p, saved, static_cast<int64_t>(std::floor(res.values[peak] + 0.5)), peak)) continue;
       const int64_t before = smallest_peak_;
       const Verdict v = evaluate(saved);
       if (until_fits && best_) break;

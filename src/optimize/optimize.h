@@ -34,30 +34,39 @@
 //    first there: each of its builds that does not fit corrects the
 //    targets as fast's own builds do, and the round tries to beat its
 //    plan. On spaces of at most
-//    kPolishVars vars, exact's loop then runs from fast's plan for at most
-//    kPolishRounds solver rounds (a polish: it only ever replaces the plan
-//    by a verified cheaper one, and reports optimal when it proves it;
-//    rounds, not seconds, so the answer does not depend on the machine).
+//    kPolishVars vars, when no plan fits yet, exact's smallest-peak search
+//    runs until one does (at most kPolishRounds solver rounds, stopping
+//    after kStallRounds builds that found no smaller peak); then exact's
+//    loop runs from the plan for at most kPolishRounds solver rounds,
+//    stopping after kPolishStallRounds builds that found no cheaper plan (a
+//    polish: it only ever replaces the plan by a verified cheaper one, and
+//    reports optimal when it proves it; rounds, not seconds, so the answer
+//    does not depend on the machine).
 //  * exact: starts from fast's plan (when it fits) as the incumbent; when
 //    fast found none, from the first plan the smallest-peak search below
 //    builds that fits (it stops there), else none. Then a
 //    MILP (optimize/milp.h): binaries s (saved) and r (recomputed) per var,
 //    minimize sum(cost * r) (plus kTieBreak of the cheapest cost at
 //    most: fewer saved bytes), subject to the space's validity rules and its memory rows <=
-//    limit. Each solution is built; one that does not fit is cut off (a
-//    no-good cut on its saved set) and the MILP solved again. The first
+//    limit. The MILP's rows relax one term of the model (a saved value kept
+//    alive by a recomputed user made later): a solution whose model
+//    exceeds the limit is not built; its kLazyRows most exceeding rows are
+//    added with that term, linearized exactly for integral plans (lazy
+//    rows), and the MILP solved again. Each other solution is built; one
+//    that does not fit is cut off (a no-good cut on its saved set) and the
+//    MILP solved again. The first
 //    solution that fits is optimal when the solver proved optimality and the
 //    model bounded every built plan's peak from below (it is checked each
 //    time). On time out the best verified plan is returned with the bound.
+//    The smallest-peak search below adds lazy rows the same way, against
+//    its solution's peak.
 //  * Unreachable: Error(kBudgetUnreachable) naming the smallest simulated
 //    peak among the plans built and a proven lower bound of any valid
 //    plan's peak (exact: the MILP minimizing the model's peak, verified the
 //    same way, within the time limit, stopping early after kStallRounds
 //    builds that found no smaller peak; fast: every row with only what
 //    every plan holds there). On spaces of at most kPolishVars vars fast
-//    runs exact's smallest-peak search before it reports, for at most
-//    kPolishRounds rounds, stopping after kFastStallRounds builds that
-//    found no smaller peak.
+//    reports the smallest-peak search it ran (above).
 //  * Deterministic for a given graph, options and limit (a time limit that
 //    stops the solver can change the answer).
 //  * REMAT_MILP_DUMP_DIR set (benchmarks only): exact writes each program to
@@ -76,13 +85,16 @@ namespace remat::optimize {
 
 inline constexpr int kFastRounds = 6;
 inline constexpr int kStallRounds = 25;
-inline constexpr int kFastStallRounds = 5;
 inline constexpr int kPolishVars = 2000;
 inline constexpr int kPolishRounds = 60;
+inline constexpr int kPolishStallRounds = 25;
 // The objective's tie-break toward fewer saved bytes, in total, as a
 // fraction of the cheapest recomputation: it never outweighs recompute.
 inline constexpr double kTieBreak = 1e-4;
 inline constexpr int kFastRepairMoves = 3;
+// Per MILP solution the model rejects, the most exceeding rows added back
+// with the terms the MILP's rows relax (exact's lazy rows).
+inline constexpr int kLazyRows = 4;
 inline constexpr int kPriceSteps = 60;
 inline constexpr int kGreedySaves = 64;
 inline constexpr int kSwapCandidates = 64;

@@ -200,10 +200,14 @@ class PlanSpace {
   const std::vector<Var>& vars() const { return vars_; }
   // Per var: the var indices of its forward-computable inputs.
   const std::vector<std::vector<uint32_t>>& deps() const { return deps_; }
+  // Per var: the vars reading it (deps reversed).
+  const std::vector<std::vector<uint32_t>>& users() const { return users_; }
   // Forward rows, then the return (index between()), then backward rows.
   const std::vector<MemoryRow>& rows() const { return rows_; }
   uint32_t between() const { return between_; }
-  // Row r's plan-dependent terms.
+  // Row r's plan-dependent terms, its `extra` terms last. The MILP relaxes
+  // one term of row_values: a saved value kept alive past its saved range
+  // by a recomputed user made later (optimize.cc adds it back lazily).
   std::vector<RowTerm> row_terms(uint32_t r) const;
   int var_of(NodeId n) const { return n < var_of_.size() ? var_of_[n] : -1; }
   bool model_is_bound() const { return model_rows_; }
