@@ -31,6 +31,15 @@ bool aliases_input(const Graph& g, NodeId n, int64_t sid) {
   return false;
 }
 
+// The node that allocates n's storages: a multi-output op's outputs exist
+// from the op on, not from the getitems that take them out (their bytes
+// are attributed to the getitems: fresh_bytes).
+NodeId made_at(const Graph& g, NodeId n) {
+  if (!is_getitem(g, n)) return n;
+  const auto inputs = g.inputs(n);
+  return inputs.empty() ? n : inputs[0];
+}
+
 // The bytes node n allocates, as the model counts them (space.h): fresh
 // storages with an identity, each once; a multi-output op's go to its
 // getitems (`claimed` remembers (op, storage) pairs already counted).
@@ -109,14 +118,25 @@ bool recomputable(const DecideContext& ctx, NodeId n) {
 // Per node: the node whose storage it holds — itself, or, for a value
 // sharing a storage with an input of its node (a view, an in-place op),
 // that input's root. A getitem of a multi-output op is its own root (the
-// model gives it the storage it takes out).
+// model gives it the storage it takes out), unless it takes out a view of
+// an input of the op (split, unbind): then that input's root.
 std::vector<NodeId> storage_roots(const Graph& g) {
   std::vector<NodeId> root(g.size());
   for (NodeId n = 0; n < g.size(); ++n) {
     root[n] = n;
-    if (g.node(n).kind != NodeKind::kCallFunction || is_getitem(g, n)) continue;
+    if (g.node(n).kind != NodeKind::kCallFunction) continue;
     const auto tensors = g.tensors(n);
     if (tensors.size() != 1 || tensors[0].storage < 0) continue;
+    // A getitem of a multi-output view op (split, unbind) takes out a view
+    // of the op's input: its root is that input's.
+    if (is_getitem(g, n)) {
+      const auto inputs = g.inputs(n);
+      if (inputs.empty()) continue;
+      for (NodeId in : g.inputs(inputs[0]))
+        for (const TensorMeta& t : g.tensors(in))
+          if (t.storage == tensors[0].storage && root[n] == n) root[n] = root[in];
+      continue;
+    }
     for (NodeId in : g.inputs(n))
       for (const TensorMeta& t : g.tensors(in))
         if (t.storage == tensors[0].storage && root[n] == n) root[n] = root[in];
@@ -302,7 +322,7 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     // Forward rows where it is alive only because it is saved, through the
     // return (row F).
     if (info.required_fw[n]) {
-      add_const(first_at_or_after(fw_pos, n), past_at_or_before(fw_pos, fw_last[n]), unsaved_fw);
+      add_const(first_at_or_after(fw_pos, made_at(g, n)), past_at_or_before(fw_pos, fw_last[n]), unsaved_fw);
       v.saved_from = past_at_or_before(fw_pos, fw_last[n]);
     } else {
       v.saved_from = first_at_or_after(fw_pos, n);
@@ -330,7 +350,7 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
       else b = inlined_bw[n] ? 0 : fresh_bytes(g, n, claimed);
       if (b == 0) continue;
       counted[n] = b;
-      const uint32_t from = node.kind == NodeKind::kPlaceholder ? 0 : first_at_or_after(bw_pos, n);
+      const uint32_t from = node.kind == NodeKind::kPlaceholder ? 0 : first_at_or_after(bw_pos, made_at(g, n));
       const uint32_t to = pinned[n] ? B : past_at_or_before(bw_pos, last_use[n]);
       add_const(bw0 + from, bw0 + to, b, node.kind != NodeKind::kPlaceholder);
     }

@@ -67,7 +67,9 @@
 //    the node: views, in-place ops and aliases are free, but saving one
 //    keeps its root's storage as saving the root would); a multi-output
 //    op's storages are attributed to the getitems that take them out (the
-//    op itself is 0), each storage once. Storages without an identity (-1)
+//    op itself is 0), each storage once, alive from the op's row on; a
+//    getitem taking out a view of the op's input (split, unbind) is an
+//    alias of that input's storage. Storages without an identity (-1)
 //    count 0. Forward outputs count in their constant rows only.
 //    Under inductor's memory model (options.memory_model, memory/fusion.h)
 //    a value inductor inlines gets no buffer unless saved. Per pass, a var
