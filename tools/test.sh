@@ -14,7 +14,8 @@
 #                 under torch 2.13 (the wheel on this machine's disk), then
 #                 under every other supported release, each in its own
 #                 environment installed from PyPI in the background
-#                 (REMAT_TEST_RELEASES, default all of them);
+#                 (REMAT_TEST_RELEASES, default all of them), two
+#                 releases at a time, one per core;
 #  asan *         an AddressSanitizer + UndefinedBehaviorSanitizer build
 #                 (clang) of the library, the CLI, the C++ tests and the fuzz
 #                 target, compiled while pytest runs: the C++ tests, the CLI over every example graph, and
@@ -56,7 +57,7 @@ asan_pid=""
 asan_log=$(mktemp)
 stop_background() {
   local pid
-  for pid in $asan_pid $releases_pid; do
+  for pid in $asan_pid $releases_pid $pair_pid; do
     pkill -P "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
   done
@@ -96,6 +97,7 @@ setup_environment() {
 # its suite has run.
 RELEASES=${REMAT_TEST_RELEASES-"2.15.0 2.14.1 2.12.1 2.11.0"}
 releases_pid=""
+pair_pid=""  # the first suite of a pair (pytest_pair), while it runs
 install_releases() {
   local r rc
   for r in $RELEASES; do
@@ -125,6 +127,28 @@ pytest_release() {
   [ "$rc" != 0 ] || bash tools/test_wheel.sh --venv "build-venv-$r" build-dist/remat-*.whl || rc=$?
   rm -rf "build-venv-$r"
   return "$rc"
+}
+wait_for_releases() {
+  local r
+  for r in "$@"; do wait_for_release "$r" || return 1; done
+}
+# Two releases' suites side by side, each output shown whole after both
+# ran; fails when either does.
+pytest_pair() {
+  local a=$1 b=$2 rc_a=0 rc_b=0 log_a log_b
+  log_a=$(mktemp)
+  log_b=$(mktemp)
+  pytest_release "$a" >"$log_a" 2>&1 &
+  pair_pid=$!
+  pytest_release "$b" >"$log_b" 2>&1 || rc_b=$?
+  wait "$pair_pid" || rc_a=$?
+  pair_pid=""
+  echo "-- torch $a"
+  cat "$log_a"
+  echo "-- torch $b"
+  cat "$log_b"
+  rm -f "$log_a" "$log_b"
+  [ "$rc_a" = 0 ] && [ "$rc_b" = 0 ]
 }
 repair_wheel() {
   rm -rf build-dist
@@ -246,9 +270,21 @@ else
 fi
 stage "pytest (asan build beside it)" python3 -m pytest tests/python -q
 stage "wheel check torch 2.13.0" bash tools/test_wheel.sh --venv "$VENV" build-dist/remat-*.whl
-for r in $RELEASES; do
-  stage "torch $r install (rest)" wait_for_release "$r"
-  stage "pytest torch $r" pytest_release "$r"
+# Two releases at a time: each suite is one single-threaded pytest process
+# (about 10 minutes of CPU), so a pair keeps both cores busy and halves the
+# stages' wall time.
+# shellcheck disable=SC2086  # RELEASES is a word list
+set -- $RELEASES
+while [ $# -gt 0 ]; do
+  if [ $# -ge 2 ]; then
+    stage "torch $1, $2 install (rest)" wait_for_releases "$1" "$2"
+    stage "pytest torch $1 + $2" pytest_pair "$1" "$2"
+    shift 2
+  else
+    stage "torch $1 install (rest)" wait_for_release "$1"
+    stage "pytest torch $1" pytest_release "$1"
+    shift
+  fi
 done
 if [ "$sanitizers" = 0 ]; then
   echo "== sanitizer stages SKIPPED (REMAT_SKIP_SANITIZERS=1): not a CI run"
