@@ -776,66 +776,106 @@ class Search {
     }
   }
 
+  static constexpr int kPending = -4;  // being built (build_order)
   static constexpr int kUnset = -3;   // not yet built
   static constexpr int kAlways = -2;  // 1 in every plan
   static constexpr int kNever = -1;   // 0 in every plan
+
+  // The vars whose column `cols` needs before var `start`'s: those reached
+  // from it through users that `follow` allows, each once, last var first
+  // (a user comes after what it reads in the graph, so building in this
+  // order finds every user's column built). Iterative: chains of users
+  // are as deep as the graph.
+  // Each var returned is marked kPending in `cols` until the caller builds it.
+  template <class Follow>
+  std::vector<uint32_t> build_order(uint32_t start, std::vector<int>& cols, Follow follow) const {
+    std::vector<uint32_t> todo{start}, order;
+    cols[start] = kPending;
+    while (!todo.empty()) {
+      const uint32_t u = todo.back();
+      todo.pop_back();
+      order.push_back(u);
+      if (!follow(u)) continue;
+      for (uint32_t x : space_.users()[u])
+        if (cols[x] == kUnset && space_.vars()[x].can_recompute) {
+          cols[x] = kPending;
+          todo.push_back(x);
+        }
+    }
+    std::sort(order.begin(), order.end(), std::greater<>());
+    return order;
+  }
 
   // The column late_u that is 1 when var u is recomputed and made after
   // `row` (space.cc's made_by[u] > row, no reader row counting as
   // infinitely late), or kNever: u is first read after the row and no
   // recomputed user of it is made by the row. late_u >= r_u - sum over
   // u's users x of (r_x - late_x).
-  int made_late(Program& p, uint32_t row, uint32_t u, std::vector<int>& late) const {
-    if (late[u] != kUnset) return late[u];
-    const Var& v = space_.vars()[u];
-    if (!v.can_recompute || (v.first_row != Var::kNoRow && v.first_row <= row)) return late[u] = kNever;
-    std::vector<int> idx, coef_idx;
-    std::vector<double> coef;
-    for (uint32_t x : space_.users()[u]) {
-      if (!space_.vars()[x].can_recompute) continue;
-      const int m = made_late(p, row, x, late);
-      idx.push_back(p.r[x]);
-      coef.push_back(1);
-      if (m >= 0) {
-        idx.push_back(m);
-        coef.push_back(-1);
+  int made_late(Program& p, uint32_t row, uint32_t start, std::vector<int>& late) const {
+    if (late[start] != kUnset) return late[start];
+    auto late_possible = [&](uint32_t u) {
+      const Var& v = space_.vars()[u];
+      return v.can_recompute && (v.first_row == Var::kNoRow || v.first_row > row);
+    };
+    for (uint32_t u : build_order(start, late, late_possible)) {
+      if (!late_possible(u)) {
+        late[u] = kNever;
+        continue;
       }
+      std::vector<int> idx;
+      std::vector<double> coef;
+      for (uint32_t x : space_.users()[u]) {
+        if (!space_.vars()[x].can_recompute) continue;
+        idx.push_back(p.r[x]);
+        coef.push_back(1);
+        if (late[x] >= 0) {
+          idx.push_back(late[x]);
+          coef.push_back(-1);
+        }
+      }
+      const int col = p.milp.add_continuous(0, 1);
+      idx.push_back(col);
+      coef.push_back(1);
+      idx.push_back(p.r[u]);
+      coef.push_back(-1);
+      p.milp.add_row(idx, coef, 0, Milp::kInfinity);  // late_u - r_u + sum(r_x - late_x) >= 0
+      late[u] = col;
     }
-    const int col = p.milp.add_continuous(0, 1);
-    idx.push_back(col);
-    coef.push_back(1);
-    idx.push_back(p.r[u]);
-    coef.push_back(-1);
-    p.milp.add_row(idx, coef, 0, Milp::kInfinity);  // late_u - r_u + sum(r_x - late_x) >= 0
-    return late[u] = col;
+    return late[start];
   }
 
   // The column finite_u that is 1 when var u, recomputed, is made at some
   // backward row (space.cc's made_by[u] is not kNoRow): kAlways when a
   // tangent-derived node reads it, else finite_u >= r_x + finite_x - 1 per
   // user x (kNever when no user can be).
-  int made_finite(Program& p, uint32_t u) const {
+  int made_finite(Program& p, uint32_t start) const {
     if (p.finite.empty()) p.finite.assign(space_.vars().size(), kUnset);
-    if (p.finite[u] != kUnset) return p.finite[u];
-    if (space_.vars()[u].first_row != Var::kNoRow) return p.finite[u] = kAlways;
-    p.finite[u] = kNever;  // while its users are visited (the graph is acyclic)
-    int col = kNever;
-    for (uint32_t x : space_.users()[u]) {
-      if (!space_.vars()[x].can_recompute) continue;
-      const int f = made_finite(p, x);
-      if (f == kNever) continue;
-      if (col < 0) col = p.milp.add_continuous(0, 1);
-      if (f == kAlways) {  // finite_u >= r_x
-        const int i2[] = {col, p.r[x]};
-        const double c2[] = {1, -1};
-        p.milp.add_row(i2, c2, 0, Milp::kInfinity);
-      } else {  // finite_u >= r_x + finite_x - 1
-        const int i3[] = {col, p.r[x], f};
-        const double c3[] = {1, -1, -1};
-        p.milp.add_row(i3, c3, -1, Milp::kInfinity);
+    if (p.finite[start] != kUnset) return p.finite[start];
+    auto unread = [&](uint32_t u) { return space_.vars()[u].first_row == Var::kNoRow; };
+    for (uint32_t u : build_order(start, p.finite, unread)) {
+      if (!unread(u)) {
+        p.finite[u] = kAlways;
+        continue;
       }
+      int col = kNever;
+      for (uint32_t x : space_.users()[u]) {
+        if (!space_.vars()[x].can_recompute) continue;
+        const int f = p.finite[x];
+        if (f == kNever) continue;
+        if (col < 0) col = p.milp.add_continuous(0, 1);
+        if (f == kAlways) {  // finite_u >= r_x
+          const int i2[] = {col, p.r[x]};
+          const double c2[] = {1, -1};
+          p.milp.add_row(i2, c2, 0, Milp::kInfinity);
+        } else {  // finite_u >= r_x + finite_x - 1
+          const int i3[] = {col, p.r[x], f};
+          const double c3[] = {1, -1, -1};
+          p.milp.add_row(i3, c3, -1, Milp::kInfinity);
+        }
+      }
+      p.finite[u] = col;
     }
-    return p.finite[u] = col;
+    return p.finite[start];
   }
 
   // Where the model says a MILP solution does not fit `cap` (space.h's
