@@ -40,6 +40,10 @@ void dump_milp(const Milp& milp) {
   milp.write_mps(fmt::format("{}/{}.mps", dir, counter++));
 }
 
+// A saved set's flags as a map key: std::map over vector<uint8_t> trips a
+// GCC 12 false -Wstringop-overread in its memcmp.
+std::string flags_key(const std::vector<uint8_t>& flags) { return std::string(flags.begin(), flags.end()); }
+
 // What a built plan told us.
 struct Verdict {
   bool fits = false;
@@ -112,9 +116,7 @@ class Search {
     // The plan saves what something reads (the extraction prunes the rest).
     std::optional<Assignment> used = space_.implied_recompute(asked);
     const std::vector<uint8_t>& saved = used ? used->saved : asked;
-    // Keyed by the flags as a string: std::map over vector<uint8_t> trips
-    // a GCC 12 false -Wstringop-overread in its memcmp.
-    std::string key(saved.begin(), saved.end());
+    std::string key = flags_key(saved);
     auto it = seen_.find(key);
     if (it != seen_.end()) return it->second;
     const std::vector<NodeId> nodes = space_.saved_nodes(saved);
@@ -537,8 +539,8 @@ class Search {
     std::vector<std::vector<int>> chained;
     std::map<uint32_t, std::vector<int>> made_late;
     std::vector<int> finite;  // per var, made_finite
-    // The saved sets cut_by_model cut off (by their flags as a string).
-    std::set<std::string> cut_by_model;
+    // The saved sets cut_by_model cut off (flags_key).
+    std::set<std::string> lazily_cut;
     // Per backward row, the vars with bytes its node reads first.
     std::vector<std::vector<uint32_t>> first_reads;
 
@@ -646,12 +648,13 @@ class Search {
     std::vector<RowTerm> terms = space_.row_terms(row);
     // The extra terms (last in row_terms) add back bytes the row's node
     // writes: not allocated yet just before it (as row_values counts).
-    if (before) terms.resize(terms.size() - space_.rows()[row].extra.size());
-    if (before)  // saved (s) or recomputed (segment -2: r) just before
-      for (uint32_t k : p.first_read(space_, row)) {
+    if (before) {
+      terms.resize(terms.size() - space_.rows()[row].extra.size());
+      for (uint32_t k : p.first_read(space_, row)) {  // saved (s) or recomputed (segment -2: r)
         terms.push_back({k, vars[k].bytes, -1});
         if (!vars[k].inlined_bw) terms.push_back({k, vars[k].bytes, -2});
       }
+    }
     const auto& chained_terms = space_.rows()[row].chained;
     int64_t most = constant;
     for (const RowTerm& t : terms) most += t.segment == -2 ? 0 : t.bytes;  // s + r <= 1 in a plan
@@ -892,7 +895,7 @@ class Search {
     // The rows reproduce the model for integral plans, so the solution does
     // not come back; if it did (a model term they miss), it is built and
     // cut off by its no-good instead of looping.
-    if (!p.cut_by_model.insert(std::string(saved.begin(), saved.end())).second) return false;
+    if (!p.lazily_cut.insert(flags_key(saved)).second) return false;
     std::vector<std::pair<int64_t, std::pair<uint32_t, bool>>> over;
     for (bool before : {false, true}) {
       const std::vector<int64_t> v = space_.values(a->saved, a->recomputed, before);

@@ -128,16 +128,8 @@ std::vector<NodeId> storage_roots(const Graph& g) {
     const auto tensors = g.tensors(n);
     if (tensors.size() != 1 || tensors[0].storage < 0) continue;
     // A getitem of a multi-output view op (split, unbind) takes out a view
-    // of the op's input: its root is that input's.
-    if (is_getitem(g, n)) {
-      const auto inputs = g.inputs(n);
-      if (inputs.empty()) continue;
-      for (NodeId in : g.inputs(inputs[0]))
-        for (const TensorMeta& t : g.tensors(in))
-          if (t.storage == tensors[0].storage && root[n] == n) root[n] = root[in];
-      continue;
-    }
-    for (NodeId in : g.inputs(n))
+    // of an input of the op: its root is that input's.
+    for (NodeId in : g.inputs(made_at(g, n)))
       for (const TensorMeta& t : g.tensors(in))
         if (t.storage == tensors[0].storage && root[n] == n) root[n] = root[in];
   }
