@@ -34,8 +34,8 @@ struct Built {
 
 class Search {
  public:
-  Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats)
-      : ctx_(ctx), limit_(limit), build_(build), stats_(stats) {
+  Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats, bool repairs)
+      : ctx_(ctx), limit_(limit), build_(build), stats_(stats), repairs_(repairs) {
     const Graph& g = ctx.graph;
     for (NodeId p = 0; p < g.size(); ++p) {
       const NodeId j = g.node(p).origin;
@@ -56,6 +56,7 @@ class Search {
       }
       if (std::optional<Built> fit = evaluate(*plan)) return finish(std::move(*fit));
     }
+    if (!repairs_) unreachable();
     // Nothing fits: the repair path starts from the smallest peak of all.
     for (const BudgetPlan& plan : skipped) evaluate(plan);
     return repair_path();
@@ -261,6 +262,7 @@ class Search {
   const int64_t limit_;
   const PlanBuilder& build_;
   PeakSearchStats* stats_;
+  const bool repairs_;
   std::vector<NodeId> prepared_of_;  // joint id -> prepared id
   std::set<std::vector<NodeId>> tried_;  // sorted saved sets built so far
   int64_t inputs_bytes_ = 0;             // the forward's inputs (lower_bound)
@@ -272,8 +274,8 @@ class Search {
 }  // namespace
 
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
-                                  PeakSearchStats* stats) {
-  return Search(ctx, limit, build, stats).run();
+                                  PeakSearchStats* stats, bool repairs) {
+  return Search(ctx, limit, build, stats, repairs).run();
 }
 
 PeakBudgetPlan plan_peak_budget(const DecideContext& ctx, int64_t limit, size_t joint_size,

@@ -24,6 +24,9 @@
 //    result with the smallest peak, and the path ends when a step gains
 //    nothing or after kRepairSteps steps. The answer is the first state of
 //    the path that fits.
+//    With `repairs` false (the fast search's first pass on large graphs,
+//    optimize.h), a limit no candidate meets is unreachable at once: the
+//    candidates set aside are not built and no repair path runs.
 //  * Otherwise BudgetUnreachableError (kBudgetUnreachable) naming the limit
 //    and the smallest peak any hazard-free candidate or path state reached
 //    (its smallest_peak; no proven_bound).
@@ -59,7 +62,7 @@ struct PeakSearchStats {
 };
 
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
-                                  PeakSearchStats* stats = nullptr);
+                                  PeakSearchStats* stats = nullptr, bool repairs = true);
 
 // The search as the pipeline's plan step runs it (PartitionPlan under
 // peak_memory_budget): `build` receives each candidate's saved values split

@@ -31,9 +31,19 @@
 //    is never worse than torch's plans. Spaces of more than kPolishVars
 //    vars get kLargeSpaceEffort instead of kSmallSpaceEffort (one round,
 //    fewer steps and swaps: FastEffort), and the torch_plans search runs
-//    first there: each of its builds that does not fit corrects the
-//    targets as fast's own builds do, and the round tries to beat its
-//    plan. On spaces of at most
+//    first there, without its repair path: each of its builds that does
+//    not fit corrects the targets as fast's own builds do, and the round
+//    tries to beat its plan. When none of torch's plans fits there,
+//    checkpointed plans (Chen et al. 2016): separators are vars where
+//    every recomputation chain passes (no recomputable var before one is
+//    read by a forward-required var after it); the plan checkpointing a
+//    prefix of c separators saves every ~sqrt(c)-th of them, recomputes
+//    the rest of the prefix in the backward, and saves what the backward
+//    reads after it. The fully checkpointed plan is built first (the
+//    family's smallest peak); when it fits, the shortest prefix that fits
+//    (the family's least recompute) is searched by regula falsi on c, at
+//    most kCheckpointBuilds more builds. Only when these fit nothing
+//    either does torch_plans' repair path run. On spaces of at most
 //    kPolishVars vars, when no plan fits yet, exact's smallest-peak search
 //    runs until one does (at most kPolishRounds solver rounds, stopping
 //    after kStallRounds builds that found no smaller peak); then exact's
@@ -99,6 +109,10 @@ inline constexpr int kPriceSteps = 60;
 inline constexpr int kGreedySaves = 64;
 inline constexpr int kSwapCandidates = 64;
 inline constexpr int kBisectSteps = 20;
+// fast's checkpointed plans on large spaces: the fewest separators worth
+// it, and the builds of the search for the shortest fitting prefix.
+inline constexpr size_t kMinSeparators = 4;
+inline constexpr int kCheckpointBuilds = 4;
 
 // How much fast searches: its rounds (builds), the per-byte price's
 // bisection steps, the row prices' subgradient steps, the local search's
