@@ -53,15 +53,18 @@ cpu_file=$(mktemp)
 # The ASan build runs in the background while pytest runs: the Python suite
 # keeps one core busy, the compiler the other. Its stage waits for it and
 # shows its output; a failed or interrupted run stops it.
+# The TSan build likewise runs beside the ASan stages.
 asan_pid=""
 asan_log=$(mktemp)
+tsan_pid=""
+tsan_log=$(mktemp)
 stop_background() {
   local pid
-  for pid in $asan_pid $releases_pid $pair_pid; do
+  for pid in $asan_pid $tsan_pid $releases_pid $pair_pid; do
     pkill -P "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
   done
-  rm -f "$cpu_file" "$asan_log"
+  rm -f "$cpu_file" "$asan_log" "$tsan_log"
 }
 trap stop_background EXIT
 children_cpu() {  # sets cpu: CPU seconds of this shell's finished children
@@ -119,11 +122,12 @@ wait_for_release() {
 }
 # The Python suite under one release: every parity test against that
 # release's own partitioner, live; then the wheel checked there as a user
-# meets it.
+# meets it. The benchmarks' smoke runs (marked one_release) check remat's
+# own tooling and run under the main release only.
 pytest_release() {
   local r=$1 rc=0
   PATH=$PWD/build-venv-$r/bin:$PATH VIRTUAL_ENV=$PWD/build-venv-$r \
-    "build-venv-$r/bin/python" -m pytest tests/python -q -p no:cacheprovider || rc=$?
+    "build-venv-$r/bin/python" -m pytest tests/python -q -p no:cacheprovider -m "not one_release" || rc=$?
   [ "$rc" != 0 ] || bash tools/test_wheel.sh --venv "build-venv-$r" build-dist/remat-*.whl || rc=$?
   rm -rf "build-venv-$r"
   return "$rc"
@@ -248,6 +252,13 @@ wait_for_asan_build() {
   cat "$asan_log"
   return "$rc"
 }
+wait_for_tsan_build() {
+  local rc=0
+  wait "$tsan_pid" || rc=$?
+  tsan_pid=""
+  cat "$tsan_log"
+  return "$rc"
+}
 
 stage "setup" setup_environment
 stage "wheel" repair_wheel
@@ -290,12 +301,16 @@ if [ "$sanitizers" = 0 ]; then
   echo "== sanitizer stages SKIPPED (REMAT_SKIP_SANITIZERS=1): not a CI run"
 else
   stage "asan build (rest)" wait_for_asan_build
+  # The TSan build beside the ASan stages: the C++ tests and the fuzzer
+  # each keep one core busy.
+  build_tsan >"$tsan_log" 2>&1 &
+  tsan_pid=$!
   # One process for the whole suite: ctest's process per test would pay the
   # sanitizer start-up for each of several hundred tests.
-  stage "asan C++ tests" timeout 900 build-asan/remat_tests --gtest_brief=1
+  stage "asan C++ tests (tsan build beside them)" timeout 900 build-asan/remat_tests --gtest_brief=1
   stage "asan CLI examples" cli_over_examples
   stage "asan fuzz" fuzz
-  stage "tsan build" build_tsan
+  stage "tsan build (rest)" wait_for_tsan_build
   stage "tsan C++ threads" timeout 600 build-tsan/remat_concurrency_tests --gtest_brief=1
   stage "tsan Python threads" tsan_python
 fi

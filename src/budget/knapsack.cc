@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -233,6 +234,34 @@ KnapsackResult dp_knapsack(const std::vector<double>& memory,
   KnapsackResult res;
   dp.backtrack(cap, res.saved, res.recomputed);
   res.expected_runtime = dp.value(cap);
+  return res;
+}
+
+struct DpKnapsack::Table {
+  Quantized q;
+  int64_t cap = -1;  // the capacity dp was built for (-1: not yet)
+  std::optional<QuantizedDp> dp;
+};
+
+DpKnapsack::DpKnapsack(std::vector<double> memory, std::vector<double> runtimes)
+    : memory_(std::move(memory)), runtimes_(std::move(runtimes)), table_(std::make_unique<Table>()) {}
+DpKnapsack::~DpKnapsack() = default;
+DpKnapsack::DpKnapsack(DpKnapsack&&) noexcept = default;
+DpKnapsack& DpKnapsack::operator=(DpKnapsack&&) noexcept = default;
+
+KnapsackResult DpKnapsack::solve(double max_memory) {
+  validate("dp", memory_, runtimes_, max_memory, /*need_budget=*/true);
+  Table& t = *table_;
+  if (t.cap < 0) t.q = quantize_all(memory_);
+  const int64_t cap = table_capacity("dp", t.q, quantize(max_memory), memory_.size());
+  if (cap > t.cap) {
+    t.dp.reset();
+    t.dp.emplace(t.q.weight, runtimes_, cap);
+    t.cap = cap;
+  }
+  KnapsackResult res;
+  t.dp->backtrack(cap, res.saved, res.recomputed);
+  res.expected_runtime = t.dp->value(cap);
   return res;
 }
 

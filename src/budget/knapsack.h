@@ -32,6 +32,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,28 @@ KnapsackResult greedy_knapsack(const std::vector<double>& memory,
 // one float32 row plus one bit per (item, capacity) cell.
 KnapsackResult dp_knapsack(const std::vector<double>& memory,
                            const std::vector<double>& runtimes, double max_memory);
+
+// dp_knapsack over one item set at several budgets (the memory budget's
+// plans ask the same items at each budget): the table is built for the
+// largest capacity asked so far and kept, since a cell depends only on
+// cells at the same or lower capacity, so a larger table holds a smaller
+// one's cells exactly; a larger capacity rebuilds it. Each solve returns
+// exactly what dp_knapsack(memory, runtimes, max_memory) returns, errors
+// included.
+class DpKnapsack {
+ public:
+  DpKnapsack(std::vector<double> memory, std::vector<double> runtimes);
+  ~DpKnapsack();
+  DpKnapsack(DpKnapsack&&) noexcept;
+  DpKnapsack& operator=(DpKnapsack&&) noexcept;
+  KnapsackResult solve(double max_memory);
+
+ private:
+  struct Table;
+  std::vector<double> memory_;
+  std::vector<double> runtimes_;
+  std::unique_ptr<Table> table_;
+};
 
 // The same quantized problem as dp_knapsack solved in O(capacity) memory by
 // Hirschberg's divide and conquer; never exceeds the quantized budget.

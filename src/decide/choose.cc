@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -139,6 +140,7 @@ class BudgetStage {
     for (NodeId n : ctx_.info.inputs) input_storages.insert(node_storage(g, n));
     items_.clear();
     must_save_.clear();
+    dp_.reset();
     for (NodeId n : aggressive_cut.banned_nodes) {
       // Only nodes the backward needs, and not aliases of an input (which
       // is saved anyway), unless a non-builtin op produced them.
@@ -215,6 +217,11 @@ class BudgetStage {
       auto [saved, recomputed] = o.custom_knapsack(memory_, std::max(budget, 0.0), item_ids_);
       k.saved = std::move(saved);
       k.recomputed = std::move(recomputed);
+    } else if (o.activation_memory_budget_solver == "dp") {
+      // One table for every budget asked (knapsack.h DpKnapsack): the
+      // peak search and the Pareto sweep ask many.
+      if (!dp_) dp_.emplace(memory_, runtimes_);
+      k = dp_->solve(std::max(budget, 0.0));
     } else {
       k = solve_knapsack(o.activation_memory_budget_solver, memory_, runtimes_,
                          std::max(budget, 0.0));
@@ -286,6 +293,7 @@ class BudgetStage {
   std::vector<NodeId> item_ids_;  // items_ as joint ids, for the custom solver
   std::vector<double> memory_, runtimes_;
   double total_runtime_ = 0;
+  std::optional<DpKnapsack> dp_;  // the "dp" solver's table, kept across budgets
   double more_ratio_ = 0, aggressive_ratio_ = 0;
   std::vector<uint8_t> dont_ban_;
   std::map<std::vector<int>, MinCutResult> cuts_;

@@ -185,6 +185,27 @@ TEST(KnapsackDp, Float32Accumulation) {
   EXPECT_EQ(r.saved, (std::vector<int>{0}));
 }
 
+// One table for many budgets (the memory budget's plans ask the same items
+// at each): every answer equals a fresh dp_knapsack's, whether the budgets
+// come down (the table kept), go up (rebuilt) or repeat, and a bad budget
+// raises as dp_knapsack does without spoiling the table.
+TEST(KnapsackDp, OneTableAnswersEveryBudgetAsAFreshRunDoes) {
+  std::mt19937 rng(11);
+  for (int t = 0; t < 100; ++t) {
+    const Instance in = random_instance(rng, 1 + t % 14);
+    DpKnapsack dp(in.memory, in.runtimes);
+    for (double budget : {0.9, 0.5, 0.5, 0.125, 0.0, 1.5, 0.3, 1e9, 0.7}) {
+      const KnapsackResult got = dp.solve(budget);
+      const KnapsackResult want = dp_knapsack(in.memory, in.runtimes, budget);
+      EXPECT_EQ(got.saved, want.saved) << "instance " << t << ", budget " << budget;
+      EXPECT_EQ(got.recomputed, want.recomputed) << "instance " << t << ", budget " << budget;
+      EXPECT_EQ(got.expected_runtime, want.expected_runtime) << "instance " << t << ", budget " << budget;
+    }
+    EXPECT_THROW(dp.solve(-1.0), Error);
+    EXPECT_EQ(dp.solve(0.25).saved, dp_knapsack(in.memory, in.runtimes, 0.25).saved);
+  }
+}
+
 TEST(KnapsackHirschberg, OptimalAndNeverOverBudget) {
   std::mt19937 rng(3);
   for (int t = 0; t < 400; ++t) {

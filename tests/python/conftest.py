@@ -28,6 +28,13 @@ except ImportError:
     sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
+def pytest_configure(config):
+    # tools/test.sh runs the other releases' suites with -m "not one_release".
+    config.addinivalue_line(
+        "markers", "one_release: checks remat's own tooling (the benchmarks' smoke runs), not "
+                   "a release's partitioner; CI runs it under the main release only")
+
+
 @pytest.fixture(scope="session")
 def examples_dir() -> str:
     return EXAMPLES

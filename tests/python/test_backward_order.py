@@ -122,6 +122,7 @@ def test_the_setting_validates_the_order_and_the_drop_in_passes_it_only_when_ask
     assert rt.get_backward_order() == "autograd"
 
 
+@pytest.mark.one_release
 def test_the_backward_order_benchmark_smoke_run(rt, capsys):
     """bench/bench_backward_order.py --smoke keeps working (it asserts the
     memory order never raises a default plan's peak)."""

@@ -14,6 +14,7 @@ pytest.importorskip("remat.torch")
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench")
 
 
+@pytest.mark.one_release
 def test_memory_benchmark_smoke_run(capsys):
     sys.path.insert(0, BENCH)
     try:
