@@ -122,8 +122,9 @@ wait_for_release() {
 }
 # The Python suite under one release: every parity test against that
 # release's own partitioner, live; then the wheel checked there as a user
-# meets it. The benchmarks' smoke runs (marked one_release) check remat's
-# own tooling and run under the main release only.
+# meets it. Tests marked one_release (the benchmarks' smoke runs, fast's
+# checkpointed plans on a deep stack) check remat's own tooling or search
+# and run under the main release only.
 pytest_release() {
   local r=$1 rc=0
   PATH=$PWD/build-venv-$r/bin:$PATH VIRTUAL_ENV=$PWD/build-venv-$r \

@@ -17,6 +17,10 @@ peak minus one byte), these rules hold:
 * a proven lower bound of the recompute is never above a plan found;
 * a model compiled under ``peak_memory_budget(..., search="exact")`` trains
   as eager does;
+* on a deep residual stack (a large space) fast's checkpointed plans reach
+  below half of torch's smallest peak, and halfway between the two its plan
+  fits, measures as simulated and trains as eager does (under the main
+  release only: remat's own search);
 * the Python setting validates its arguments, keeps the bare-``nbytes`` form
   (torch_plans), and the drop-in passes the search only with a limit.
 
@@ -405,3 +409,78 @@ def test_the_result_carries_the_search_summary_only_under_a_limit(rt):
     assert summary["search"] == "exact" and summary["plans_built"] >= 1
     if summary["optimal"]:  # up to the MILP's tie-break, under 0.5
         assert 0 <= p.result["recompute_runtime"] - summary["recompute_lower_bound"] <= 1e-3 * max(1.0, p.result["recompute_runtime"])
+
+
+@pytest.mark.one_release
+def test_fast_checkpoints_a_deep_stack_and_its_plan_trains_as_eager(rt, monkeypatch):
+    """Every torch plan keeps each layer's activations, so on a deep residual
+    stack (a space past 2000 vars: optimize.h's large spaces) torch's smallest
+    peak is its runtime-optimized one; fast's checkpointed plans reach far
+    below. Halfway between the two, fast's plan fits, the live-storage tracker
+    measures exactly its simulated peak, and the model compiled under it
+    trains as eager does. (remat's own search on one release's graph: the
+    parity of each release's partitioner is the other suites'.)"""
+    from torch import nn
+
+    from corpus.capture import compile_case, copy_graph_module, loss_of, make_backend
+    from corpus.models import Case
+
+    class Deep(nn.Module):
+        def __init__(self, layers: int, dim: int):
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(dim, dim, bias=False) for _ in range(layers))
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = x + torch.relu(layer(x))
+            return x
+
+    def make():
+        torch.manual_seed(0)
+        return Deep(300, 32)
+
+    case = Case("deep_residual_stack", make, lambda: (torch.randn(256, 32, generator=torch.Generator().manual_seed(1)),))
+    results, probes, plans = [], {}, []
+    engine = remat.partition
+
+    def spy(*args, **kwargs):
+        result = engine(*args, **kwargs)
+        results.append(result)
+        return result
+
+    def smallest(joint, kwargs, search):
+        options = rt.options_from_torch(peak_memory_budget=1, peak_search=search)
+        with pytest.raises(remat.BudgetUnreachableError) as e:
+            rt.partition(copy_graph_module(joint), options=options, **kwargs)
+        return e.value
+
+    def partition_fn(joint_module, joint_inputs, **kwargs):
+        keys = {k: kwargs[k] for k in ("num_fwd_outputs", "static_lifetime_input_indices") if k in kwargs}
+        probes["torch_plans"] = smallest(joint_module, keys, "torch_plans").smallest_peak
+        fast = smallest(joint_module, keys, "fast")
+        probes["fast"], probes["bound"] = fast.smallest_peak, fast.proven_bound
+        probes["limit"] = (probes["torch_plans"] + probes["fast"]) // 2
+        with rt.peak_memory_budget(probes["limit"], search="fast"):
+            fw, bw = rt.min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+        plans.append((fw, bw, kwargs["num_fwd_outputs"], results[-1]))
+        return fw, bw
+
+    monkeypatch.setattr(remat, "partition", spy)
+    grads = {}
+    for mode in ("eager", "fast"):
+        model, inputs = case.make_module(), case.make_inputs()
+        fn = model if mode == "eager" else compile_case(case, model, make_backend(case, partition_fn), inputs)
+        loss = loss_of(fn(*inputs))
+        loss.backward()
+        torch._dynamo.reset()
+        grads[mode] = [loss.detach()] + [p.grad for p in model.parameters()]
+    assert len(plans) == 1, f"{len(plans)} joint graphs"
+    fw, bw, num_fwd_outputs, result = plans[0]
+    assert probes["fast"] < probes["torch_plans"] / 2, probes
+    assert 0 < probes["bound"] <= probes["fast"], probes
+    peak = result["memory"]["peak_bytes"]
+    assert result["peak_search"]["search"] == "fast" and peak <= probes["limit"], (result["peak_search"], peak, probes)
+    assert result["hazards"] == []
+    assert measure_step(fw, bw, num_fwd_outputs).peak == peak
+    for a, b in zip(grads["eager"], grads["fast"]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
