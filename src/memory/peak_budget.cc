@@ -34,8 +34,9 @@ struct Built {
 
 class Search {
  public:
-  Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats, bool repairs)
-      : ctx_(ctx), limit_(limit), build_(build), stats_(stats), repairs_(repairs) {
+  Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats, bool repairs,
+         const PeakBound& bound)
+      : ctx_(ctx), limit_(limit), build_(build), stats_(stats), repairs_(repairs), bound_(bound) {
     const Graph& g = ctx.graph;
     for (NodeId p = 0; p < g.size(); ++p) {
       const NodeId j = g.node(p).origin;
@@ -50,7 +51,7 @@ class Search {
     BudgetPlanList list(ctx_, kPeakSearchBudgets);
     std::vector<BudgetPlan> skipped;  // cannot fit: built only if nothing fits
     while (std::optional<BudgetPlan> plan = list.next()) {
-      if (lower_bound(plan->saved) > limit_) {
+      if (lower_bound(plan->saved) > limit_ || (bound_ && bound_(plan->saved) > limit_)) {
         skipped.push_back(std::move(*plan));
         continue;
       }
@@ -263,6 +264,7 @@ class Search {
   const PlanBuilder& build_;
   PeakSearchStats* stats_;
   const bool repairs_;
+  const PeakBound& bound_;
   std::vector<NodeId> prepared_of_;  // joint id -> prepared id
   std::set<std::vector<NodeId>> tried_;  // sorted saved sets built so far
   int64_t inputs_bytes_ = 0;             // the forward's inputs (lower_bound)
@@ -274,8 +276,8 @@ class Search {
 }  // namespace
 
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
-                                  PeakSearchStats* stats, bool repairs) {
-  return Search(ctx, limit, build, stats, repairs).run();
+                                  PeakSearchStats* stats, bool repairs, const PeakBound& bound) {
+  return Search(ctx, limit, build, stats, repairs, bound).run();
 }
 
 PeakBudgetPlan plan_peak_budget(const DecideContext& ctx, int64_t limit, size_t joint_size,

@@ -26,7 +26,10 @@
 //    the path that fits.
 //    With `repairs` false (the fast search's first pass on large graphs,
 //    optimize.h), a limit no candidate meets is unreachable at once: the
-//    candidates set aside are not built and no repair path runs.
+//    candidates set aside are not built and no repair path runs. A
+//    `bound` given (that pass's tighter lower bound of a saved set's peak,
+//    optimize/space.h chained_peak) sets aside the candidates it puts over
+//    the limit too.
 //  * Otherwise BudgetUnreachableError (kBudgetUnreachable) naming the limit
 //    and the smallest peak any hazard-free candidate or path state reached
 //    (its smallest_peak; no proven_bound).
@@ -61,8 +64,13 @@ struct PeakSearchStats {
   std::string chosen;    // the label of the plan returned
 };
 
+// A lower bound of the simulated peak of the plan saving `saved` (ids of
+// ctx.graph).
+using PeakBound = std::function<int64_t(const std::vector<NodeId>& saved)>;
+
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
-                                  PeakSearchStats* stats = nullptr, bool repairs = true);
+                                  PeakSearchStats* stats = nullptr, bool repairs = true,
+                                  const PeakBound& bound = nullptr);
 
 // The search as the pipeline's plan step runs it (PartitionPlan under
 // peak_memory_budget): `build` receives each candidate's saved values split

@@ -127,6 +127,7 @@ class Search {
     v.recompute = r.recompute_runtime;
     v.hazards = !r.hazards.empty();
     if (space_.model_peak(saved) > v.peak) model_bounds_ = false;
+    if (screened_ && space_.chained_peak(saved) > v.peak) chained_bounds_ = false;
     for (const MutationHazard& h : r.hazards) {
       const int k = space_.var_of(prepared_of(r.forward.node(h.saved).origin));
       if (k < 0) continue;
@@ -425,12 +426,16 @@ class Search {
     const std::vector<Var> whole = space_.vars();
     Targets targets(space_.rows().size(), limit);
     const bool large = space_.vars().size() > static_cast<size_t>(kPolishVars);
+    bool checkpointed = false;
     if (large) {
       torch_plans(&targets, /*repairs=*/false);
-      if (!best_) checkpoints();
+      if (!best_) checkpointed = checkpoints();
       if (!best_) torch_plans(&targets);
     }
-    for (int round = 0; round < effort_.rounds; ++round) {
+    // A checkpointed plan is final: the round's cuts price what plans save,
+    // not the long recomputed chains that set these plans' peaks, so what
+    // they offer below the checkpointed plan's recompute overshoots.
+    for (int round = 0; round < effort_.rounds && !checkpointed; ++round) {
       Found found;
       uniform_prices(targets, found);
       if (!found.fitting || found.fitting_cost > 0) row_prices(targets, found);
@@ -445,7 +450,11 @@ class Search {
     }
     space_.restore(whole);
     for (uint32_t k : hazardous_) space_.forbid_save(k);
-    if (!large) torch_plans(nullptr);
+    // The screen assumed the chained model a lower bound; a build that
+    // showed otherwise may mean a torch plan that fits went unbuilt: the
+    // whole torch_plans search runs (its plan replaces fast's when it
+    // recomputes less), so fast stays never worse than torch's plans.
+    if (!large || !chained_bounds_) torch_plans(nullptr);
   }
 
   // --- fast on deep graphs: checkpointed segments --------------------------
@@ -509,10 +518,10 @@ class Search {
   // length (peaks fall about linearly with it: each separator checkpointed
   // frees about one layer's saved values), at most kCheckpointBuilds more
   // builds. Recompute grows with the prefix, so the shortest fitting one
-  // is the cheapest of the family.
-  void checkpoints() {
+  // is the cheapest of the family. Returns whether a checkpointed plan fits.
+  bool checkpoints() {
     const std::vector<uint32_t> seps = separators();
-    if (seps.size() < kMinSeparators) return;
+    if (seps.size() < kMinSeparators) return false;
     const auto& vars = space_.vars();
     std::vector<uint8_t> base(vars.size(), 0);
     // What the backward reads, and every value that cannot be recomputed
@@ -531,12 +540,12 @@ class Search {
     const int64_t smallest_before = smallest_peak_;
     size_t hi = seps.size();
     const std::optional<int64_t> at_hi = peak(hi);
-    if (!at_hi || *at_hi > limit_) return;
+    if (!at_hi || *at_hi > limit_) return false;
     // lo does not fit (c = 0 is about the runtime-optimized plan, which did
     // not: its peak is taken as the smallest built so far, else built).
     size_t lo = 0;
     int64_t at_lo = smallest_before > limit_ ? smallest_before : peak(0).value_or(0);
-    if (at_lo <= limit_) return;
+    if (at_lo <= limit_) return true;
     int64_t peak_hi = *at_hi;
     // Close enough: within 1/64 of the separators, or a peak within 1/128
     // of the limit (about as little recompute again, peaks being linear).
@@ -557,6 +566,7 @@ class Search {
         at_lo = *p;
       }
     }
+    return true;
   }
 
   // Whether building `saved` could give a plan recomputing less than the
@@ -580,6 +590,8 @@ class Search {
     const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
       PartitionResult r = build_(saved);
       ++built_;
+      if (screened_ && space_.chained_peak(space_.saved_flags(saved)) > r.memory.peak_bytes)
+        chained_bounds_ = false;
       if (r.hazards.empty())
         smallest_peak_ = smallest_peak_ < 0 ? r.memory.peak_bytes : std::min(smallest_peak_, r.memory.peak_bytes);
       if (targets && r.hazards.empty() && r.memory.peak_bytes > limit_) {
@@ -590,7 +602,18 @@ class Search {
       return r;
     };
     try {
-      PartitionResult r = solve_peak_budget(ctx_, limit_, build, nullptr, repairs);
+      // Without repairs (fast's first pass on a large space), candidates the
+      // model with whole recomputed chains puts over the limit are set aside
+      // unbuilt: on a deep stack every torch plan recomputing a layer's
+      // values keeps the chain back to a saved one alive (about 40% of
+      // fast's time at the middle of its range on the 10^4-node residual
+      // MLP went to building them).
+      PeakBound screen;
+      if (!repairs) {
+        screened_ = true;
+        screen = [&](const std::vector<NodeId>& saved) { return space_.chained_peak(space_.saved_flags(saved)); };
+      }
+      PartitionResult r = solve_peak_budget(ctx_, limit_, build, nullptr, repairs, screen);
       std::vector<NodeId> saved;
       for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
         for (NodeId j : *list) saved.push_back(prepared_of(j));
@@ -1209,6 +1232,8 @@ class Search {
   std::optional<Outcome> best_;
   int64_t smallest_peak_ = -1;
   bool model_bounds_ = true;  // every built plan's peak >= its model peak
+  bool screened_ = false;       // torch's plans were screened by chained_peak
+  bool chained_bounds_ = true;  // every plan built since: peak >= chained_peak
   double bound_ = -1;         // proven lower bound of the recompute (exact)
   bool proven_ = false;       // the plan found is optimal
   int built_ = 0;

@@ -31,9 +31,11 @@
 //    is never worse than torch's plans. Spaces of more than kPolishVars
 //    vars get kLargeSpaceEffort instead of kSmallSpaceEffort (one round,
 //    fewer steps and swaps: FastEffort), and the torch_plans search runs
-//    first there, without its repair path: each of its builds that does
-//    not fit corrects the targets as fast's own builds do, and the round
-//    tries to beat its plan. When none of torch's plans fits there,
+//    first there, without its repair path and without building the
+//    candidates the chained model (space.h chained_peak) puts over the
+//    limit: each of its builds that does not fit corrects the targets as
+//    fast's own builds do, and the round tries to beat its plan. When none
+//    of torch's plans fits there,
 //    checkpointed plans (Chen et al. 2016): separators are vars where
 //    every recomputation chain passes (no recomputable var before one is
 //    read by a forward-required var after it); the plan checkpointing a
@@ -42,8 +44,9 @@
 //    reads after it. The fully checkpointed plan is built first (the
 //    family's smallest peak); when it fits, the shortest prefix that fits
 //    (the family's least recompute) is searched by regula falsi on c, at
-//    most kCheckpointBuilds more builds. Only when these fit nothing
-//    either does torch_plans' repair path run. On spaces of at most
+//    most kCheckpointBuilds more builds; such a plan is final (the round's
+//    cuts do not see the chains that set its peak). Only when these fit
+//    nothing either does torch_plans' repair path run. On spaces of at most
 //    kPolishVars vars, when no plan fits yet, exact's smallest-peak search
 //    runs until one does (at most kPolishRounds solver rounds, stopping
 //    after kStallRounds builds that found no smaller peak); then exact's

@@ -297,6 +297,15 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     for (NodeId o : *outs)
       if (o != kNoNode) pinned[root[o]] = 1;  // the caller's outputs, gradients: to the end
 
+  // Per var, whatever its bytes: the row of its first tangent-derived
+  // reader (chained_peak's chains run through views and aliases too).
+  read_row_.assign(vars_.size(), Var::kNoRow);
+  for (size_t k = 0; k < vars_.size() && B > 0; ++k) {
+    NodeId first = kNoNode;
+    for (NodeId user : g.users(vars_[k].node))
+      if (info.tangents_closure[user]) first = std::min(first, user);
+    if (first != kNoNode) read_row_[k] = bw0 + first_at_or_after(bw_pos, first);
+  }
   for (size_t k = 0; k < vars_.size(); ++k) {
     Var& v = vars_[k];
     const NodeId n = v.node;
@@ -525,6 +534,24 @@ std::vector<int64_t> PlanSpace::row_values(std::span<const uint8_t> saved,
 
 std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
                                        std::span<const uint8_t> recomputed, bool before) const {
+  return values(saved, recomputed, before, /*all_chains=*/false);
+}
+
+int64_t PlanSpace::chained_peak(std::span<const uint8_t> saved) const {
+  if (!model_rows_) return 0;
+  const std::optional<Assignment> a = implied_recompute(saved);
+  if (!a) return 0;
+  int64_t peak = 0;
+  for (bool before : {false, true}) {
+    const std::vector<int64_t> v = values(a->saved, a->recomputed, before, /*all_chains=*/true);
+    // Forward rows and the return read 0 + terms just before (values).
+    for (size_t r = before ? between_ + 1 : 0; r < v.size(); ++r) peak = std::max(peak, v[r]);
+  }
+  return peak;
+}
+
+std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,
+                                       bool before, bool all_chains) const {
   std::vector<int64_t> diff(rows_.size() + 1, 0);
   const uint32_t bw0 = between_ + 1;
   auto add = [&](uint32_t from, uint32_t to, int64_t bytes) {
@@ -541,7 +568,7 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
   if (!recomputed.empty())
     for (size_t k = vars_.size(); k-- > 0;) {
       if (!recomputed[k]) continue;
-      uint32_t t = vars_[k].first_row;
+      uint32_t t = all_chains ? read_row_[k] : vars_[k].first_row;
       for (uint32_t u : users_[k])
         if (recomputed[u]) t = std::min(t, made_by[u]);
       made_by[k] = t;
@@ -567,7 +594,23 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
       add(bw0, until, v.bytes);
       continue;
     }
-    // Needed early by a chain of recomputed users read before it.
+    // Needed early by a chain of recomputed users read before it: any
+    // such chain (all_chains; inductor inlines an inlined_bw var wherever
+    // it runs, so it has no chains), else the early ones listed.
+    if (all_chains) {
+      if (v.inlined_bw || recomputed.empty() || !recomputed[k] || made_by[k] == Var::kNoRow) continue;
+      // Alive until its first reader (the constant counts it from there);
+      // one the backward reads only through recomputed users (a transposed
+      // activation for a weight's gradient, the next layer's input): until
+      // the batch that makes the last of them, since the constant counts
+      // none of its bytes.
+      uint32_t until = v.saved_to;
+      if (v.first_row == Var::kNoRow)
+        for (uint32_t u : users_[k])
+          if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
+      add(made_by[k], until, v.bytes);
+      continue;
+    }
     for (const EarlyUse& e : v.early) {
       if (chain_recomputed(e.path, recomputed)) {
         add(e.row, v.saved_to, v.bytes);

@@ -241,6 +241,13 @@ class PlanSpace {
   // that node reads first, saved or recomputed.
   std::vector<int64_t> values(std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,
                               bool before) const;
+  // model_peak with every chain of recomputed users followed however long
+  // (the rows' early chains stop at kEarlyDepth, for the MILP's sake): a
+  // recomputed var lives from the row its first recomputed user is made by
+  // to its own first reader's. Also a lower bound of the simulated peak,
+  // tighter on deep graphs; fast screens torch's plans with it before
+  // building them. 0 when the plan is invalid or the model is off.
+  int64_t chained_peak(std::span<const uint8_t> saved) const;
 
   // The saved set of a plan as the pipeline takes it (prepared ids, graph
   // order), and back.
@@ -248,6 +255,8 @@ class PlanSpace {
   std::vector<uint8_t> saved_flags(std::span<const NodeId> nodes) const;
 
  private:
+  std::vector<int64_t> values(std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,
+                              bool before, bool all_chains) const;
   void make_vars(const DecideContext& ctx);
   void make_rows(const DecideContext& ctx, int num_fwd_outputs, bool joint_order_backward);
   void early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId>& root,
@@ -267,6 +276,7 @@ class PlanSpace {
   std::vector<std::vector<uint32_t>> users_;  // per var: the vars reading it
   std::vector<int> var_of_;
   std::vector<MemoryRow> rows_;
+  std::vector<uint32_t> read_row_;  // per var: its first tangent-derived reader's row
   uint32_t between_ = 0;
   bool model_rows_;
 };

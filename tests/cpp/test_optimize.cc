@@ -67,6 +67,8 @@ class Exhaustive {
           plan_min_cut_rematerialization_partition(joint, options_), joint_ids);
       EXPECT_LE(space.model_peak(saved), r.memory.peak_bytes)
           << "the model overestimates a plan of " << joint_ids.size() << " saved values";
+      EXPECT_LE(space.chained_peak(saved), r.memory.peak_bytes)
+          << "the chained model overestimates a plan of " << joint_ids.size() << " saved values";
       plans_.push_back({r.memory.peak_bytes, r.recompute_runtime, !r.hazards.empty()});
     }
   }
@@ -327,6 +329,10 @@ JointGraph residual_mlp(int layers, int64_t batch) {
 // ones (ExactIsNeverWorseThanTorchsPlansOrFast, above).
 // (Checked: with fast's former rounds and torch's plans only as a fallback,
 // this fails at 1.7e10 against 1997.)
+// On a large space fast screens torch's plans with the chained model
+// (space.h chained_peak) before building them: a screen that overestimated
+// would drop a plan that fits. At each of torch's plans' own peaks, fast
+// recomputes no more than torch_plans.
 TEST(Optimize, FastIsNeverWorseThanTorchsPlansOnALargeSpace) {
   const JointGraph j = residual_mlp(999, 2048);
   const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
@@ -339,11 +345,37 @@ TEST(Optimize, FastIsNeverWorseThanTorchsPlansOnALargeSpace) {
   }
   ASSERT_GT(smallest, 0);
   ASSERT_LT(smallest, plain);
-  const int64_t limit = (plain + smallest) / 2;
-  const PartitionResult torch_plans = partition_at(j, limit, Search::kTorchPlans);
-  const PartitionResult fast = partition_at(j, limit, Search::kFast);
-  EXPECT_LE(fast.memory.peak_bytes, limit);
-  EXPECT_LE(fast.recompute_runtime, torch_plans.recompute_runtime);
+  for (const int64_t limit : {smallest, (plain + smallest) / 2, plain}) {
+    const PartitionResult torch_plans = partition_at(j, limit, Search::kTorchPlans);
+    const PartitionResult fast = partition_at(j, limit, Search::kFast);
+    EXPECT_LE(fast.memory.peak_bytes, limit);
+    EXPECT_LE(fast.recompute_runtime, torch_plans.recompute_runtime) << "at " << limit << " bytes";
+  }
+}
+
+// The chained model bounds the simulated peak of torch's plans and of
+// checkpointed ones on a deep stack, where the rows' early chains (4 deep)
+// see a small part of what recomputed chains keep alive.
+TEST(Optimize, TheChainedModelBoundsDeepPlansAndSeesTheirChains) {
+  const JointGraph j = residual_mlp(199, 512);
+  PartitionOptions o;
+  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+  const Graph& g = plan.prepared();
+  MinCutInputs in = min_cut_inputs(g, j, o);
+  const DecideContext ctx = in.context(g, o);
+  const optimize::PlanSpace space(ctx, j.num_fwd_outputs, true, true);
+  const auto& vars = space.vars();
+  // Saves only what cannot be recomputed: every layer recomputed from the
+  // input, the whole chain alive at the backward's start.
+  std::vector<uint8_t> inputs_only(vars.size(), 0);
+  for (size_t k = 0; k < vars.size(); ++k) inputs_only[k] = vars[k].can_save && !vars[k].can_recompute;
+  std::vector<NodeId> joint_ids;
+  for (NodeId p : space.saved_nodes(inputs_only)) joint_ids.push_back(g.node(p).origin);
+  const PartitionResult r = emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+  const int64_t chained = space.chained_peak(inputs_only);
+  EXPECT_LE(chained, r.memory.peak_bytes);
+  EXPECT_GT(chained, 2 * space.model_peak(inputs_only)) << "the chains are not followed";
+  EXPECT_GT(chained, r.memory.peak_bytes * 3 / 4) << "far below the simulated peak";
 }
 
 // Every torch plan keeps each layer's activations, and fast's cuts follow
