@@ -98,6 +98,12 @@ CASES = EXACT_CASES + SLOW_CASES
 # limits 8 to 13 s before the model counted a multi-output op's outputs
 # from the op's row and split's getitems as views of its input.
 PROVEN_CASES = ["transformer_block_inductor", "transformer_block"]
+# An EXACT_CASES limit where exact is known not to prove within
+# EXACT_SECONDS (mlp_gelu_d3_inductor's smallest reachable peak, above): it
+# runs SLOW_SECONDS there, as a SLOW_CASES search does. No rule is lost:
+# those comparing with exact's optimum skip a limit it did not prove, and
+# the rest hold whatever the time. It saved 18 s under each release.
+SLOW_SMALLEST = {"mlp_gelu_d3_inductor"}
 SEARCHES = ("torch_plans", "fast", "exact")
 EXACT_SECONDS = 20
 SLOW_SECONDS = 2
@@ -125,7 +131,8 @@ def _plan(name: str, search: str, limit: int) -> Outcome:
     cap = _graph(name)
     options = {"peak_memory_budget": limit}
     if limit:
-        seconds = EXACT_SECONDS if name in EXACT_CASES else SLOW_SECONDS
+        slow = name not in EXACT_CASES or (name in SLOW_SMALLEST and limit > 1 and limit == _bounds(name)[1])
+        seconds = SLOW_SECONDS if slow else EXACT_SECONDS
         options.update(peak_search=search, peak_search_seconds=seconds)
     joint = cap.fresh_joint()
     with replay_context(cap), warnings.catch_warnings():
