@@ -541,13 +541,10 @@ int64_t PlanSpace::chained_peak(std::span<const uint8_t> saved) const {
   if (!model_rows_) return 0;
   const std::optional<Assignment> a = implied_recompute(saved);
   if (!a) return 0;
-  int64_t peak = 0;
-  for (bool before : {false, true}) {
-    const std::vector<int64_t> v = values(a->saved, a->recomputed, before, /*all_chains=*/true);
-    // Forward rows and the return read 0 + terms just before (values).
-    for (size_t r = before ? between_ + 1 : 0; r < v.size(); ++r) peak = std::max(peak, v[r]);
-  }
-  return peak;
+  // The rows after each node only: the chains are what this bound adds,
+  // and a screen run per candidate plan should cost one pass.
+  const std::vector<int64_t> v = values(a->saved, a->recomputed, /*before=*/false, /*all_chains=*/true);
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
 }
 
 std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,

@@ -241,12 +241,15 @@ class PlanSpace {
   // that node reads first, saved or recomputed.
   std::vector<int64_t> values(std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,
                               bool before) const;
-  // model_peak with every chain of recomputed users followed however long
-  // (the rows' early chains stop at kEarlyDepth, for the MILP's sake): a
-  // recomputed var lives from the row its first recomputed user is made by
-  // to its own first reader's. Also a lower bound of the simulated peak,
-  // tighter on deep graphs; fast screens torch's plans with it before
-  // building them. 0 when the plan is invalid or the model is off.
+  // The largest row after a node (model_peak without the instants just
+  // before backward nodes) with every chain of recomputed users followed
+  // however long (the rows' early chains stop at kEarlyDepth, for the
+  // MILP's sake): a recomputed var lives from the row its first recomputed
+  // user is made by to its own first reader's (through views and aliases:
+  // chains follow each var's first tangent-derived reader, whatever its
+  // bytes). Also a lower bound of the simulated peak, far tighter on deep
+  // graphs; fast screens torch's plans with it before building them. 0 when
+  // the plan is invalid or the model is off.
   int64_t chained_peak(std::span<const uint8_t> saved) const;
 
   // The saved set of a plan as the pipeline takes it (prepared ids, graph
