@@ -547,9 +547,11 @@ class Search {
     int64_t at_lo = smallest_before > limit_ ? smallest_before : peak(0).value_or(0);
     if (at_lo <= limit_) return true;
     int64_t peak_hi = *at_hi;
-    // Close enough: within 1/64 of the separators, or a peak within 1/128
-    // of the limit (about as little recompute again, peaks being linear).
-    auto close = [&] { return hi - lo <= std::max<size_t>(1, seps.size() / 64) || limit_ - peak_hi <= limit_ / 128; };
+    // Close enough: within 1/64 of the separators, or a peak within 1/32
+    // of the limit (peaks being about linear in c, the prefix, and so the
+    // recompute, is then within a few percent of the shortest: each more
+    // build costs most of a plain partition on the graphs this runs on).
+    auto close = [&] { return hi - lo <= std::max<size_t>(1, seps.size() / 64) || limit_ - peak_hi <= limit_ / 32; };
     for (int step = 0; step < kCheckpointBuilds && !close(); ++step) {
       // The c where the line through (lo, at_lo) and (hi, peak_hi) meets
       // the limit, rounded up (toward fitting), strictly inside.
