@@ -57,7 +57,15 @@ class Search {
       }
       if (std::optional<Built> fit = evaluate(*plan)) return finish(std::move(*fit));
     }
-    if (!repairs_) unreachable();
+    if (!repairs_) {
+      if (smallest_peak_ < 0 && skipped.size() > 0)
+        throw BudgetUnreachableError(
+            fmt::format("peak_memory_budget: no plan fits {} ({} bytes): a lower bound of every "
+                        "candidate's peak exceeds it (none was built)",
+                        memory::size_text(limit_), limit_),
+            -1, -1);
+      unreachable();
+    }
     // Nothing fits: the repair path starts from the smallest peak of all.
     for (const BudgetPlan& plan : skipped) evaluate(plan);
     return repair_path();
