@@ -20,6 +20,7 @@
 #include "analyze/analyze.h"
 #include "decide/decide.h"
 #include "memory/bytes.h"
+#include "memory/peak_budget.h"
 #include "optimize/space.h"
 #include "random_mlp.h"
 #include "remat/error.h"
@@ -413,6 +414,35 @@ TEST(Optimize, FastCheckpointsADeepStackFarBelowTorchsPlans) {
   EXPECT_TRUE(mid.hazards.empty());
   EXPECT_LT(mid.recompute_runtime, 0.75 * full.recompute_runtime);
   EXPECT_EQ(mid.peak_search.search, "fast");
+}
+
+// solve_peak_budget's first-pass form (fast on large spaces): a bound over
+// the limit sets a candidate aside unbuilt, and without repairs a limit no
+// candidate meets is unreachable at once; a bound under every peak changes
+// nothing.
+TEST(Optimize, TorchPlansWithoutRepairsBuildOnlyWhatTheBoundLetsThrough) {
+  const JointGraph j = random_mlp(3);
+  PartitionOptions o;
+  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+  const Graph& g = plan.prepared();
+  MinCutInputs in = min_cut_inputs(g, j, o);
+  const DecideContext ctx = in.context(g, o);
+  int built = 0;
+  const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+    ++built;
+    std::vector<NodeId> joint_ids;
+    for (NodeId p : saved) joint_ids.push_back(g.node(p).origin);
+    return emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+  };
+  const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+  const PeakBound over = [&](const std::vector<NodeId>&) { return plain + 1; };
+  EXPECT_THROW(solve_peak_budget(ctx, plain, build, nullptr, /*repairs=*/false, over), BudgetUnreachableError);
+  EXPECT_EQ(built, 0);
+  const PeakBound under = [](const std::vector<NodeId>&) { return int64_t{0}; };
+  const PartitionResult screened = solve_peak_budget(ctx, plain, build, nullptr, false, under);
+  const PartitionResult whole = solve_peak_budget(ctx, plain, build);
+  EXPECT_EQ(screened.saved_values, whole.saved_values);
+  EXPECT_EQ(screened.memory.peak_bytes, whole.memory.peak_bytes);
 }
 
 // Checkpoint policies hold: a MUST_/PREFER_RECOMPUTE node is never saved,
