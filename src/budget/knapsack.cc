@@ -20,6 +20,10 @@
 
 #include "remat/error.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace remat {
 namespace {
 
@@ -93,9 +97,12 @@ class QuantizedDp {
  public:
   QuantizedDp(const std::vector<int64_t>& weight, const std::vector<double>& runtimes,
               int64_t capacity)
-      : n_(weight.size()), cols_(static_cast<size_t>(capacity) + 1), weight_(weight) {
+      : n_(weight.size()), cols_(static_cast<size_t>(capacity) + 1),
+        words_((cols_ + 63) / 64), weight_(weight) {
     row_.assign(cols_, 0.0f);
-    taken_.assign((n_ * cols_ + 63) / 64, 0);
+    prev_.assign(cols_, 0.0f);
+    flags_.assign(words_ * 64, 0);
+    taken_.assign(n_ * words_, 0);
     for (size_t i = 0; i < n_; ++i) add_item(i, static_cast<float>(runtimes[i]));
   }
 
@@ -119,42 +126,69 @@ class QuantizedDp {
   }
 
  private:
+  // One row of torch's table from the previous one, cell for cell:
+  // new[j] = max(old[j], old[j - w] + r), the bit set where the second
+  // wins (torch.maximum; equal values leave the cell unchanged). Written
+  // as two branch-free passes over separate arrays (the old row copied),
+  // which compilers vectorize; the bits are packed from a byte per cell.
   void add_item(size_t i, float r) {
     const int64_t w = weight_[i];
+    float* __restrict row = row_.data();
+    uint8_t* __restrict flags = flags_.data();
     if (w == 0) {
       // torch adds a weightless item everywhere, whatever its sign.
       for (size_t j = 0; j < cols_; ++j) {
-        const float next = row_[j] + r;
-        if (next != row_[j]) set_bit(i, j);
-        row_[j] = next;
+        const float next = row[j] + r;
+        flags[j] = next != row[j];
+        row[j] = next;
       }
+      pack(i);
       return;
     }
-    if (static_cast<uint64_t>(w) >= cols_) return;  // never fits: row unchanged
-    // Descending, so row_[j - w] still holds the previous row's value.
-    for (size_t j = cols_ - 1; j >= static_cast<size_t>(w); --j) {
-      const float with = row_[j - static_cast<size_t>(w)] + r;
-      if (with > row_[j]) {  // torch.maximum; equal values leave the cell unchanged
-        row_[j] = with;
-        set_bit(i, j);
+    if (static_cast<uint64_t>(w) >= cols_) return;  // never fits: row unchanged, no bits
+    const size_t ws = static_cast<size_t>(w);
+    const float* __restrict prev = prev_.data();
+    std::copy(row_.begin(), row_.begin() + static_cast<std::ptrdiff_t>(cols_ - ws), prev_.begin());
+    std::fill(flags, flags + ws, uint8_t{0});
+    for (size_t j = ws; j < cols_; ++j) {
+      const float with = prev[j - ws] + r;
+      const bool take = with > row[j];
+      flags[j] = take;
+      row[j] = take ? with : row[j];
+    }
+    pack(i);
+  }
+
+  // Item i's bits from flags_ (one byte, 0 or 1, per cell; zero past cols_).
+  void pack(size_t i) {
+    std::fill(flags_.begin() + static_cast<std::ptrdiff_t>(cols_), flags_.end(), uint8_t{0});
+    uint64_t* out = taken_.data() + i * words_;
+    const uint8_t* f = flags_.data();
+    for (size_t t = 0; t < words_; ++t, f += 64) {
+      uint64_t bits = 0;
+#if defined(__SSE2__)
+      for (int q = 0; q < 4; ++q) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(f + 16 * q));
+        const __m128i set = _mm_cmpgt_epi8(bytes, _mm_setzero_si128());
+        bits |= static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(set))) << (16 * q);
       }
+#else
+      for (int b = 0; b < 64; ++b) bits |= static_cast<uint64_t>(f[b]) << b;
+#endif
+      out[t] = bits;
     }
   }
 
-  bool bit(size_t i, size_t j) const {
-    const size_t k = i * cols_ + j;
-    return (taken_[k >> 6] >> (k & 63)) & 1u;
-  }
-  void set_bit(size_t i, size_t j) {
-    const size_t k = i * cols_ + j;
-    taken_[k >> 6] |= uint64_t{1} << (k & 63);
-  }
+  bool bit(size_t i, size_t j) const { return (taken_[i * words_ + (j >> 6)] >> (j & 63)) & 1u; }
 
   size_t n_;
   size_t cols_;
+  size_t words_;  // 64-bit words per item's bits
   const std::vector<int64_t>& weight_;
   std::vector<float> row_;
-  std::vector<uint64_t> taken_;
+  std::vector<float> prev_;      // the previous row, while an item is added
+  std::vector<uint8_t> flags_;   // per cell of the item being added: taken
+  std::vector<uint64_t> taken_;  // n_ x words_: item i's bit j
 };
 
 int64_t table_capacity(const char* solver, const Quantized& q, int64_t budget, size_t n) {
