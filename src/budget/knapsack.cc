@@ -1,10 +1,11 @@
 // budget/knapsack.cc — the knapsack solvers of the memory budget.
 //
 // See knapsack.h for the contract. The quantized solvers share one DP
-// (QuantizedDp): a single float32 row updated in place, plus one "taken" bit
-// per (item, capacity) cell for backtracking. That reproduces torch's
-// (n+1) x (Q+1) float32 table cell for cell, because a cell of torch's table
-// only depends on cells of the previous row at the same or lower capacity.
+// (QuantizedDp): a float32 row updated item by item (from a copy of the
+// previous one, so the update vectorizes), plus one "taken" bit per (item,
+// capacity) cell for backtracking. That reproduces torch's (n+1) x (Q+1)
+// float32 table cell for cell, because a cell of torch's table only depends
+// on cells of the previous row at the same or lower capacity.
 #include "budget/knapsack.h"
 
 #include <algorithm>

@@ -56,7 +56,8 @@ KnapsackResult greedy_knapsack(const std::vector<double>& memory,
 
 // Quantized pseudo-polynomial DP with float32 values, bit-for-bit torch's
 // dp_knapsack (same table values, same backtracking tie rule). Memory:
-// one float32 row plus one bit per (item, capacity) cell.
+// two float32 rows and a byte per capacity, plus one bit per (item,
+// capacity) cell (each item's bits padded to 64).
 KnapsackResult dp_knapsack(const std::vector<double>& memory,
                            const std::vector<double>& runtimes, double max_memory);
 
