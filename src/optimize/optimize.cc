@@ -537,22 +537,33 @@ class Search {
       if (v.hazards) return std::nullopt;
       return v.peak;
     };
+    const size_t n = seps.size();
     const int64_t smallest_before = smallest_peak_;
-    size_t hi = seps.size();
-    const std::optional<int64_t> at_hi = peak(hi);
-    if (!at_hi || *at_hi > limit_) return false;
+    // The fully checkpointed plan: when the chained model (a lower bound)
+    // says it may fit, its estimate stands in for it until a build is
+    // needed (it equals the simulation where everything is recomputed);
+    // else it is built, to name the smallest reachable peak if nothing fits.
+    int64_t peak_hi = space_.model_is_bound() ? space_.chained_peak(checkpointed(base, seps, n)) : limit_ + 1;
+    bool hi_built = false;
+    if (peak_hi > limit_) {
+      const std::optional<int64_t> at_hi = peak(n);
+      if (!at_hi || *at_hi > limit_) return false;
+      peak_hi = *at_hi;
+      hi_built = true;
+    }
+    size_t lo = 0, hi = n;
     // lo does not fit (c = 0 is about the runtime-optimized plan, which did
     // not: its peak is taken as the smallest built so far, else built).
-    size_t lo = 0;
     int64_t at_lo = smallest_before > limit_ ? smallest_before : peak(0).value_or(0);
     if (at_lo <= limit_) return true;
-    int64_t peak_hi = *at_hi;
     // Close enough: within 1/64 of the separators, or a peak within 1/32
     // of the limit (peaks being about linear in c, the prefix, and so the
     // recompute, is then within a few percent of the shortest: each more
     // build costs most of a plain partition on the graphs this runs on).
-    auto close = [&] { return hi - lo <= std::max<size_t>(1, seps.size() / 64) || limit_ - peak_hi <= limit_ / 32; };
-    for (int step = 0; step < kCheckpointBuilds && !close(); ++step) {
+    auto close = [&] {
+      return hi_built && (hi - lo <= std::max<size_t>(1, n / 64) || limit_ - peak_hi <= limit_ / 32);
+    };
+    for (int step = 0; step < kCheckpointBuilds && !close() && hi - lo > 1; ++step) {
       // The c where the line through (lo, at_lo) and (hi, peak_hi) meets
       // the limit, rounded up (toward fitting), strictly inside.
       const double t = static_cast<double>(at_lo - limit_) / static_cast<double>(at_lo - peak_hi);
@@ -563,12 +574,16 @@ class Search {
       if (*p <= limit_) {
         hi = c;
         peak_hi = *p;
+        hi_built = true;
       } else {
         lo = c;
         at_lo = *p;
       }
     }
-    return true;
+    if (hi_built) return true;
+    // Nothing built fits yet: the fully checkpointed plan decides.
+    const std::optional<int64_t> at_n = peak(n);
+    return at_n && *at_n <= limit_;
   }
 
   // Whether building `saved` could give a plan recomputing less than the

@@ -41,10 +41,13 @@
 //    read by a forward-required var after it); the plan checkpointing a
 //    prefix of c separators saves every ~sqrt(c)-th of them, recomputes
 //    the rest of the prefix in the backward, and saves what the backward
-//    reads after it. The fully checkpointed plan is built first (the
-//    family's smallest peak); when it fits, the shortest prefix that fits
-//    (the family's least recompute) is searched by regula falsi on c, at
-//    most kCheckpointBuilds more builds; such a plan is final (the round's
+//    reads after it. The fully checkpointed plan (the family's smallest
+//    peak) is built first unless the chained model (space.h chained_peak,
+//    a lower bound, exact where everything is recomputed) says it may fit;
+//    then the shortest prefix that fits (the family's least recompute) is
+//    searched by regula falsi on c, at most kCheckpointBuilds more builds
+//    (the fully checkpointed plan built last when none of them fits); such
+//    a plan is final (the round's
 //    cuts do not see the chains that set its peak). Only when these fit
 //    nothing either does torch_plans' repair path run. On spaces of at most
 //    kPolishVars vars, when no plan fits yet, exact's smallest-peak search
