@@ -15,15 +15,17 @@
 #                 under every other supported release, each in its own
 #                 environment installed from PyPI in the background
 #                 (REMAT_TEST_RELEASES, default all of them), two
-#                 releases at a time, one per core;
+#                 releases at a time, one per core (tests marked
+#                 one_release under torch 2.13 only);
 #  asan *         an AddressSanitizer + UndefinedBehaviorSanitizer build
 #                 (clang) of the library, the CLI, the C++ tests and the fuzz
 #                 target, compiled while pytest runs: the C++ tests, the CLI over every example graph, and
 #                 the fuzz target for REMAT_FUZZ_SECONDS (default 60) from its
 #                 seed corpus and dictionary (tests/fuzz);
 #  tsan *         a ThreadSanitizer build (clang) of the library, the
-#                 concurrency tests and the Python extension: concurrent
-#                 partitions from C++ threads and from Python threads.
+#                 concurrency tests and the Python extension, compiled while
+#                 the asan tests run: concurrent partitions from C++ threads
+#                 and from Python threads.
 # The sanitizer builds start from empty build directories every time, so no
 # object, cache entry or copied file of an earlier run is reused; they compile
 # with -O1 and line tables only, to keep them quick. Every build treats
