@@ -35,11 +35,11 @@
 //    candidates the chained model (space.h chained_peak) puts over the
 //    limit: each of its builds that does not fit corrects the targets as
 //    fast's own builds do, and the round tries to beat its plan. When none
-//    of torch's plans fits there,
-//    checkpointed plans (Chen et al. 2016): separators are vars where
-//    every recomputation chain passes (no recomputable var before one is
-//    read by a forward-required var after it); the plan checkpointing a
-//    prefix of c separators saves every ~sqrt(c)-th of them, recomputes
+//    of torch's plans fits there, checkpointed plans (Chen et al. 2016):
+//    separators are vars where every recomputation chain passes (no
+//    recomputable var before one is read by a forward-required var after
+//    it); the plan checkpointing a prefix of c separators saves every
+//    ~sqrt(c)-th of them, recomputes
 //    the rest of the prefix in the backward, and saves what the backward
 //    reads after it. The fully checkpointed plan (the family's smallest
 //    peak) is built first unless the chained model (space.h chained_peak,
@@ -47,10 +47,10 @@
 //    then the shortest prefix that fits (the family's least recompute) is
 //    searched by regula falsi on c, at most kCheckpointBuilds more builds
 //    (the fully checkpointed plan built last when none of them fits); such
-//    a plan is final (the round's
-//    cuts do not see the chains that set its peak). Only when these fit
-//    nothing either does torch_plans' repair path run. On spaces of at most
-//    kPolishVars vars, when no plan fits yet, exact's smallest-peak search
+//    a plan is final (the round's cuts do not see the chains that set its
+//    peak). Only when these fit nothing either does torch_plans' repair
+//    path run. On spaces of at most kPolishVars vars, when no plan fits
+//    yet, exact's smallest-peak search
 //    runs until one does (at most kPolishRounds solver rounds, stopping
 //    after kStallRounds builds that found no smaller peak); then exact's
 //    loop runs from the plan for at most kPolishRounds solver rounds,
