@@ -10,54 +10,50 @@
 //    build with a hazard forbids saving the hazardous values from then on
 //    (in every plan they would be saved the same way, so the hazard is the
 //    value's, not the plan's).
-//  * fast: min-cuts over the space (X_in -> X_out costs what saving X is
-//    priced at, source -> X_in costs X's recompute estimate, dependencies
-//    and "needed" are infinite), each the plan minimizing recompute plus
-//    priced saves. Two pricings: one price per byte, bisected; then one
-//    price per memory row (the rows' Lagrange multipliers, kPriceSteps
-//    projected subgradient steps), a saved value paying the rows it lives
-//    in. The cheapest plan whose model fits the target is kept, then a
-//    local search: each of the kGreedySaves costliest recomputed values is
-//    saved instead when the model still fits, or when recomputing one
-//    saved value instead (among the kSwapCandidates largest) makes it fit
-//    for less. The plan is built; when it does not fit, the
-//    kFastRepairMoves largest storages alive at its simulated peak change
+//  * fast: min-cuts over the space (X_in -> X_out costs what saving X is priced
+//    at, source -> X_in costs X's recompute estimate, dependencies and "needed"
+//    are infinite), each the plan minimizing recompute plus priced saves. Two
+//    pricings: one price per byte, bisected; then one price per memory row (the
+//    rows' Lagrange multipliers, kPriceSteps projected subgradient steps), a
+//    saved value paying the rows it lives in. The cheapest plan whose model
+//    fits the target is kept, then a local search: each of the kGreedySaves
+//    costliest recomputed values is saved instead when the model still fits, or
+//    when recomputing one saved value instead (among the kSwapCandidates
+//    largest) makes it fit for less. The plan is built; when it does not fit,
+//    the kFastRepairMoves largest storages alive at its simulated peak change
 //    sides (recomputed -> saved, saved -> recomputed) for the rest of the
 //    search, and it runs again (at most FastEffort::rounds builds; a plan whose
-//    model cost is not below the best built plan's measured recompute is
-//    not built). Then the torch_plans search (memory/peak_budget.h: torch's
-//    own plans over kPeakSearchBudgets, then its repairs) runs, and its
-//    plan replaces fast's when it recomputes less or fast found none: fast
-//    is never worse than torch's plans. Spaces of more than kPolishVars
-//    vars get kLargeSpaceEffort instead of kSmallSpaceEffort (one round,
-//    fewer steps and swaps: FastEffort), and the torch_plans search runs
-//    first there, without its repair path and without building the
-//    candidates the chained model (space.h chained_peak) puts over the
-//    limit: each of its builds that does not fit corrects the targets as
-//    fast's own builds do, and the round tries to beat its plan. When none
-//    of torch's plans fits there, checkpointed plans (Chen et al. 2016):
-//    separators are vars where every recomputation chain passes (no
-//    recomputable var before one is read by a forward-required var after
-//    it); the plan checkpointing a prefix of c separators saves every
-//    ~sqrt(c)-th of them, recomputes
-//    the rest of the prefix in the backward, and saves what the backward
-//    reads after it. The fully checkpointed plan (the family's smallest
-//    peak) is built first unless the chained model (space.h chained_peak,
-//    a lower bound, exact where everything is recomputed) says it may fit;
-//    then the shortest prefix that fits (the family's least recompute) is
-//    searched by regula falsi on c, at most kCheckpointBuilds more builds
-//    (the fully checkpointed plan built last when none of them fits); such
-//    a plan is final (the round's cuts do not see the chains that set its
-//    peak). Only when these fit nothing either does torch_plans' repair
-//    path run. On spaces of at most kPolishVars vars, when no plan fits
-//    yet, exact's smallest-peak search
-//    runs until one does (at most kPolishRounds solver rounds, stopping
-//    after kStallRounds builds that found no smaller peak); then exact's
-//    loop runs from the plan for at most kPolishRounds solver rounds,
-//    stopping after kPolishStallRounds builds that found no cheaper plan (a
-//    polish: it only ever replaces the plan by a verified cheaper one, and
-//    reports optimal when it proves it; rounds, not seconds, so the answer
-//    does not depend on the machine).
+//    model cost is not below the best built plan's measured recompute is not
+//    built). Then the torch_plans search (memory/peak_budget.h: torch's own
+//    plans over kPeakSearchBudgets, then its repairs) runs, and its plan
+//    replaces fast's when it recomputes less or fast found none: fast is never
+//    worse than torch's plans. Spaces of more than kPolishVars vars get
+//    kLargeSpaceEffort instead of kSmallSpaceEffort (one round, fewer steps and
+//    swaps: FastEffort), and the torch_plans search runs first there, without
+//    its repair path and without building the candidates the chained model
+//    (space.h chained_peak) puts over the limit: each of its builds that does
+//    not fit corrects the targets as fast's own builds do, and the round tries
+//    to beat its plan. When none of torch's plans fits there, checkpointed
+//    plans (Chen et al. 2016): separators are vars where every recomputation
+//    chain passes (no recomputable var before one is read by a forward-required
+//    var after it); the plan checkpointing a prefix of c separators saves every
+//    ~sqrt(c)-th of them, recomputes the rest of the prefix in the backward,
+//    and saves what the backward reads after it. The fully checkpointed plan
+//    (the family's smallest peak) is built first unless the chained model
+//    (space.h chained_peak, a lower bound, exact where everything is
+//    recomputed) says it may fit; then the shortest prefix that fits (the
+//    family's least recompute) is searched by regula falsi on c, at most
+//    kCheckpointBuilds more builds (the fully checkpointed plan built last when
+//    none of them fits); such a plan is final (the round's cuts do not see the
+//    chains that set its peak). Only when these fit nothing either does
+//    torch_plans' repair path run. On spaces of at most kPolishVars vars, when
+//    no plan fits yet, exact's smallest-peak search runs until one does (at
+//    most kPolishRounds solver rounds, stopping after kStallRounds builds that
+//    found no smaller peak); then exact's loop runs from the plan for at most
+//    kPolishRounds solver rounds, stopping after kPolishStallRounds builds that
+//    found no cheaper plan (a polish: it only ever replaces the plan by a
+//    verified cheaper one, and reports optimal when it proves it; rounds, not
+//    seconds, so the answer does not depend on the machine).
 //  * exact: starts from fast's plan (when it fits) as the incumbent; when
 //    fast found none, from the first plan the smallest-peak search below
 //    builds that fits (it stops there), else none. Then a
