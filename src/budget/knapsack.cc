@@ -260,18 +260,6 @@ KnapsackResult greedy_knapsack(const std::vector<double>& memory,
   return res;
 }
 
-KnapsackResult dp_knapsack(const std::vector<double>& memory,
-                           const std::vector<double>& runtimes, double max_memory) {
-  validate("dp", memory, runtimes, max_memory, /*need_budget=*/true);
-  const Quantized q = quantize_all(memory);
-  const int64_t cap = table_capacity("dp", q, quantize(max_memory), memory.size());
-  QuantizedDp dp(q.weight, runtimes, cap);
-  KnapsackResult res;
-  dp.backtrack(cap, res.saved, res.recomputed);
-  res.expected_runtime = dp.value(cap);
-  return res;
-}
-
 struct DpKnapsack::Table {
   Quantized q;
   int64_t cap = -1;  // the capacity dp was built for (-1: not yet)
@@ -298,6 +286,11 @@ KnapsackResult DpKnapsack::solve(double max_memory) {
   t.dp->backtrack(cap, res.saved, res.recomputed);
   res.expected_runtime = t.dp->value(cap);
   return res;
+}
+
+KnapsackResult dp_knapsack(const std::vector<double>& memory,
+                           const std::vector<double>& runtimes, double max_memory) {
+  return DpKnapsack(memory, runtimes).solve(max_memory);
 }
 
 KnapsackResult dp_knapsack_sliding_hirschberg(const std::vector<double>& memory,
