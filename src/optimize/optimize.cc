@@ -127,7 +127,7 @@ class Search {
     v.recompute = r.recompute_runtime;
     v.hazards = !r.hazards.empty();
     if (space_.model_peak(saved) > v.peak) model_bounds_ = false;
-    if (screened_ && space_.chained_peak(saved) > v.peak) chained_bounds_ = false;
+    check_screen(saved, v.peak);
     for (const MutationHazard& h : r.hazards) {
       const int k = space_.var_of(prepared_of(r.forward.node(h.saved).origin));
       if (k < 0) continue;
@@ -149,6 +149,12 @@ class Search {
     }
     seen_.emplace(std::move(key), v);
     return v;
+  }
+
+  // After torch's plans were screened by the chained model: a build whose
+  // simulated peak is below it shows the screen's premise false.
+  void check_screen(const std::vector<uint8_t>& saved, int64_t simulated) {
+    if (screened_ && space_.chained_peak(saved) > simulated) chained_bounds_ = false;
   }
 
   // The measured recompute of a saved set already built.
@@ -528,25 +534,26 @@ class Search {
     // (inputs a recomputation reads; implied_recompute drops the unread).
     for (size_t k = 0; k < vars.size(); ++k)
       base[k] = vars[k].can_save && (vars[k].needed || !vars[k].can_recompute);
-    // The simulated peak of the plan checkpointing c separators (c = 0:
-    // base); nullopt when invalid or hazardous.
-    auto peak = [&](size_t c) -> std::optional<int64_t> {
-      const std::vector<uint8_t> saved = c == 0 ? base : checkpointed(base, seps, c);
+    // The simulated peak of a plan; nullopt when invalid or hazardous.
+    auto built_peak = [&](const std::vector<uint8_t>& saved) -> std::optional<int64_t> {
       if (!space_.implied_recompute(saved)) return std::nullopt;
       const Verdict v = evaluate(saved);
       if (v.hazards) return std::nullopt;
       return v.peak;
     };
+    // The same for the plan checkpointing c separators (c = 0: base).
+    auto peak = [&](size_t c) { return built_peak(c == 0 ? base : checkpointed(base, seps, c)); };
     const size_t n = seps.size();
+    const std::vector<uint8_t> full = checkpointed(base, seps, n);
     const int64_t smallest_before = smallest_peak_;
     // The fully checkpointed plan: when the chained model (a lower bound)
     // says it may fit, its estimate stands in for it until a build is
     // needed (it equals the simulation where everything is recomputed);
     // else it is built, to name the smallest reachable peak if nothing fits.
-    int64_t peak_hi = space_.model_is_bound() ? space_.chained_peak(checkpointed(base, seps, n)) : limit_ + 1;
+    int64_t peak_hi = space_.model_is_bound() ? space_.chained_peak(full) : limit_ + 1;
     bool hi_built = false;
     if (peak_hi > limit_) {
-      const std::optional<int64_t> at_hi = peak(n);
+      const std::optional<int64_t> at_hi = built_peak(full);
       if (!at_hi || *at_hi > limit_) return false;
       peak_hi = *at_hi;
       hi_built = true;
@@ -582,7 +589,7 @@ class Search {
     }
     if (hi_built) return true;
     // Nothing built fits yet: the fully checkpointed plan decides.
-    const std::optional<int64_t> at_n = peak(n);
+    const std::optional<int64_t> at_n = built_peak(full);
     return at_n && *at_n <= limit_;
   }
 
@@ -607,8 +614,7 @@ class Search {
     const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
       PartitionResult r = build_(saved);
       ++built_;
-      if (screened_ && space_.chained_peak(space_.saved_flags(saved)) > r.memory.peak_bytes)
-        chained_bounds_ = false;
+      check_screen(space_.saved_flags(saved), r.memory.peak_bytes);
       if (r.hazards.empty())
         smallest_peak_ = smallest_peak_ < 0 ? r.memory.peak_bytes : std::min(smallest_peak_, r.memory.peak_bytes);
       if (targets && r.hazards.empty() && r.memory.peak_bytes > limit_) {
