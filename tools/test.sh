@@ -248,18 +248,13 @@ sys.exit(0 if here.startswith(os.path.abspath("build-tsan/python") + os.sep)
     tests/python/test_threads.py -q -s -p no:cacheprovider  # -s: a report must reach the log
 }
 
-wait_for_asan_build() {
-  local rc=0
-  wait "$asan_pid" || rc=$?
-  asan_pid=""
-  cat "$asan_log"
-  return "$rc"
-}
-wait_for_tsan_build() {
-  local rc=0
-  wait "$tsan_pid" || rc=$?
-  tsan_pid=""
-  cat "$tsan_log"
+# Waits for the asan or tsan build started in the background ($1) and shows
+# its output; its pid is cleared so stop_background leaves it be.
+wait_for_build() {
+  local pid_var=$1_pid log_var=$1_log rc=0
+  wait "${!pid_var}" || rc=$?
+  printf -v "$pid_var" '%s' ""
+  cat "${!log_var}"
   return "$rc"
 }
 
@@ -303,7 +298,7 @@ done
 if [ "$sanitizers" = 0 ]; then
   echo "== sanitizer stages SKIPPED (REMAT_SKIP_SANITIZERS=1): not a CI run"
 else
-  stage "asan build (rest)" wait_for_asan_build
+  stage "asan build (rest)" wait_for_build asan
   # The TSan build beside the ASan stages: the C++ tests and the fuzzer
   # each keep one core busy.
   build_tsan >"$tsan_log" 2>&1 &
@@ -313,7 +308,7 @@ else
   stage "asan C++ tests (tsan build beside them)" timeout 900 build-asan/remat_tests --gtest_brief=1
   stage "asan CLI examples" cli_over_examples
   stage "asan fuzz" fuzz
-  stage "tsan build (rest)" wait_for_tsan_build
+  stage "tsan build (rest)" wait_for_build tsan
   stage "tsan C++ threads" timeout 600 build-tsan/remat_concurrency_tests --gtest_brief=1
   stage "tsan Python threads" tsan_python
 fi
