@@ -830,11 +830,21 @@ class Search {
       idx.push_back(alive(p, t));
       coef.push_back(static_cast<double>(t.bytes));
     }
+    // A storage counted both by an extension term and by a chained term
+    // (inductor) counts once: the extension's column also bounds the chain's.
+    std::vector<int> extension(extended ? vars.size() : 0, -1);
+    if (extended) extension_terms(p, row, idx, coef, extension);
     for (size_t j = 0; j < chained_terms.size(); ++j) {
-      idx.push_back(chain_col(p, row, j));
+      const int chain = chain_col(p, row, j);
+      if (extended && extension[chained_terms[j].var] >= 0) {  // e >= chain
+        const int i2[] = {extension[chained_terms[j].var], chain};
+        const double c2[] = {1, -1};
+        p.milp.add_row(i2, c2, 0, Milp::kInfinity);
+        continue;
+      }
+      idx.push_back(chain);
       coef.push_back(static_cast<double>(chained_terms[j].bytes));
     }
-    if (extended) extension_terms(p, row, idx, coef);
     if (peak_var >= 0) {
       idx.push_back(peak_var);
       coef.push_back(-1);
@@ -905,41 +915,51 @@ class Search {
   }
 
   // The terms of backward row `row` that space.h's row_values adds and the
-  // MILP's rows leave out: a held var k whose saved range ended before the
-  // row is alive there while a recomputed user u of it is made later
-  // (space.cc's made_by[u] > row, and finite). Per (k, row) a continuous
-  // e >= holds_k + late_u + finite_u - 2 for each user u (made_late,
-  // made_finite). Exact for integral plans.
-  void extension_terms(Program& p, uint32_t row, std::vector<int>& idx, std::vector<double>& coef) const {
+  // MILP's rows leave out: var k's storage, its saved range ended before the
+  // row, is alive there while a recomputed user u of a saved holder h of it
+  // (k itself or a view of it) is made later (space.cc's made_by[u] > row,
+  // and finite). Per (k, row) a continuous e >= s_h + late_u + finite_u - 2
+  // for each such pair (made_late, made_finite). Exact for integral plans.
+  // `column`: per var, its e (-1 without one).
+  void extension_terms(Program& p, uint32_t row, std::vector<int>& idx, std::vector<double>& coef,
+                       std::vector<int>& column) const {
     const auto& vars = space_.vars();
     if (row <= space_.between()) return;
     std::vector<int>& late = p.made_late[row];
     if (late.empty()) late.assign(vars.size(), kUnset);
     for (uint32_t k = 0; k < vars.size(); ++k) {
       const Var& v = vars[k];
-      if (v.bytes == 0 || row < v.saved_to) continue;
-      std::vector<std::pair<int, int>> users;  // (late, finite; kAlways: 1 in every plan)
-      for (uint32_t u : space_.users()[k]) {
-        const int m = made_late(p, row, u, late);
-        const int f = m >= 0 ? made_finite(p, u) : kNever;
-        if (m >= 0 && f != kNever) users.push_back({m, f});
-      }
+      if (v.bytes == 0 || row < v.read_to) continue;  // read_to >= saved_to: counted already
+      struct Late {
+        int saved, late, finite;  // columns; finite kAlways: 1 in every plan
+      };
+      std::vector<Late> users;
+      auto read_late = [&](uint32_t holder) {
+        if (!vars[holder].can_save) return;
+        for (uint32_t u : space_.users()[holder]) {
+          const int m = made_late(p, row, u, late);
+          const int f = m >= 0 ? made_finite(p, u) : kNever;
+          if (m >= 0 && f != kNever) users.push_back({p.s[holder], m, f});
+        }
+      };
+      read_late(k);
+      for (uint32_t a : v.aliases) read_late(a);
       if (users.empty()) continue;
       const int e = p.milp.add_continuous(0, 1);
-      const int held = holds(p, k);
-      for (const auto& [m, f] : users) {
-        if (f == kAlways) {  // e >= held + m - 1
-          const int i3[] = {e, held, m};
+      for (const Late& l : users) {
+        if (l.finite == kAlways) {  // e >= s_h + late_u - 1
+          const int i3[] = {e, l.saved, l.late};
           const double c3[] = {1, -1, -1};
           p.milp.add_row(i3, c3, -1, Milp::kInfinity);
-        } else {  // e >= held + m + f - 2
-          const int i4[] = {e, held, m, f};
+        } else {  // e >= s_h + late_u + finite_u - 2
+          const int i4[] = {e, l.saved, l.late, l.finite};
           const double c4[] = {1, -1, -1, -1};
           p.milp.add_row(i4, c4, -2, Milp::kInfinity);
         }
       }
       idx.push_back(e);
       coef.push_back(static_cast<double>(v.bytes));
+      column[k] = e;
     }
   }
 
@@ -982,7 +1002,8 @@ class Search {
     if (late[start] != kUnset) return late[start];
     auto late_possible = [&](uint32_t u) {
       const Var& v = space_.vars()[u];
-      return v.can_recompute && (v.first_row == Var::kNoRow || v.first_row > row);
+      return v.can_recompute && (v.first_row == Var::kNoRow || v.first_row > row) &&
+             (v.placed_row == Var::kNoRow || v.placed_row > row);
     };
     for (uint32_t u : build_order(start, late, late_possible)) {
       if (!late_possible(u)) {
@@ -1013,12 +1034,15 @@ class Search {
 
   // The column finite_u that is 1 when var u, recomputed, is made at some
   // backward row (space.cc's made_by[u] is not kNoRow): kAlways when a
-  // tangent-derived node reads it, else finite_u >= r_x + finite_x - 1 per
+  // tangent-derived node reads it or it lies in the backward (placed_row),
+  // else finite_u >= r_x + finite_x - 1 per
   // user x (kNever when no user can be).
   int made_finite(Program& p, uint32_t start) const {
     if (p.finite.empty()) p.finite.assign(space_.vars().size(), kUnset);
     if (p.finite[start] != kUnset) return p.finite[start];
-    auto unread = [&](uint32_t u) { return space_.vars()[u].first_row == Var::kNoRow; };
+    auto unread = [&](uint32_t u) {
+      return space_.vars()[u].first_row == Var::kNoRow && space_.vars()[u].placed_row == Var::kNoRow;
+    };
     for (uint32_t u : build_order(start, p.finite, unread)) {
       if (!unread(u)) {
         p.finite[u] = kAlways;

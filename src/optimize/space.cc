@@ -226,7 +226,7 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
   }
   for (Var& v : vars_) {
     v.saved_from = between;  // at least the return
-    v.saved_to = bw0;        // no backward row
+    v.saved_to = v.read_to = bw0;  // no backward row
   }
   if (!model_rows_) return;
 
@@ -305,6 +305,7 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     for (NodeId user : g.users(vars_[k].node))
       if (info.tangents_closure[user]) first = std::min(first, user);
     if (first != kNoNode) read_row_[k] = bw0 + first_at_or_after(bw_pos, first);
+    if (vars_[k].node > bw_pos[0]) vars_[k].placed_row = bw0 + first_at_or_after(bw_pos, vars_[k].node);
   }
   for (size_t k = 0; k < vars_.size(); ++k) {
     Var& v = vars_[k];
@@ -335,6 +336,7 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     add_const(bw0 + first, bw0 + last, unsaved_bw);  // read by the backward: alive in either plan
     v.saved_to = bw0 + first;  // and before its first reader only when saved
     v.first_row = bw0 + first;
+    v.read_to = unsaved_bw > 0 ? std::max(v.saved_to, bw0 + last) : v.saved_to;
     // A chain of users recomputed for a reader before `first` needs it
     // earlier, in either plan: it is computed (or saved) before the chain
     // runs and lives on to its own readers.
@@ -387,7 +389,8 @@ void PlanSpace::read_through_inlined(const std::vector<NodeId>& root, const std:
            memory::allocation_bytes(g, g.tensors(node)[0]) == bytes;
   };
   const std::vector<uint8_t> fused = memory::inductor_inlined(g, [](NodeId) { return true; });
-  for (const Var& v : vars_) {
+  for (uint32_t k = 0; k < vars_.size(); ++k) {
+    const Var& v = vars_[k];
     const NodeId n = v.node;
     if (v.bytes == 0 || root[n] != n || bw_first[n] != kNoNode || fused[n]) continue;
     std::vector<std::pair<uint32_t, std::vector<uint32_t>>> found;  // (row, path)
@@ -409,7 +412,7 @@ void PlanSpace::read_through_inlined(const std::vector<NodeId>& root, const std:
     });
     for (size_t i = 0; i < found.size(); ++i)
       if ((i == 0 || found[i].first != found[i - 1].first) && !may_take(found[i].first, v.bytes))
-        rows_[found[i].first].chained.push_back({std::move(found[i].second), v.bytes});
+        rows_[found[i].first].chained.push_back({std::move(found[i].second), v.bytes, k});
   }
 }
 
@@ -556,16 +559,21 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
     diff[from] += bytes;
     diff[to] -= bytes;
   };
+  // Per var, the backward rows [from, to) a recomputed user extends its life
+  // over (past what its first reader's rows count): a row's chained term of
+  // the same storage (inductor) is already counted there.
+  std::vector<std::pair<uint32_t, uint32_t>> extended(vars_.size(), {0, 0});
   // Per recomputed var, a row by which the backward has computed it: the
-  // batch before its first reader, or before a recomputed user's (the
-  // autograd-order rewrite computes it just before the first node that
-  // needs it). Aliases' readers count as its own: an earlier row, still a
-  // lower bound of how long what it reads lives.
+  // batch before its first reader, or before a recomputed user's, or its own
+  // place in the backward (the autograd-order rewrite walks the backward in
+  // graph order and computes a node, and what it reads, when it reaches the
+  // first that needs it). Aliases' readers count as its own: an earlier row,
+  // still a lower bound of how long what it reads lives.
   std::vector<uint32_t> made_by(vars_.size(), Var::kNoRow);
   if (!recomputed.empty())
     for (size_t k = vars_.size(); k-- > 0;) {
       if (!recomputed[k]) continue;
-      uint32_t t = all_chains ? read_row_[k] : vars_[k].first_row;
+      uint32_t t = std::min(all_chains ? read_row_[k] : vars_[k].first_row, vars_[k].placed_row);
       for (uint32_t u : users_[k])
         if (recomputed[u]) t = std::min(t, made_by[u]);
       made_by[k] = t;
@@ -581,14 +589,25 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
       add(v.first_row, v.first_row + 1, v.bytes);
     if (kept) {
       add(v.saved_from, bw0, v.bytes);   // forward rows through the return
-      // Backward rows before its first reader, or before the reader of a
-      // recomputed chain that needs it later: a saved value lives from the
-      // backward's start to its last use.
+      // Backward rows before its first reader, or before the batch that
+      // recomputes a user of what holds the storage (the var itself or a
+      // saved view of it: a residual add reading a saved view of a matmul
+      // keeps the matmul's storage until the add is made): a saved value
+      // lives from the backward's start to its last use. Only saved
+      // holders count: a user of a recomputed holder reads the fresh copy.
       uint32_t until = v.saved_to;
-      if (!recomputed.empty())
-        for (uint32_t u : users_[k])
+      auto read_late = [&](uint32_t holder) {
+        if (!saved[holder]) return;
+        for (uint32_t u : users_[holder])
           if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
-      add(bw0, until, v.bytes);
+      };
+      if (!recomputed.empty()) {
+        read_late(static_cast<uint32_t>(k));
+        for (uint32_t a : v.aliases) read_late(a);
+      }
+      add(bw0, v.saved_to, v.bytes);
+      extended[k] = {std::max(v.saved_to, v.read_to), until};
+      add(extended[k].first, until, v.bytes);
       continue;
     }
     // Needed early by a chain of recomputed users read before it: any
@@ -605,6 +624,7 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
       if (v.first_row == Var::kNoRow)
         for (uint32_t u : users_[k])
           if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
+      extended[k] = {made_by[k], until};
       add(made_by[k], until, v.bytes);
       continue;
     }
@@ -624,7 +644,8 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
       for (const RowTerm& t : rows_[r].extra)
         if (holds_storage(saved, t.var)) out[r] += t.bytes;
     for (const MemoryRow::Chained& c : rows_[r].chained)
-      if (chain_recomputed(c.path, recomputed)) out[r] += c.bytes;
+      if (chain_recomputed(c.path, recomputed) && !(extended[c.var].first <= r && r < extended[c.var].second))
+        out[r] += c.bytes;
   }
   return out;
 }

@@ -57,8 +57,12 @@
 //        (kEarlyDepth long at most: the chain runs before its reader and
 //        needs it), and each saved value
 //        before its first backward reader (or, in a plan's evaluation,
-//        before the batch that recomputes a user of it: row_values; the
-//        MILP, a relaxation, leaves that out);
+//        before the batch that recomputes a user of it or of a saved view
+//        of it, where its readers' rows do not count it already:
+//        row_values; the MILP, a relaxation, leaves that out). A
+//        recomputed node is made by the batch before its first reader,
+//        before a recomputed user's, or, lying after the backward's first
+//        node in the graph, at its own place (placed_row);
 //      - just before each such backward node runs (after the
 //        recomputations run for it): what the row after it holds, less
 //        what the node allocates, plus each var it is the first reader of,
@@ -134,10 +138,20 @@ struct Var {
   // [between + 1, saved_to) (PlanSpace::rows indices).
   uint32_t saved_from = 0;
   uint32_t saved_to = 0;
+  // Rows [saved_to, read_to) already count its bytes in every plan (it is
+  // read by the backward there: the rows' constant); read_to == saved_to
+  // when they do not (no tangent-derived reader, or inlined_bw). A saved
+  // value kept alive longer by a recomputed user counts only past it.
+  uint32_t read_to = 0;
   // The backward row whose node first reads it; kNoRow when no
   // tangent-derived node reads it (or there are no backward rows).
   static constexpr uint32_t kNoRow = 0xFFFFFFFFu;
   uint32_t first_row = kNoRow;
+  // A var whose node lies after the backward's first node in the graph is,
+  // when recomputed, made at its own place, by this row at the latest
+  // (reordering_to_mimic_autograd_engine walks the backward in graph order,
+  // computing each node with what it reads); kNoRow for the others.
+  uint32_t placed_row = kNoRow;
   // Chains of users recomputed for a backward reader before this var's own
   // first reader (at most kEarlyUses, the earliest): when one is entirely
   // recomputed, the var lives from its row to saved_to too (saved or
@@ -178,6 +192,7 @@ struct MemoryRow {
   struct Chained {
     std::vector<uint32_t> path;
     int64_t bytes = 0;
+    uint32_t var = 0;  // whose storage: counted once at a row that counts it already
   };
   std::vector<Chained> chained;
 };

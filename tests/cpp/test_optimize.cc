@@ -8,7 +8,9 @@
 // fast is never worse than torch's plans (on a 10^4-node graph too, where
 // it screens them with the chained model, a lower bound that sees deep
 // recomputed chains) and reaches checkpointed plans far below them there;
-// policies and options hold.
+// the model follows what keeps a storage alive (a saved view's recomputed
+// users, nodes the backward makes at their own place) without counting a
+// value twice; policies and options hold.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +35,7 @@ namespace remat {
 namespace {
 
 using testing::random_mlp;
+using testing::A;
 using testing::Ref;
 using testing::TestGraph;
 using Search = PartitionOptions::PeakSearch;
@@ -379,6 +382,115 @@ TEST(Optimize, TheChainedModelBoundsDeepPlansAndSeesTheirChains) {
   EXPECT_LE(chained, r.memory.peak_bytes);
   EXPECT_GT(chained, 2 * space.model_peak(inputs_only)) << "the chains are not followed";
   EXPECT_GT(chained, r.memory.peak_bytes * 3 / 4) << "far below the simulated peak";
+}
+
+// The model's peak, the chained model's and the simulated peak of the plan
+// saving the nodes named (and what cannot be recomputed).
+struct ModelCheck {
+  int64_t model = 0, chained = 0, simulated = 0;
+};
+ModelCheck check_plan(const JointGraph& j, const std::vector<std::string>& names) {
+  PartitionOptions o;
+  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+  const Graph& g = plan.prepared();
+  MinCutInputs in = min_cut_inputs(g, j, o);
+  const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+  std::vector<uint8_t> saved(space.vars().size(), 0);
+  for (size_t k = 0; k < saved.size(); ++k) saved[k] = Exhaustive::forced(space, static_cast<uint32_t>(k));
+  for (const std::string& name : names) {
+    const int k = space.var_of(g.find(name));
+    EXPECT_GE(k, 0) << name << " is no var";
+    if (k >= 0) saved[static_cast<size_t>(k)] = 1;
+  }
+  EXPECT_TRUE(space.implied_recompute(saved)) << "an invalid plan";
+  std::vector<NodeId> joint_ids;
+  for (NodeId p : space.saved_nodes(saved)) joint_ids.push_back(g.node(p).origin);
+  const PartitionResult r = emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+  return {space.model_peak(saved), space.chained_peak(saved), r.memory.peak_bytes};
+}
+
+// A transformer's residual: add(view(matmul), x), the view saved and the add
+// recomputed for a backward node that reads it late, after three large
+// backward values were made (the step's peak is there).
+JointGraph saved_view_residual() {
+  constexpr int64_t B = 64, D = 32;
+  TestGraph t;
+  Ref x = t.placeholder("primals_1", {B, D});
+  Ref w = t.placeholder("primals_2", {D, D});
+  Ref mm = t.call("aten.mm.default", {x, w}, {B, D}, "mm");
+  Ref view = t.call("aten.view.default", {mm, A::list({A(B), A(D)})}, {B, D}, "view");
+  t.alias(view, mm);
+  Ref add = t.call("aten.add.Tensor", {view, x}, {B, D}, "add");
+  Ref out = t.call("aten.sin.default", {add}, {B, D}, "sin");
+  Ref g = t.placeholder("tangents_1", {B, D});
+  Ref g2 = t.call("aten.mul.Tensor", {g, g}, {B, D}, "g2");
+  Ref g3 = t.call("aten.exp.default", {g2}, {B, D}, "g3");
+  Ref g4 = t.call("aten.add.Tensor", {g3, g2}, {B, D}, "g4");
+  Ref gy = t.call("aten.mul.Tensor", {g4, add}, {B, D}, "gy");
+  Ref xt = t.call("aten.t.default", {x}, {D, B});
+  t.alias(xt, x);
+  Ref gw = t.call("aten.mm.default", {xt, gy}, {D, D}, "gw");
+  Ref wt = t.call("aten.t.default", {w}, {D, D});
+  t.alias(wt, w);
+  Ref gx = t.call("aten.mm.default", {gy, wt}, {B, D}, "gx");
+  return testing::mlp_step(t, out, gx, {gw});
+}
+
+// A saved view holds its root's storage: while the backward has not yet
+// recomputed a user of the view, the root's bytes are alive. The model
+// counted the root only up to its own (or its views') backward readers, so
+// on the figure's transformer block every plan saving a residual's view
+// and recomputing the add was 17 KiB over what the model said; exact
+// built 70 such plans one by one and did not prove within 60 s (fast
+// stopped at 1.67x the optimum), and both now prove it in 0.2 s.
+// (Checked: without following the views' recomputed users the model is
+// 8 KiB, the matmul, below the simulated peak here.)
+TEST(Optimize, ASavedViewKeepsItsRootAliveUntilItsRecomputedUserIsMade) {
+  const ModelCheck c = check_plan(saved_view_residual(), {"primals_1", "primals_2", "view"});
+  EXPECT_EQ(c.model, c.simulated);
+  EXPECT_LE(c.chained, c.simulated);
+}
+
+// Forward-computable nodes the backward reads, placed by the graph's order
+// before the backward's first node (c, c2: made when first read) and after
+// it (m, m2: the autograd-order rewrite makes them at their own place), k
+// also read by the backward directly, first and late, k2 only through c2
+// and m2; large backward values between.
+JointGraph backward_region_readers() {
+  constexpr int64_t B = 64, D = 32;
+  TestGraph t;
+  Ref x = t.placeholder("primals_1", {B, D});
+  Ref k = t.call("aten.exp.default", {x}, {B, D}, "k");
+  Ref k2 = t.call("aten.tanh.default", {x}, {B, D}, "k2");
+  Ref out = t.call("aten.add.Tensor", {k, k2}, {B, D}, "out");
+  Ref c = t.call("aten.cos.default", {k}, {B, D}, "c");
+  Ref c2 = t.call("aten.cos.default", {k2}, {B, D}, "c2");
+  Ref g = t.placeholder("tangents_1", {B, D});
+  Ref t1 = t.call("aten.mul.Tensor", {g, k}, {B, D}, "t1");
+  Ref m = t.call("aten.sum.dim_IntList", {k, A::list({A(1)}), true}, {B, 1}, "m");
+  Ref m2 = t.call("aten.sum.dim_IntList", {k2, A::list({A(1)}), true}, {B, 1}, "m2");
+  Ref t1b = t.call("aten.mul.Tensor", {t1, c2}, {B, D}, "t1b");
+  Ref t2 = t.call("aten.exp.default", {t1b}, {B, D}, "t2");
+  Ref t3 = t.call("aten.mul.Tensor", {t2, c}, {B, D}, "t3");
+  Ref t4 = t.call("aten.mul.Tensor", {t3, k}, {B, D}, "t4");
+  Ref t5 = t.call("aten.mul.Tensor", {t4, m}, {B, D}, "t5");
+  Ref gx = t.call("aten.mul.Tensor", {t5, m2}, {B, D}, "gx");
+  return testing::mlp_step(t, out, gx, {});
+}
+
+// The model and the chained model stay below every plan's simulated peak
+// where a saved value is read by the backward and kept alive by a
+// recomputed user too (counted once, not by its readers' rows and again by
+// the user's), and where a recomputed user lies after the backward's first
+// node (made at its place, not at its reader: what it reads dies there).
+// On the corpus these broke the bound under inductor (resnet_basic_block,
+// cnn_bn_avgpool: batch norm's backward computes forward values).
+// (Checked: counting the saved value's readers' rows twice, the model
+// overestimates the plans saving k; making m2 at its reader, the chained
+// model overestimates those recomputing k2.)
+TEST(Optimize, TheModelCountsAValueOnceAndWhereTheBackwardMakesItsUsers) {
+  Exhaustive all(backward_region_readers(), 12);
+  ASSERT_TRUE(all.ran());
 }
 
 // Every torch plan keeps each layer's activations, and fast's cuts follow
