@@ -924,7 +924,8 @@ class Search {
   void extension_terms(Program& p, uint32_t row, std::vector<int>& idx, std::vector<double>& coef,
                        std::vector<int>& column) const {
     const auto& vars = space_.vars();
-    if (row <= space_.between()) return;
+    if (row < space_.between()) return forward_extension_terms(p, row, idx, coef);
+    if (row == space_.between()) return;
     std::vector<int>& late = p.made_late[row];
     if (late.empty()) late.assign(vars.size(), kUnset);
     for (uint32_t k = 0; k < vars.size(); ++k) {
@@ -960,6 +961,37 @@ class Search {
       idx.push_back(e);
       coef.push_back(static_cast<double>(v.bytes));
       column[k] = e;
+    }
+  }
+
+  // A forward row's terms that row_values adds and the MILP's rows leave
+  // out: var k, past its own forward life (row_terms counts it there only
+  // when held), is alive while a saved var the forward computes only to
+  // save it reads it (or a view of it) later. Per k a continuous
+  // e >= s_u - held_k for each such u: held_k + e is 1 exactly when k is
+  // alive, for integral plans.
+  void forward_extension_terms(Program& p, uint32_t row, std::vector<int>& idx, std::vector<double>& coef) const {
+    const auto& vars = space_.vars();
+    for (uint32_t k = 0; k < vars.size(); ++k) {
+      const Var& v = vars[k];
+      if (v.bytes == 0 || row < v.saved_from) continue;
+      std::vector<uint32_t> late;
+      auto read_in_forward = [&](uint32_t holder) {
+        for (uint32_t u : space_.users()[holder])
+          if (vars[u].optional_fw && vars[u].can_save && vars[u].saved_from > row) late.push_back(u);
+      };
+      read_in_forward(k);
+      for (uint32_t a : v.aliases) read_in_forward(a);
+      if (late.empty()) continue;
+      const int e = p.milp.add_continuous(0, 1);
+      const int held = holds(p, k);
+      for (uint32_t u : late) {  // e >= s_u - held
+        const int i3[] = {e, p.s[u], held};
+        const double c3[] = {1, -1, 1};
+        p.milp.add_row(i3, c3, 0, Milp::kInfinity);
+      }
+      idx.push_back(e);
+      coef.push_back(static_cast<double>(v.bytes));
     }
   }
 
@@ -1087,8 +1119,8 @@ class Search {
     std::vector<std::pair<int64_t, std::pair<uint32_t, bool>>> over;
     for (bool before : {false, true}) {
       const std::vector<int64_t> v = space_.values(a->saved, a->recomputed, before);
-      for (uint32_t r = space_.between() + 1; r < v.size(); ++r)
-        if (v[r] > cap) over.push_back({v[r], {r, before}});
+      for (uint32_t r = before ? space_.between() + 1 : 0; r < v.size(); ++r)
+        if (r != space_.between() && v[r] > cap) over.push_back({v[r], {r, before}});
     }
     if (over.empty()) return false;
     std::stable_sort(over.begin(), over.end(), [](const auto& x, const auto& y) { return x.first > y.first; });

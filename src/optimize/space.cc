@@ -297,6 +297,12 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     for (NodeId o : *outs)
       if (o != kNoNode) pinned[root[o]] = 1;  // the caller's outputs, gradients: to the end
 
+  // Per var, whatever its bytes: whether the forward needs it, and if not,
+  // where it would compute it (a saved view of such a var makes it compute it).
+  for (Var& v : vars_) {
+    v.optional_fw = !info.required_fw[v.node];
+    if (v.optional_fw) v.saved_from = first_at_or_after(fw_pos, v.node);
+  }
   // Per var, whatever its bytes: the row of its first tangent-derived
   // reader (chained_peak's chains run through views and aliases too).
   read_row_.assign(vars_.size(), Var::kNoRow);
@@ -589,6 +595,18 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
       add(v.first_row, v.first_row + 1, v.bytes);
     if (kept) {
       add(v.saved_from, bw0, v.bytes);   // forward rows through the return
+    } else {
+      // Read by a saved var the forward computes only to save it, later.
+      uint32_t fw_until = v.saved_from;
+      auto read_in_forward = [&](uint32_t holder) {
+        for (uint32_t u : users_[holder])
+          if (saved[u] && vars_[u].optional_fw) fw_until = std::max(fw_until, vars_[u].saved_from);
+      };
+      read_in_forward(static_cast<uint32_t>(k));
+      for (uint32_t a : v.aliases) read_in_forward(a);
+      add(v.saved_from, std::min(fw_until, between_), v.bytes);
+    }
+    if (kept) {
       // Backward rows before its first reader, or before the batch that
       // recomputes a user of what holds the storage (the var itself or a
       // saved view of it: a residual add reading a saved view of a matmul

@@ -67,6 +67,9 @@
 //        recomputations run for it): what the row after it holds, less
 //        what the node allocates, plus each var it is the first reader of,
 //        saved or recomputed (the peak of a plan often lies there).
+//    A saved var no forward output needs is computed by the forward at its
+//    place: what it reads (through views too) lives in the forward rows
+//    until then (row_values; the MILP adds it lazily with the rest).
 //    Storage bytes: a node's fresh storages (not shared with an input of
 //    the node: views, in-place ops and aliases are free, but saving one
 //    keeps its root's storage as saving the root would); a multi-output
@@ -132,6 +135,9 @@ struct Var {
   bool can_save = false;
   bool can_recompute = false;
   bool needed = false;
+  // No forward output needs it: the forward computes it only when it is
+  // saved, at its place (row saved_from), and what it reads lives until then.
+  bool optional_fw = false;
   double cost = 0;    // estimated runtime when recomputed
   int64_t bytes = 0;  // storage bytes while saved (0 when pinned or aliasing)
   // When saved, its bytes count in rows [saved_from, between] and
