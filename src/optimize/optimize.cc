@@ -917,9 +917,11 @@ class Search {
   // The terms of backward row `row` that space.h's row_values adds and the
   // MILP's rows leave out: var k's storage, its saved range ended before the
   // row, is alive there while a recomputed user u of a saved holder h of it
-  // (k itself or a view of it) is made later (space.cc's made_by[u] > row,
-  // and finite). Per (k, row) a continuous e >= s_h + late_u + finite_u - 2
-  // for each such pair (made_late, made_finite). Exact for integral plans.
+  // (k itself or a view of it, or a view a recomputed from saved k) is made
+  // later (space.cc's made_by[u] > row, and finite). Per (k, row) a
+  // continuous e >= s_h + late_u + finite_u - 2 for each such pair
+  // (made_late, made_finite; s_k + r_a for the recomputed view). Exact for
+  // integral plans.
   // `column`: per var, its e (-1 without one).
   void extension_terms(Program& p, uint32_t row, std::vector<int>& idx, std::vector<double>& coef,
                        std::vector<int>& column) const {
@@ -931,32 +933,35 @@ class Search {
     for (uint32_t k = 0; k < vars.size(); ++k) {
       const Var& v = vars[k];
       if (v.bytes == 0 || row < v.read_to) continue;  // read_to >= saved_to: counted already
-      struct Late {
-        int saved, late, finite;  // columns; finite kAlways: 1 in every plan
-      };
-      std::vector<Late> users;
-      auto read_late = [&](uint32_t holder) {
-        if (!vars[holder].can_save) return;
+      // e >= sum(cols) - (|cols| - 1): 1 when all are (finite kAlways: no column).
+      std::vector<std::vector<int>> users;
+      auto read_late = [&](uint32_t holder, std::vector<int> cols) {
         for (uint32_t u : space_.users()[holder]) {
           const int m = made_late(p, row, u, late);
           const int f = m >= 0 ? made_finite(p, u) : kNever;
-          if (m >= 0 && f != kNever) users.push_back({p.s[holder], m, f});
+          if (m < 0 || f == kNever) continue;
+          std::vector<int> all = cols;
+          all.push_back(m);
+          if (f != kAlways) all.push_back(f);
+          users.push_back(std::move(all));
         }
       };
-      read_late(k);
-      for (uint32_t a : v.aliases) read_late(a);
+      if (v.can_save) read_late(k, {p.s[k]});
+      for (uint32_t a : v.aliases) {
+        if (vars[a].can_save) read_late(a, {p.s[a]});
+        // a view recomputed from the saved var (space.cc's row_values)
+        if (v.can_save && vars[a].can_recompute) read_late(a, {p.s[k], p.r[a]});
+      }
       if (users.empty()) continue;
       const int e = p.milp.add_continuous(0, 1);
-      for (const Late& l : users) {
-        if (l.finite == kAlways) {  // e >= s_h + late_u - 1
-          const int i3[] = {e, l.saved, l.late};
-          const double c3[] = {1, -1, -1};
-          p.milp.add_row(i3, c3, -1, Milp::kInfinity);
-        } else {  // e >= s_h + late_u + finite_u - 2
-          const int i4[] = {e, l.saved, l.late, l.finite};
-          const double c4[] = {1, -1, -1, -1};
-          p.milp.add_row(i4, c4, -2, Milp::kInfinity);
+      for (const std::vector<int>& cols : users) {
+        std::vector<int> i{e};
+        std::vector<double> c{1};
+        for (int col : cols) {
+          i.push_back(col);
+          c.push_back(-1);
         }
+        p.milp.add_row(i, c, 1.0 - static_cast<double>(cols.size()), Milp::kInfinity);
       }
       idx.push_back(e);
       coef.push_back(static_cast<double>(v.bytes));

@@ -609,8 +609,9 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
     if (kept) {
       // Backward rows before its first reader, or before the batch that
       // recomputes a user of what holds the storage (the var itself or a
-      // saved view of it: a residual add reading a saved view of a matmul
-      // keeps the matmul's storage until the add is made): a saved value
+      // saved view of it, or a view recomputed from it: a residual add
+      // reading a saved view of a matmul keeps the matmul's storage until
+      // the add is made): a saved value
       // lives from the backward's start to its last use. Only saved
       // holders count: a user of a recomputed holder reads the fresh copy.
       uint32_t until = v.saved_to;
@@ -622,6 +623,13 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
       if (!recomputed.empty()) {
         read_late(static_cast<uint32_t>(k));
         for (uint32_t a : v.aliases) read_late(a);
+        // A view recomputed from the saved var (split's getitems) is a view
+        // of the saved storage: its recomputed users keep it alive too.
+        if (saved[k])
+          for (uint32_t a : v.aliases)
+            if (recomputed[a])
+              for (uint32_t u : users_[a])
+                if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
       }
       add(bw0, v.saved_to, v.bytes);
       extended[k] = {std::max(v.saved_to, v.read_to), until};
