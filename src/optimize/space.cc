@@ -595,25 +595,13 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
       add(v.first_row, v.first_row + 1, v.bytes);
     if (kept) {
       add(v.saved_from, bw0, v.bytes);   // forward rows through the return
-    } else {
-      // Read by a saved var the forward computes only to save it, later.
-      uint32_t fw_until = v.saved_from;
-      auto read_in_forward = [&](uint32_t holder) {
-        for (uint32_t u : users_[holder])
-          if (saved[u] && vars_[u].optional_fw) fw_until = std::max(fw_until, vars_[u].saved_from);
-      };
-      read_in_forward(static_cast<uint32_t>(k));
-      for (uint32_t a : v.aliases) read_in_forward(a);
-      add(v.saved_from, std::min(fw_until, between_), v.bytes);
-    }
-    if (kept) {
       // Backward rows before its first reader, or before the batch that
       // recomputes a user of what holds the storage (the var itself or a
       // saved view of it, or a view recomputed from it: a residual add
       // reading a saved view of a matmul keeps the matmul's storage until
-      // the add is made): a saved value
-      // lives from the backward's start to its last use. Only saved
-      // holders count: a user of a recomputed holder reads the fresh copy.
+      // the add is made): a saved value lives from the backward's start to
+      // its last use. Only saved holders count: a user of a recomputed
+      // holder reads the fresh copy.
       uint32_t until = v.saved_to;
       auto read_late = [&](uint32_t holder) {
         if (!saved[holder]) return;
@@ -635,6 +623,16 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
       extended[k] = {std::max(v.saved_to, v.read_to), until};
       add(extended[k].first, until, v.bytes);
       continue;
+    }
+    {  // Not held: read by a saved var the forward computes only to save it, later.
+      uint32_t fw_until = v.saved_from;
+      auto read_in_forward = [&](uint32_t holder) {
+        for (uint32_t u : users_[holder])
+          if (saved[u] && vars_[u].optional_fw) fw_until = std::max(fw_until, vars_[u].saved_from);
+      };
+      read_in_forward(static_cast<uint32_t>(k));
+      for (uint32_t a : v.aliases) read_in_forward(a);
+      add(v.saved_from, std::min(fw_until, between_), v.bytes);
     }
     // Needed early by a chain of recomputed users read before it: any
     // such chain (all_chains; inductor inlines an inlined_bw var wherever
