@@ -105,7 +105,9 @@ CASES = EXACT_CASES + SLOW_CASES
 # from the op's row and split's getitems as views of its input.
 # resnet_basic_block_inductor and gru_unrolled: 0.1 to 1.3 s per limit
 # since 2026-12-03 (above).
-PROVEN_CASES = ["transformer_block_inductor", "transformer_block", "resnet_basic_block_inductor", "gru_unrolled"]
+PROVEN_CASES = [
+    "transformer_block_inductor", "transformer_block", "resnet_basic_block_inductor", "gru_unrolled",
+]
 # An EXACT_CASES limit where exact is known not to prove within
 # EXACT_SECONDS (mlp_gelu_d3_inductor's smallest reachable peak, above): it
 # runs SLOW_SECONDS there, as a SLOW_CASES search does. No rule is lost:
