@@ -60,11 +60,14 @@
 //    MILP (optimize/milp.h): binaries s (saved) and r (recomputed) per var,
 //    minimize sum(cost * r) (plus kTieBreak of the cheapest cost at
 //    most: fewer saved bytes), subject to the space's validity rules and its memory rows <=
-//    limit. The MILP's rows relax one term of the model (a saved value kept
-//    alive by a recomputed user made later): a solution whose model
-//    exceeds the limit is not built; its kLazyRows most exceeding rows are
-//    added with that term, linearized exactly for integral plans (lazy
-//    rows), and the MILP solved again. Each other solution is built; one
+//    limit. The MILP's rows relax two terms of the model (a saved value, or
+//    the storage a saved or recomputed view of it holds, kept alive in the
+//    backward by a recomputed user made later; a value kept alive in the
+//    forward by a saved user the forward computes only to save it): a
+//    solution whose model exceeds the limit is not built; its kLazyRows
+//    most exceeding rows (forward or backward) are added with those terms,
+//    linearized exactly for integral plans (lazy rows), and the MILP
+//    solved again. Each other solution is built; one
 //    that does not fit is cut off (a no-good cut on its saved set) and the
 //    MILP solved again. The first
 //    solution that fits is optimal when the solver proved optimality and the

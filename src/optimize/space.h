@@ -229,8 +229,10 @@ class PlanSpace {
   const std::vector<MemoryRow>& rows() const { return rows_; }
   uint32_t between() const { return between_; }
   // Row r's plan-dependent terms, its `extra` terms last. The MILP relaxes
-  // one term of row_values: a saved value kept alive past its saved range
-  // by a recomputed user made later (optimize.cc adds it back lazily).
+  // two terms of row_values: a saved value (or what its views hold) kept
+  // alive past its saved range by a recomputed user made later, and a value
+  // kept alive in the forward by a saved optional_fw user (optimize.cc adds
+  // them back lazily).
   std::vector<RowTerm> row_terms(uint32_t r) const;
   int var_of(NodeId n) const { return n < var_of_.size() ? var_of_[n] : -1; }
   bool model_is_bound() const { return model_rows_; }
