@@ -5,6 +5,11 @@
 //    are non-negative int64; kInfinite marks an edge no cut may cross. Parallel
 //    and antiparallel edges are allowed and kept apart. Self-loops are ignored
 //    for the flow (they never cross a cut).
+//  * Rerun: set_capacities(c) replaces every edge's capacity (the edges'
+//    count and order as added) and the next run starts from no flow, as a
+//    new MaxFlow with those edges would, with the same result; it keeps the
+//    residual network's arcs, so a series of cuts over one network with
+//    other capacities (the optimizer's priced cuts) builds them once.
 //  * run(s, t) first looks for an s-t path made of infinite edges only. If one
 //    exists the flow is unbounded: run returns false and no cut exists. This is
 //    networkx's NetworkXUnbounded, which torch turns into its "no finite cut"
@@ -58,6 +63,10 @@ class MaxFlow {
   void add_edges(std::span<const uint32_t> tail, std::span<const uint32_t> head,
                  std::span<const int64_t> cap);
 
+  // Replaces the capacities of all edges, in the order they were added
+  // (cap.size() == num_edges(); each >= 0 or kInfinite).
+  void set_capacities(std::span<const int64_t> cap);
+
   // Computes a maximum preflow from s to t. Returns false when an s-t path of
   // infinite edges exists (the flow is unbounded); true otherwise.
   bool run(uint32_t s, uint32_t t);
@@ -70,8 +79,11 @@ class MaxFlow {
 
  private:
   // Returns true when t is reachable from s over infinite edges only.
-  bool has_infinite_path(uint32_t s, uint32_t t) const;
-  void build_arcs(int64_t inf_value);
+  bool has_infinite_path(uint32_t s, uint32_t t);
+  // The arcs (first_, arc_head_, arc_rev_, arc_edge_), once per edge list.
+  void build_arcs();
+  // Residual capacities from cap_, infinity as inf_value.
+  void fill_residuals(int64_t inf_value);
   void global_relabel();
   void discharge(uint32_t v);
   void bucket_insert(uint32_t v, int32_t label);
@@ -92,10 +104,15 @@ class MaxFlow {
 
   // Residual network in CSR form: the arcs of vertex v are
   // [first_[v], first_[v + 1]); each edge gives a forward and a reverse arc.
+  // arc_edge_: the edge of a forward arc, kNoEdge for a reverse one.
+  static constexpr uint32_t kNoEdge = std::numeric_limits<uint32_t>::max();
+  bool arcs_built_ = false;
   std::vector<uint32_t> first_;
   std::vector<uint32_t> arc_head_;
   std::vector<uint32_t> arc_rev_;
+  std::vector<uint32_t> arc_edge_;
   std::vector<int64_t> res_;
+  std::vector<uint32_t> queue_;  // the BFSes' queue, kept between them
 
   // Push-relabel state. Excess can exceed int64 when many infinite edges
   // meet, so it is kept in 128 bits; a single push never does.

@@ -129,17 +129,17 @@ class Search {
     if (space_.model_peak(saved) > v.peak) model_bounds_ = false;
     check_screen(saved, v.peak);
     for (const MutationHazard& h : r.hazards) {
-      const int k = space_.var_of(prepared_of(r.forward.node(h.saved).origin));
+      const int k = space_.var_of(space_.prepared_of(r.forward.node(h.saved).origin));
       if (k < 0) continue;
       space_.forbid_save(static_cast<uint32_t>(k));
       hazardous_.push_back(static_cast<uint32_t>(k));
     }
     for (const LiveStorage& st : r.memory.at_peak) {
       const Graph& pg = st.pass == Pass::kForward ? r.forward : r.backward;
-      const int k = space_.var_of(prepared_of(pg.node(st.node).origin));
+      const int k = space_.var_of(space_.prepared_of(pg.node(st.node).origin));
       if (k >= 0) v.at_peak.push_back({static_cast<uint32_t>(k), st.pass == Pass::kBackward});
     }
-    v.rows = simulated_rows(r);
+    v.rows = space_.simulated_rows(r);
     if (!v.hazards) {
       smallest_peak_ = smallest_peak_ < 0 ? v.peak : std::min(smallest_peak_, v.peak);
       v.fits = v.peak <= limit_;
@@ -162,47 +162,6 @@ class Search {
     return evaluate(asked).recompute;
   }
 
-  // The simulated timeline at the model's rows.
-  std::vector<int64_t> simulated_rows(const PartitionResult& r) {
-    const auto& rows = space_.rows();
-    if (row_of_.empty()) {
-      row_of_.assign(space_.graph().size(), -1);
-      for (size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].node != kNoNode) row_of_[rows[i].node] = static_cast<int>(i);
-    }
-    std::vector<int64_t> out(rows.size(), 0);
-    out[space_.between()] = r.memory.between_bytes;
-    // Nodes without a row (recomputations, placeholders) count toward the
-    // next row's instant: they run for it.
-    auto take = [&](const Graph& g, const std::vector<int64_t>& timeline) {
-      int64_t pending = 0;
-      for (NodeId n = 0; n < g.size() && n < timeline.size(); ++n) {
-        pending = std::max(pending, timeline[n]);
-        const NodeId p = prepared_of(g.node(n).origin);
-        if (p == kNoNode || row_of_[p] < 0) continue;
-        int64_t& slot = out[static_cast<size_t>(row_of_[p])];
-        slot = std::max(slot, pending);
-        pending = 0;
-      }
-    };
-    take(r.forward, r.memory.forward_timeline);
-    take(r.backward, r.memory.backward_timeline);
-    return out;
-  }
-
-  NodeId prepared_of(NodeId joint) {
-    if (joint_to_prepared_.empty()) {
-      const Graph& g = space_.graph();
-      for (NodeId p = 0; p < g.size(); ++p) {
-        const NodeId j = g.node(p).origin;
-        if (j == kNoNode || j == kCreatedNode) continue;
-        if (j >= joint_to_prepared_.size()) joint_to_prepared_.resize(j + 1, kNoNode);
-        joint_to_prepared_[j] = p;
-      }
-    }
-    return joint < joint_to_prepared_.size() ? joint_to_prepared_[joint] : kNoNode;
-  }
-
   // --- fast: priced min-cuts ---------------------------------------------
   // The min-cut over the space where recomputing var k costs its estimate
   // and saving it costs save_cost[k] (both in estimator units): the plan
@@ -219,24 +178,36 @@ class Search {
     const uint32_t src = 0, snk = 1;
     auto in = [](size_t k) { return static_cast<uint32_t>(2 + 2 * k); };
     auto out = [](size_t k) { return static_cast<uint32_t>(3 + 2 * k); };
-    // One add_edges call: on 10^4-node graphs the edge-at-a-time calls
-    // cost as much as the flow.
-    std::vector<uint32_t> tail, head;
-    std::vector<int64_t> cap;
-    auto edge = [&](uint32_t u, uint32_t w, int64_t c) {
-      tail.push_back(u);
-      head.push_back(w);
-      cap.push_back(c);
-    };
+    // The network's edges are the same for every cut of the search (a
+    // value no longer saveable or recomputable only turns its edge
+    // infinite; the sink edge of a value not needed is there, at 0): built
+    // once, in one add_edges call, and given each cut's capacities (on
+    // 10^4-node graphs building it cost a third of a cut).
+    std::vector<int64_t>& cap = priced_cap_;
+    cap.clear();
     for (size_t k = 0; k < n; ++k) {
       const Var& v = vars[k];
-      edge(src, in(k), v.can_recompute ? std::llround(v.cost * unit) + 1 : MaxFlow::kInfinite);
-      edge(in(k), out(k), v.can_save ? std::llround(save_cost[k] * unit) + 1 : MaxFlow::kInfinite);
-      if (v.needed) edge(out(k), snk, MaxFlow::kInfinite);
-      for (uint32_t u : deps[k]) edge(out(u), in(k), MaxFlow::kInfinite);
+      cap.push_back(v.can_recompute ? std::llround(v.cost * unit) + 1 : MaxFlow::kInfinite);
+      cap.push_back(v.can_save ? std::llround(save_cost[k] * unit) + 1 : MaxFlow::kInfinite);
+      cap.push_back(v.needed ? MaxFlow::kInfinite : 0);
+      cap.insert(cap.end(), deps[k].size(), MaxFlow::kInfinite);
     }
-    MaxFlow flow(static_cast<uint32_t>(2 + 2 * n));
-    flow.add_edges(tail, head, cap);
+    if (!priced_net_) {
+      std::vector<uint32_t> tail, head;
+      for (size_t k = 0; k < n; ++k) {
+        for (uint32_t u : {src, in(k), out(k)}) tail.push_back(u);
+        for (uint32_t w : {in(k), out(k), snk}) head.push_back(w);
+        for (uint32_t u : deps[k]) {
+          tail.push_back(out(u));
+          head.push_back(in(k));
+        }
+      }
+      priced_net_.emplace(static_cast<uint32_t>(2 + 2 * n));
+      priced_net_->add_edges(tail, head, cap);
+    } else {
+      priced_net_->set_capacities(cap);
+    }
+    MaxFlow& flow = *priced_net_;
     if (!flow.run(src, snk)) return std::nullopt;  // nothing valid exists
     const std::vector<uint8_t> side = flow.source_side(CutSide::kSinkMinimal);
     std::vector<uint8_t> saved(n, 0);
@@ -619,7 +590,7 @@ class Search {
         smallest_peak_ = smallest_peak_ < 0 ? r.memory.peak_bytes : std::min(smallest_peak_, r.memory.peak_bytes);
       if (targets && r.hazards.empty() && r.memory.peak_bytes > limit_) {
         Verdict v;
-        v.rows = simulated_rows(r);
+        v.rows = space_.simulated_rows(r);
         correct(space_.saved_flags(saved), v, limit_, *targets);
       }
       return r;
@@ -639,7 +610,7 @@ class Search {
       PartitionResult r = solve_peak_budget(ctx_, limit_, build, nullptr, repairs, screen);
       std::vector<NodeId> saved;
       for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
-        for (NodeId j : *list) saved.push_back(prepared_of(j));
+        for (NodeId j : *list) saved.push_back(space_.prepared_of(j));
       std::sort(saved.begin(), saved.end());
       if (!best_ || r.recompute_runtime < best_->result.recompute_runtime)
         best_ = Outcome{std::move(r), std::move(saved)};
@@ -1311,8 +1282,9 @@ class Search {
   const FastEffort effort_;
   std::map<std::string, Verdict> seen_;
   std::vector<uint32_t> hazardous_;  // vars whose saving made a hazard
-  std::vector<NodeId> joint_to_prepared_;
-  std::vector<int> row_of_;  // prepared node -> model row, -1 for none
+  // priced_cut's network, built by its first cut, and its capacities.
+  mutable std::optional<MaxFlow> priced_net_;
+  mutable std::vector<int64_t> priced_cap_;
   std::optional<Outcome> best_;
   int64_t smallest_peak_ = -1;
   bool model_bounds_ = true;  // every built plan's peak >= its model peak

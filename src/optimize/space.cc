@@ -119,19 +119,30 @@ bool recomputable(const DecideContext& ctx, NodeId n) {
 // sharing a storage with an input of its node (a view, an in-place op),
 // that input's root. A getitem of a multi-output op is its own root (the
 // model gives it the storage it takes out), unless it takes out a view of
-// an input of the op (split, unbind): then that input's root.
+// an input of the op (split, unbind): then that input's root. Where no
+// storage id says so (a graph without them, or a view given a storage of
+// its own), a view, or a mutable op with one result, holds its first
+// argument's storage: the simulator's rule (memory/simulate.cc, aliased),
+// and fresh_bytes gives such ops no bytes of their own.
 std::vector<NodeId> storage_roots(const Graph& g) {
   std::vector<NodeId> root(g.size());
   for (NodeId n = 0; n < g.size(); ++n) {
     root[n] = n;
     if (g.node(n).kind != NodeKind::kCallFunction) continue;
     const auto tensors = g.tensors(n);
-    if (tensors.size() != 1 || tensors[0].storage < 0) continue;
+    if (tensors.size() != 1) continue;
     // A getitem of a multi-output view op (split, unbind) takes out a view
     // of an input of the op: its root is that input's.
-    for (NodeId in : g.inputs(made_at(g, n)))
-      for (const TensorMeta& t : g.tensors(in))
-        if (t.storage == tensors[0].storage && root[n] == n) root[n] = root[in];
+    if (tensors[0].storage >= 0)
+      for (NodeId in : g.inputs(made_at(g, n)))
+        for (const TensorMeta& t : g.tensors(in))
+          if (t.storage == tensors[0].storage && root[n] == n) root[n] = root[in];
+    if (root[n] != n || is_getitem(g, n)) continue;
+    const OpInfo* op = g.op(n);
+    if (op == nullptr || op->kind != OpKind::kOverload) continue;
+    if (!op->is_view && !(op->is_mutable && op->num_returns == 1)) continue;
+    const NodeId first = node_arg(g, n, 0);
+    if (first != kNoNode && !g.tensors(first).empty()) root[n] = root[first];
   }
   return root;
 }
@@ -152,6 +163,35 @@ PlanSpace::PlanSpace(const DecideContext& ctx, int num_fwd_outputs, bool joint_o
     : g_(ctx.graph), num_fwd_outputs_(num_fwd_outputs), model_rows_(model_rows) {
   make_vars(ctx);
   make_rows(ctx, num_fwd_outputs, joint_order_backward && model_rows);
+  row_of_.assign(g_.size(), -1);
+  for (size_t i = 0; i < rows_.size(); ++i)
+    if (rows_[i].node != kNoNode) row_of_[rows_[i].node] = static_cast<int>(i);
+  for (NodeId p = 0; p < g_.size(); ++p) {
+    const NodeId j = g_.node(p).origin;
+    if (j == kNoNode || j == kCreatedNode) continue;
+    if (j >= prepared_of_joint_.size()) prepared_of_joint_.resize(j + 1, kNoNode);
+    prepared_of_joint_[j] = p;
+  }
+}
+
+std::vector<int64_t> PlanSpace::simulated_rows(const PartitionResult& r) const {
+  std::vector<int64_t> out(rows_.size(), 0);
+  auto take = [&](const Graph& g, const std::vector<int64_t>& timeline, MemoryRow::Pass pass) {
+    int64_t pending = 0;
+    for (NodeId n = 0; n < g.size() && n < timeline.size(); ++n) {
+      pending = std::max(pending, timeline[n]);
+      const NodeId p = prepared_of(g.node(n).origin);
+      if (p == kNoNode || row_of_[p] < 0 || rows_[static_cast<size_t>(row_of_[p])].pass != pass) continue;
+      int64_t& slot = out[static_cast<size_t>(row_of_[p])];
+      slot = std::max(slot, pending);
+      pending = 0;
+    }
+    return pending;
+  };
+  const int64_t forward_tail = take(r.forward, r.memory.forward_timeline, MemoryRow::Pass::kForward);
+  out[between_] = std::max(r.memory.between_bytes, forward_tail);
+  take(r.backward, r.memory.backward_timeline, MemoryRow::Pass::kBackward);
+  return out;
 }
 
 void PlanSpace::make_vars(const DecideContext& ctx) {
@@ -313,6 +353,11 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     if (first != kNoNode) read_row_[k] = bw0 + first_at_or_after(bw_pos, first);
     if (vars_[k].node > bw_pos[0]) vars_[k].placed_row = bw0 + first_at_or_after(bw_pos, vars_[k].node);
   }
+  // Per node, the row of its own storage's first tangent-derived reader
+  // (early_uses visits each node many times).
+  std::vector<uint32_t> own_read_row(g.size(), Var::kNoRow);
+  for (NodeId n = 0; n < g.size() && B > 0; ++n)
+    if (root[n] == n && bw_first[n] != kNoNode) own_read_row[n] = bw0 + first_at_or_after(bw_pos, bw_first[n]);
   for (size_t k = 0; k < vars_.size(); ++k) {
     Var& v = vars_[k];
     const NodeId n = v.node;
@@ -346,7 +391,7 @@ void PlanSpace::make_rows(const DecideContext& ctx, int num_fwd_outputs, bool ba
     // A chain of users recomputed for a reader before `first` needs it
     // earlier, in either plan: it is computed (or saved) before the chain
     // runs and lives on to its own readers.
-    if (!v.inlined_bw) early_uses(k, v.saved_to, root, bw_first, bw_pos, bw0);
+    if (!v.inlined_bw) early_uses(k, v.saved_to, own_read_row);
   }
   // Backward values and tangents: alive from their node to their last use.
   if (B > 0) {
@@ -464,21 +509,27 @@ std::vector<uint8_t> PlanSpace::allow_in_place(const std::vector<NodeId>& root, 
 // Depth-first over chains of forward users (at most kEarlyDepth long) from
 // var k; a chain ending at a node whose own storage the backward reads
 // before `saved_to` is an early use, by its first reader's row.
-void PlanSpace::early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId>& root,
-                           const std::vector<NodeId>& bw_first, const std::vector<NodeId>& bw_pos,
-                           uint32_t bw0) {
+void PlanSpace::early_uses(size_t k, uint32_t saved_to, const std::vector<uint32_t>& own_read_row) {
   Var& v = vars_[k];
   std::vector<uint32_t> path;
+  // v.early stays sorted by (row, length), ties in the order found, and at
+  // most kEarlyUses long as chains are found: a deep fan-out finds many, and
+  // copying each path cost more than the walk.
+  auto keep = [&](uint32_t row) {
+    auto at = std::upper_bound(v.early.begin(), v.early.end(), row, [&](uint32_t r, const EarlyUse& e) {
+      return r != e.row ? r < e.row : path.size() < e.path.size();
+    });
+    if (at == v.early.end() && v.early.size() == static_cast<size_t>(kEarlyUses)) return;
+    v.early.insert(at, EarlyUse{row, path});
+    if (v.early.size() > static_cast<size_t>(kEarlyUses)) v.early.pop_back();
+  };
   auto walk = [&](auto&& self, NodeId from) -> void {
     if (path.size() == static_cast<size_t>(kEarlyDepth)) return;
     for (NodeId user : g_.users(from)) {
       const int w = var_of_[user];
       if (w < 0 || std::find(path.begin(), path.end(), static_cast<uint32_t>(w)) != path.end()) continue;
       path.push_back(static_cast<uint32_t>(w));
-      if (root[user] == user && bw_first[user] != kNoNode) {
-        const uint32_t row = bw0 + first_at_or_after(bw_pos, bw_first[user]);
-        if (row < saved_to) v.early.push_back({row, path});
-      }
+      if (own_read_row[user] < saved_to) keep(own_read_row[user]);
       self(self, user);
       path.pop_back();
     }
@@ -494,11 +545,6 @@ void PlanSpace::early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId
       path.pop_back();
     }
   }
-  std::sort(v.early.begin(), v.early.end(), [](const EarlyUse& x, const EarlyUse& y) {
-    return x.row != y.row ? x.row < y.row : x.path.size() < y.path.size();
-  });
-  if (v.early.size() > static_cast<size_t>(kEarlyUses)) v.early.resize(kEarlyUses);
-
 }
 
 std::optional<Assignment> PlanSpace::implied_recompute(std::span<const uint8_t> saved) const {

@@ -72,7 +72,10 @@
 //    until then (row_values; the MILP adds it lazily with the rest).
 //    Storage bytes: a node's fresh storages (not shared with an input of
 //    the node: views, in-place ops and aliases are free, but saving one
-//    keeps its root's storage as saving the root would); a multi-output
+//    keeps its root's storage as saving the root would; a view, or a
+//    mutable op with one result, whose storage id is none of its inputs'
+//    holds its first argument's storage all the same, as simulate_memory
+//    counts it); a multi-output
 //    op's storages are attributed to the getitems that take them out (the
 //    op itself is 0), each storage once, alive from the op's row on; a
 //    getitem taking out a view of the op's input (split, unbind) is an
@@ -116,6 +119,7 @@
 #include <vector>
 
 #include "decide/decide.h"
+#include "remat/result.h"
 
 namespace remat::optimize {
 
@@ -275,6 +279,20 @@ class PlanSpace {
   // the plan is invalid or the model is off.
   int64_t chained_peak(std::span<const uint8_t> saved) const;
 
+  // The prepared node a node of a built plan came from (its origin, a
+  // joint id); kNoNode for none.
+  NodeId prepared_of(NodeId joint) const {
+    return joint < prepared_of_joint_.size() ? prepared_of_joint_[joint] : kNoNode;
+  }
+  // Per row, the live bytes the simulation of a plan built over this space
+  // shows at its instant: the most after any node since the pass's previous
+  // row (nodes without a row of the pass run for the next one: recomputations,
+  // the backward's placeholders of saved values, and values of the backward
+  // region the forward computes to save them, which after the forward's last
+  // row count toward the return's, where the model makes them). Where it
+  // exceeds row_values, fast lowers that row's target (optimize.cc).
+  std::vector<int64_t> simulated_rows(const PartitionResult& r) const;
+
   // The saved set of a plan as the pipeline takes it (prepared ids, graph
   // order), and back.
   std::vector<NodeId> saved_nodes(std::span<const uint8_t> saved) const;
@@ -285,9 +303,9 @@ class PlanSpace {
                               bool before, bool all_chains) const;
   void make_vars(const DecideContext& ctx);
   void make_rows(const DecideContext& ctx, int num_fwd_outputs, bool joint_order_backward);
-  void early_uses(size_t k, uint32_t saved_to, const std::vector<NodeId>& root,
-                  const std::vector<NodeId>& bw_first, const std::vector<NodeId>& bw_pos,
-                  uint32_t bw0);
+  // own_read_row[n]: the row of the first tangent-derived reader of n's
+  // own storage (n its own root), Var::kNoRow otherwise.
+  void early_uses(size_t k, uint32_t saved_to, const std::vector<uint32_t>& own_read_row);
   void read_through_inlined(const std::vector<NodeId>& root, const std::vector<NodeId>& bw_first,
                             const std::vector<NodeId>& bw_pos, uint32_t bw0,
                             const std::vector<uint8_t>& reduced);
@@ -303,6 +321,8 @@ class PlanSpace {
   std::vector<int> var_of_;
   std::vector<MemoryRow> rows_;
   std::vector<uint32_t> read_row_;  // per var: its first tangent-derived reader's row
+  std::vector<int> row_of_;          // per prepared node: its row, -1 for none
+  std::vector<NodeId> prepared_of_joint_;
   uint32_t between_ = 0;
   bool model_rows_;
 };

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "decide/maxflow.h"
+#include "remat/error.h"
 
 namespace remat {
 namespace {
@@ -152,6 +153,54 @@ TEST(MaxFlow, RandomAgainstBruteForce) {
     EXPECT_EQ(f.source_side(CutSide::kSinkMinimal), b.sink_minimal_src) << "iter " << iter;
     EXPECT_EQ(f.source_side(CutSide::kSourceMinimal), b.source_minimal_src) << "iter " << iter;
   }
+}
+
+// set_capacities reuses one network for many cuts (the optimizer's priced
+// cuts): each run with new capacities answers as the brute force does on
+// those capacities, bounded or not, whatever the run before it found
+// (capacities drawn anew each time, infinite ones included, so runs go from
+// unbounded to bounded and back).
+TEST(MaxFlow, ARerunWithNewCapacitiesAnswersAsAFreshNetwork) {
+  std::mt19937 rng(2026);
+  int bounded_after_unbounded = 0, reruns = 0;
+  for (int iter = 0; iter < 150; ++iter) {
+    const uint32_t n = 2 + rng() % 9;
+    const uint32_t m = 1 + rng() % (3 * n);
+    std::vector<E> es;
+    for (uint32_t i = 0; i < m; ++i)
+      es.push_back({static_cast<uint32_t>(rng() % n), static_cast<uint32_t>(rng() % n), 0});
+    MaxFlow f(n);
+    bool was_bounded = true;
+    for (int run = 0; run < 4; ++run) {
+      std::vector<int64_t> caps;
+      for (E& e : es) {
+        const uint32_t kind = rng() % 10;
+        e.c = kind == 0 ? MaxFlow::kInfinite : kind == 1 ? 0 : static_cast<int64_t>(rng() % 6);
+        caps.push_back(e.c);
+      }
+      if (run == 0) {
+        for (const E& e : es) f.add_edge(e.u, e.v, e.c);
+      } else {
+        f.set_capacities(caps);
+        ++reruns;
+      }
+      const Brute b = brute_force(n, es, 0, n - 1);
+      const bool bounded = f.run(0, n - 1);
+      ASSERT_EQ(bounded, b.value != std::numeric_limits<int64_t>::max()) << "iter " << iter << " run " << run;
+      if (bounded && !was_bounded) ++bounded_after_unbounded;
+      was_bounded = bounded;
+      if (!bounded) continue;
+      EXPECT_EQ(f.flow_value(), b.value) << "iter " << iter << " run " << run;
+      EXPECT_EQ(f.source_side(CutSide::kSinkMinimal), b.sink_minimal_src) << "iter " << iter << " run " << run;
+      EXPECT_EQ(f.source_side(CutSide::kSourceMinimal), b.source_minimal_src) << "iter " << iter << " run " << run;
+    }
+  }
+  EXPECT_GT(reruns, 400);
+  EXPECT_GT(bounded_after_unbounded, 10) << "the runs never went from unbounded to bounded";
+  MaxFlow f(2);
+  f.add_edge(0, 1, 3);
+  EXPECT_THROW(f.set_capacities(std::vector<int64_t>{1, 2}), Error) << "one capacity per edge";
+  EXPECT_THROW(f.set_capacities(std::vector<int64_t>{-1}), Error);
 }
 
 TEST(MaxFlow, RandomMediumAgainstEdmondsKarp) {
