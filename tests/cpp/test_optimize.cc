@@ -9,9 +9,10 @@
 // it screens them with the chained model, a lower bound that sees deep
 // recomputed chains) and reaches checkpointed plans far below them there;
 // the model follows what keeps a storage alive (a saved view's recomputed
-// users, a view recomputed from a saved value, a value the forward computes
-// only to save it, nodes the backward makes at their own place) without
-// counting a value twice; policies and options hold.
+// users, a view recomputed from a saved value, a view given a storage id of
+// its own, a value the forward computes only to save it, nodes the backward
+// makes at their own place) without counting a value twice; each pass's
+// simulated timeline is read at that pass's rows; policies and options hold.
 #include <gtest/gtest.h>
 
 #include <algorithm>
