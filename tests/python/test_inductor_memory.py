@@ -108,6 +108,14 @@ def test_a_peak_budget_under_inductor_plans_against_what_inductor_allocates(step
     assert cause.smallest_peak > steps[case.name].measured
 
 
+def test_simulate_memory_names_a_bad_memory_model(steps, rt):
+    import remat
+
+    step = steps[CHECKED[0]]
+    with pytest.raises(remat.InvalidOptionError, match=r'\bmemory_model\b.*"cuda"'):
+        rt.simulate_memory(step.forward, step.backward, step.num_fwd_outputs, memory_model="cuda")
+
+
 def test_the_memory_model_setting(rt):
     import remat
 
