@@ -182,7 +182,7 @@ class Search {
     // value no longer saveable or recomputable only turns its edge
     // infinite; the sink edge of a value not needed is there, at 0): built
     // once, in one add_edges call, and given each cut's capacities (on
-    // 10^4-node graphs building it cost a third of a cut).
+    // 10^4-node graphs building it cost about a fifth of a cut).
     std::vector<int64_t>& cap = priced_cap_;
     cap.clear();
     for (size_t k = 0; k < n; ++k) {

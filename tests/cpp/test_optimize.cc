@@ -486,8 +486,8 @@ TEST(Optimize, AViewGivenAStorageOfItsOwnStillHoldsItsInputs) {
 // The simulated timeline read at the model's rows (space.h simulated_rows,
 // what fast corrects its targets by) takes each pass's nodes to that pass's
 // rows only: the backward's placeholders of saved values carry the forward
-// node's origin, and once lifted the forward rows of saved values by what
-// the backward held at its start. On plain plans of small MLPs and of the
+// node's origin, and taken to those values' forward rows they lifted them to
+// what the backward held at its start. On plain plans of small MLPs and of the
 // residual MLP (whose transposes own their storage ids), where the model
 // leaves nothing out, the two agree at every row.
 // (Checked: taking nodes to any pass's rows, 2 to 10 rows differ per graph;
