@@ -8,7 +8,7 @@
 #   --python PYTHON  an interpreter to build for (a path, or a name on PATH:
 #                    python3.12); repeatable; default python3
 #   --out DIR        where the wheels go (default dist/)
-#   --repair WHEEL   steps 3 and 4 only, on a wheel `pip wheel .` built
+#   --repair WHEEL   steps 3 to 5 only, on a wheel `pip wheel .` built
 #                    (tools/test.sh repairs the one its setup stage built)
 #
 # Each wheel holds the Python package, its extension and the `remat` command,
@@ -25,7 +25,10 @@
 #     symbol versions the binaries satisfy (manylinux_2_34 on Debian 12:
 #     see docs/wheel.md for why, and what an older tag would take);
 #  4. `auditwheel show` on the result must name no library outside that
-#     policy, or the script fails.
+#     policy, or the script fails;
+#  5. tools/wheel_licenses.py adds the copied libraries' licence texts (their
+#     Debian packages' copyright files) under .dist-info/licenses/third_party/,
+#     or fails naming a library whose licence it cannot find.
 # The C++ build dependencies come from Debian, through tools/setup.sh
 # --debian-only (the one list of them).
 set -euo pipefail
@@ -52,7 +55,8 @@ make_venv() {  # make_venv PYTHON VENV
   "$2/bin/python" -m pip --disable-pip-version-check -q install "${reqs[@]}"
 }
 
-# Steps 3 and 4: repair RAW into OUT with VENV's tools, and verify the tag.
+# Steps 3 to 5: repair RAW into OUT with VENV's tools, verify the tag, add
+# the licences.
 repair_wheel() {  # repair_wheel VENV RAW
   local venv=$1 raw=$2 fixed wheel shown tag
   fixed=$(mktemp -d)
@@ -68,6 +72,7 @@ repair_wheel() {  # repair_wheel VENV RAW
     echo "build_wheel: auditwheel show does not confirm the tag $tag" >&2
     return 1
   fi
+  "$venv/bin/python" tools/wheel_licenses.py "$wheel"
   mkdir -p "$out"
   rm -f "$out/$(basename "$wheel" | cut -d- -f1-4)"-*.whl
   mv "$wheel" "$out"/

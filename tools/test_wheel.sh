@@ -15,7 +15,8 @@
 # environment's bin/ and grep (no compiler, CMake or source tree in reach):
 #   remat --version and remat.__version__ agree with the wheel's version;
 #   remat partition runs on its default example and on a shipped one;
-#   the metadata names the license and asks for torch only as an extra;
+#   the metadata names the license and asks for torch only as an extra,
+#   and every library the wheel carries comes with its licence text;
 #   import remat.torch works, and a short training step under
 #   torch.compile with remat.torch.install(fallback=False) gives the same
 #   gradients as eager, with remat's partitioner called.
@@ -91,6 +92,20 @@ assert meta.get("License-Expression") == "BSD-3-Clause", meta.get("License-Expre
 torch_reqs = [r for r in meta.get_all("Requires-Dist") if r.startswith("torch")]
 assert torch_reqs and all('extra == "torch"' in r for r in torch_reqs), torch_reqs
 assert any(f.name == "LICENSE" for f in md.files("remat")), "LICENSE is not in the wheel"
+# Every library auditwheel copied in comes with its licence
+# (tools/wheel_licenses.py), listed as a License-File.
+files = md.files("remat")
+libs = [f.name for f in files if f.parts[0] == "remat.libs"]
+assert libs, "no remat.libs/ in the wheel"
+listing = md.distribution("remat").read_text("licenses/third_party/LIBRARIES") or ""
+licence_files = meta.get_all("License-File") or []
+for lib in libs:
+    line = next((l for l in listing.splitlines() if l.startswith(f"remat.libs/{lib}:")), None)
+    assert line, f"{lib}: not in licenses/third_party/LIBRARIES"
+    name = line.rsplit("licence ", 1)[1]
+    text = md.distribution("remat").read_text(f"licenses/third_party/{name}")
+    assert text and "Copyright" in text, f"{lib}: its licence {name} is missing or empty"
+    assert f"third_party/{name}" in licence_files, f"{name} is not a License-File of the metadata"
 calls = []
 original = rt._dropin._partition
 
