@@ -33,8 +33,8 @@ std::optional<NodeDecision::Where> where_from_name(std::string_view name);
 
 // The sentence for a reason, with placeholders the caller fills:
 // {ban} (NodeDecision::ban_reason), {detail}, {merged} (the merged-into
-// node's name) and {cap} (" (capacity N)" when the capacity is known, else
-// ""). The report's page fills the same templates, so the words live here
+// node's name) and {cap} (" (capacity N)" when the capacity is known, in
+// words when it is the cut's infinity, else ""). The report's page fills the same templates, so the words live here
 // only. "" for kUnknown.
 const char* why_template(NodeDecision::Why why);
 

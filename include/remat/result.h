@@ -63,10 +63,12 @@ struct NodeDecision {
     kBackwardOnly, // computed in the backward only
     kUnused,       // in neither graph
   };
-  // The reason behind the fate. The min-cut's kinds (kSavedBanned and the
-  // rest) are told apart only when the partition was traced
-  // (PartitionOptions::trace); otherwise they read as kSavedCheaper /
-  // kRecomputedCheaper without a capacity. why_template() words each.
+  // The reason behind the fate, the one source every reader (the result
+  // JSON, the report, --explain) words: the same whether or not the
+  // partition was traced. A peak-budget plan (remat's search over many
+  // cuts) records no cut's story: its min-cut kinds read as kSavedBanned /
+  // kSavedCheaper / kRecomputedCheaper without a capacity.
+  // why_template() words each.
   enum class Why : uint8_t {
     kUnknown,            // not recorded
     kDead,               // removed: nothing used it
@@ -80,7 +82,8 @@ struct NodeDecision {
     kSavedKnapsack,      // saved: a knapsack item the knapsack kept (ban_reason)
     kSavedDefault,       // the default partitioner saves what the backward reads
     kTied,               // recomputed: tied to the backward (detail: the policy or limit)
-    kRecomputedLifted,   // recomputed: the memory budget lifted its ban (detail)
+    kRecomputedLifted,   // recomputed: the memory budget's knapsack lifted its ban (detail)
+    kRecomputedTier,     // recomputed: a memory-budget tier dropped the rule that banned it (detail)
     kRecomputedCheaper,  // recomputed: on the backward side of the cheapest cut
     kRecomputedDefault,  // the default partitioner recomputes tagged ops
     kBudgetInputs,       // recomputed: activation budget 0 saves only the inputs
@@ -88,17 +91,19 @@ struct NodeDecision {
   };
   Where where = Where::kUnused;
   std::string ban_reason;   // why recomputation was banned ("" if it was not)
-  // What the ban rule measured, when the partition was traced ("12 nodes
-  // from the backward, more than max_dist_from_bw 10"); "" otherwise.
+  // What the ban rule measured ("12 nodes from the backward, more than
+  // max_dist_from_bw 10"); "" when it measured nothing.
   std::string ban_detail;
   NodeId merged_into = kNoNode;  // CSE: the equal node that replaced this one
   Why why = Why::kUnknown;
   // The capacity the min cut weighed on the node's X_in -> X_out edge (what
   // saving it costs: its size times 1.1 ** its distance to the backward,
-  // doubled when not materialized); -1 when the cut weighed none or was not
-  // traced.
+  // doubled when not materialized); -1 when the cut weighed none or its
+  // story was not recorded (a peak-budget plan).
   int64_t capacity = -1;
-  std::string detail;  // kTied: what tied it; kRecomputedLifted: the ban lifted
+  // kTied: what tied it; kRecomputedLifted: the ban the knapsack lifted;
+  // kRecomputedTier: the tier and the ban it dropped.
+  std::string detail;
 };
 
 // One line torch's partitioner logs (logger

@@ -289,9 +289,8 @@ PartitionOptions partition_options(const JointGraph& joint, const CommonSettings
     throw Error(ErrorCode::kInvalidOption,
                 fmt::format("--explain: node '{}' is not in the joint graph", s.explain));
   }
-  // The cut's capacities and ties, which the explanation reads, are
-  // recorded only in a traced partition.
-  if (!s.explain.empty()) options.trace = true;
+  // The explanation reads the same decision record -o writes (why.h): the
+  // partition runs exactly as without --explain.
   return options;
 }
 

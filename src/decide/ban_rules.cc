@@ -56,9 +56,10 @@ BanRules::BanRules(const DecideContext& ctx, const MinCutOptions& mc,
       banned_(ctx.graph.size(), 0),
       size_(ctx.graph.size(), kUnknownSize),
       stamp_(ctx.graph.size(), 0),
-      tracing_(ctx.trace != nullptr) {
+      tracing_(ctx.trace != nullptr),
+      story_(tracing_ || ctx.story) {
   result_.ban_reason.assign(g_.size(), std::string_view());
-  if (tracing_) {
+  if (story_) {
     result_.lifted.assign(g_.size(), std::string_view());
     result_.ban_detail.assign(g_.size(), std::string());
   }
@@ -85,7 +86,7 @@ bool BanRules::ban(NodeId n, std::string_view torch_reason, std::string_view lab
   if (!dont_ban_.empty() && dont_ban_[n] && !forced_ban(n)) {
     // Collectives stay banned whatever the memory budget says.
     if (opt_.unsafe_allow_optimization_of_collectives || !is_collective(g_, n)) {
-      if (tracing_) result_.lifted[n] = torch_reason.empty() ? label : torch_reason;
+      if (story_) result_.lifted[n] = torch_reason.empty() ? label : torch_reason;
       return false;
     }
   }
@@ -97,7 +98,7 @@ bool BanRules::ban(NodeId n, std::string_view torch_reason, std::string_view lab
     result_.banned_nodes.push_back(n);
   }
   result_.ban_reason[n] = torch_reason.empty() ? label : torch_reason;
-  if (tracing_) result_.ban_detail[n].assign(detail);
+  if (story_) result_.ban_detail[n].assign(detail);
   reason_.assign("cannot recompute");
   if (!torch_reason.empty()) reason_.append(": ").append(torch_reason);
   uint32_t s = cg_.source();
@@ -134,7 +135,7 @@ bool BanRules::materialized_backwards(NodeId n) {
 const char* BanRules::should_ban(NodeId n) {
   detail_.clear();
   const char* reason = should_ban_rule(n);
-  if (tracing_ && reason != nullptr) explain_rule(n, reason);
+  if (story_ && reason != nullptr) explain_rule(n, reason);
   return reason;
 }
 
@@ -268,7 +269,7 @@ void BanRules::ban_used_far_apart() {
               {name(used), std::to_string(order(used)), std::to_string(first_unfusible),
                name(user), std::to_string(order(user))});
         ban(user, "", "used far apart from an unfusible use",
-            tracing_ ? fmt::format("at forward position {}, past the first unfusible use of '{}' at {}",
+            story_ ? fmt::format("at forward position {}, past the first unfusible use of '{}' at {}",
                                    order(user), g_.name(used), first_unfusible)
                      : std::string());
       }
@@ -300,7 +301,7 @@ void BanRules::ban_long_fusible_chains() {
           log(LogRecord::Level::kInfo, false, "too long %s %s %s %s",
               {name(cur), name(start), std::to_string(order(cur)), std::to_string(start_order)});
         ban(cur, "", "long fusible chain",
-            tracing_ ? fmt::format("the fusible chain from '{}' (forward position {}) reaches "
+            story_ ? fmt::format("the fusible chain from '{}' (forward position {}) reaches "
                                    "position {}, more than 100 further",
                                    g_.name(start), start_order, order(cur))
                      : std::string());

@@ -15,7 +15,9 @@
 // The order of bans is torch's (later rules read earlier bans; the source's
 // edges, and so the no-finite-cut diagnosis, follow it). With ctx.trace set
 // the rules record the lines torch logs ("materialized backwards", "used
-// above/below fusible", "too long", the banned ops) in MinCutResult::log.
+// above/below fusible", "too long", the banned ops) in MinCutResult::log;
+// with ctx.trace or ctx.story set, each node's story (the ban a dont_ban
+// lifted, what a ban rule measured) in MinCutResult::lifted / ban_detail.
 #pragma once
 
 #include <cstdint>
@@ -49,12 +51,12 @@ class BanRules {
 
   // ban_recomputation_if_allowed. `torch_reason` is what torch writes on the
   // source edge; `label` is remat's own name for a ban torch gives no reason
-  // for; `detail` what the rule measured (traced runs record it in
-  // MinCutResult::ban_detail). Returns whether the node was banned.
+  // for; `detail` what the rule measured (recorded in
+  // MinCutResult::ban_detail when the story is). Returns whether the node was banned.
   bool ban(NodeId n, std::string_view torch_reason, std::string_view label,
            std::string_view detail = {});
   // should_ban_recomputation: torch's reason, or null when not banned.
-  // Traced, detail() then says what the rule measured.
+  // With the story recorded, detail() then says what the rule measured.
   const char* should_ban(NodeId n);
   const std::string& detail() const { return detail_; }
   void ban_used_far_apart();
@@ -108,9 +110,10 @@ class BanRules {
   std::vector<NodeId> stack_;
   std::vector<uint64_t> heap_;
   std::string reason_;  // the source edge's reason, rebuilt per ban without allocating
-  std::string detail_;  // traced: what the last should_ban measured
+  std::string detail_;  // with the story: what the last should_ban measured
   NodeId unfusible_user_ = kNoNode;  // materialized_backwards' answer
-  bool tracing_;
+  bool tracing_;  // torch's log lines
+  bool story_;    // the per-node story (MinCutResult's lifted, ban_detail)
 };
 
 }  // namespace remat

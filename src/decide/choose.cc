@@ -91,6 +91,19 @@ void replay_log(const DecideContext& ctx, const MinCutResult& cut) {
   if (ctx.trace) ctx.trace->log.insert(ctx.trace->log.end(), cut.log.begin(), cut.log.end());
 }
 
+// The bans of the runtime-optimized cut (`base_bans`) that a later tier's
+// cut `out` no longer has, because that tier does not apply the rule: its
+// tier_lifted. A ban the knapsack lifted is in `out.lifted` instead.
+void mark_tier_lifts(const std::vector<std::string_view>& base_bans, MinCutResult& out) {
+  if (out.tier.empty() || out.ban_reason.size() != base_bans.size()) return;
+  out.tier_lifted.assign(base_bans.size(), std::string_view());
+  for (size_t n = 0; n < base_bans.size(); ++n) {
+    const bool lifted_by_knapsack = !out.lifted.empty() && !out.lifted[n].empty();
+    if (!base_bans[n].empty() && out.ban_reason[n].empty() && !lifted_by_knapsack)
+      out.tier_lifted[n] = base_bans[n];
+  }
+}
+
 MinCutResult traced_min_cut(const DecideContext& ctx, const MinCutOptions& mc) {
   MinCutResult cut = solve_min_cut(ctx, mc);
   replay_log(ctx, cut);
@@ -307,11 +320,17 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
   MinCutResult local;
   MinCutResult& out = last ? *last : local;
   out = MinCutResult();
+  const bool story = ctx.story || ctx.trace != nullptr;
+  // The runtime-optimized tier's bans: a later tier's cut tells which of
+  // them its rules dropped.
+  std::vector<std::string_view> base_bans;
   auto decided = [&](const char* step) {
     if (ctx.trace) {
       ctx.trace->memory_budget = memory_budget;
       ctx.trace->budget_step = step;
     }
+    out.budget_step = step;
+    if (story && !base_bans.empty()) mark_tier_lifts(base_bans, out);
   };
   if (memory_budget == 0 && inputs_saveable(ctx)) {
     decided("inputs");
@@ -325,12 +344,15 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
   stage.set_range(out.saved_values);
   // The runtime-optimized cut saves no more than the inputs anyway.
   if (!stage.has_range()) return out.saved_values;
+  if (story) base_bans = out.ban_reason;
 
   out = traced_min_cut(ctx, stage.more());
+  out.tier = "more_aggressive";
   const double more_ratio = stage.mem_ratio(out.saved_values);
   decided("more_aggressive");
   if (more_ratio < memory_budget) return out.saved_values;
   out = traced_min_cut(ctx, stage.aggressive());
+  out.tier = "aggressive";
   const double aggressive_ratio = stage.mem_ratio(out.saved_values);
   decided("aggressive");
   if (aggressive_ratio < memory_budget) return out.saved_values;
@@ -355,7 +377,16 @@ std::vector<NodeId> choose_saved_values_set(const DecideContext& ctx, double mem
         pareto_sweep([&](double b) { return stage.evaluate(b); }, 1e-3, ctx.options.progress);
     ctx.trace->pareto.insert(ctx.trace->pareto.end(), swept.begin(), swept.end());
   }
-  out = *stage.solve(memory_budget).cut;
+  const BudgetStage::Choice choice = stage.solve(memory_budget);
+  out = *choice.cut;
+  // The knapsack's cut is the aggressive tier's rules with its items'
+  // bans lifted: the tier's lifts as above, the knapsack's in `lifted`.
+  out.tier = "aggressive";
+  if (story) {
+    out.knapsack_kept.assign(ctx.graph.size(), 0);
+    for (NodeId n : stage.items()) out.knapsack_kept[n] = 1;
+    for (int idx : *choice.unbanned) out.knapsack_kept[stage.items()[idx]] = 0;
+  }
   decided("knapsack");
   return out.saved_values;
 }

@@ -54,6 +54,12 @@ struct DecideContext {
   // Where the decision's story goes (PartitionResult::trace), or null. Set
   // when options.trace or options.visualize_memory_budget_pareto asks.
   PartitionTrace* trace = nullptr;
+  // Record each node's story in the cuts (MinCutResult's capacity, tie,
+  // lifted, ban_detail, and choose_saved_values_set's budget fields): what
+  // NodeDecision::why reads. Set for the one decision a partition reports,
+  // traced or not, so its reasons never depend on the trace; implied by
+  // `trace`.
+  bool story = false;
 };
 
 // What the min-cut reads about a prepared graph beyond the graph and the
@@ -113,6 +119,17 @@ struct MinCutResult {
   // Traced: what the ban rule measured ("12 nodes from the backward, more
   // than max_dist_from_bw 10"); "" when it measured nothing or no ban.
   std::vector<std::string> ban_detail;
+  // Set by choose_saved_values_set on the cut it returns (with the story):
+  // the step that decided (PartitionTrace::budget_step's names; "" when no
+  // budget logic ran); per node, the ban the runtime-optimized tier gave it
+  // that `tier` ("more_aggressive" or "aggressive") does not, when the cut
+  // is that tier's ("" if none; empty vector: no tier lifted any); and the
+  // knapsack items the final knapsack kept banned (empty unless the
+  // knapsack decided).
+  std::string_view budget_step;
+  std::string_view tier;
+  std::vector<std::string_view> tier_lifted;
+  std::vector<uint8_t> knapsack_kept;
 };
 
 // Per-node overrides of the ban rules; each vector may be empty (none).
@@ -139,14 +156,20 @@ inline constexpr std::string_view kTieTangent = "it is derived from a gradient i
 
 // What a cut says about each node, keyed by joint id (`g` is the graph it
 // cut, derived from a joint graph of `joint_size` nodes): MinCutResult's
-// ban_reason, and its capacity / tie / lifted when the cut was traced
-// (empty vectors otherwise). The pipeline turns it into NodeDecision's why.
+// ban_reason, and its capacity / tie / lifted / budget fields when the cut
+// recorded its story (DecideContext::story or trace; empty vectors
+// otherwise). The pipeline turns it into NodeDecision's why.
 struct CutStory {
   std::vector<std::string_view> ban_reason;  // "" for nodes without one; empty: no cut ran
   std::vector<int64_t> capacity;             // MinCutResult::kNoCapacity for none
   std::vector<std::string_view> tie;
   std::vector<std::string_view> lifted;
   std::vector<std::string> ban_detail;
+  // MinCutResult's budget fields, by joint id.
+  std::string_view budget_step;
+  std::string_view tier;
+  std::vector<std::string_view> tier_lifted;
+  std::vector<uint8_t> knapsack_kept;
 };
 CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size);
 

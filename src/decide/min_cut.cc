@@ -52,9 +52,10 @@ class MinCutSolver {
         cg_(ctx.graph, ctx.options.torch),
         rules_(ctx, mc, dont_ban, force_ban, force_recompute, cg_, result_),
         fusion_(rules_.fusion()),
-        tracing_(ctx.trace != nullptr) {
+        tracing_(ctx.trace != nullptr),
+        story_(tracing_ || ctx.story) {
     for (int k = 1; k <= 100; ++k) pow11_[k] = std::pow(1.1, static_cast<double>(k));
-    if (tracing_) {
+    if (story_) {
       result_.capacity.assign(g_.size(), MinCutResult::kNoCapacity);
       result_.tie.resize(g_.size());
     }
@@ -118,7 +119,7 @@ class MinCutSolver {
   }
 
   void tie(NodeId n, std::string_view why) {
-    if (tracing_) result_.tie[n] = why;
+    if (story_) result_.tie[n] = why;
   }
 
   // --- stage 1: the walk ----------------------------------------------------
@@ -185,7 +186,7 @@ class MinCutSolver {
       }
       uint32_t in = cg_.in(n);
       uint32_t out = cg_.out(n);
-      if (tracing_) result_.capacity[n] = w.capacity;
+      if (story_) result_.capacity[n] = w.capacity;
       if (w.cannot_save && (w.capacity == CapacityGraph::kInf || w.capacity == CapacityGraph::kIntInf))
         cg_.add_edge(in, out, w.capacity, std::string("cannot save: ") + w.cannot_save, w.is_float);
       else
@@ -209,7 +210,8 @@ class MinCutSolver {
   BanRules rules_;
   const Fusion& fusion_;
   double pow11_[101] = {};
-  bool tracing_;
+  bool tracing_;  // torch's log lines
+  bool story_;    // capacity and tie per node
 };
 
 }  // namespace
@@ -235,6 +237,10 @@ CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size) {
     out.lifted.resize(joint_size);
     out.ban_detail.resize(joint_size);
   }
+  out.budget_step = cut.budget_step;
+  out.tier = cut.tier;
+  if (!cut.tier_lifted.empty()) out.tier_lifted.resize(joint_size);
+  if (!cut.knapsack_kept.empty()) out.knapsack_kept.assign(joint_size, 0);
   for (NodeId id = 0; id < cut.ban_reason.size(); ++id) {
     const NodeId j = joint_id(g, id);
     if (j >= joint_size) continue;
@@ -244,6 +250,8 @@ CutStory cut_story(const Graph& g, const MinCutResult& cut, size_t joint_size) {
     out.tie[j] = cut.tie[id];
     out.lifted[j] = cut.lifted[id];
     out.ban_detail[j] = cut.ban_detail[id];
+    if (!cut.tier_lifted.empty()) out.tier_lifted[j] = cut.tier_lifted[id];
+    if (!cut.knapsack_kept.empty()) out.knapsack_kept[j] = cut.knapsack_kept[id];
   }
   return out;
 }

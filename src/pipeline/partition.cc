@@ -275,7 +275,8 @@ std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOp
   const double budget = resolve_memory_budget(g, joint.nested, in.info, options);
   PartitionTrace& trace = s->trace;
   const bool tracing = options.trace || options.visualize_memory_budget_pareto;
-  const DecideContext ctx = in.context(g, options, tracing ? &trace : nullptr);
+  DecideContext ctx = in.context(g, options, tracing ? &trace : nullptr);
+  ctx.story = true;  // the reasons the result reports, traced or not (why.h)
   s->chosen = choose_saved_values_set(ctx, budget, &s->cut);
   s->clock.lap("decide");
   s->story = cut_story(g, s->cut, joint.graph.size());
@@ -393,7 +394,7 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved, const CutStory& 
   r.forced_must_save = p.forced_must_save;
   r.partitioner = s.partitioner;
   record_decisions(s.joint_size, p, story, r);
-  fill_why(g, s.partitioner, story, trace, r.decisions);
+  fill_why(g, s.partitioner, story, r.decisions);
   if (options.trace && s.partitioner == std::string_view("min_cut")) {
     // The sizes of what is saved after any replacement (a synced decision).
     for (NodeId id : e.saved_values) trace.saved_bytes.push_back(size_of(g, id, options));
@@ -847,6 +848,7 @@ const char* why_name(NodeDecision::Why w) {
     case Why::kSavedDefault: return "saved_default";
     case Why::kTied: return "tied";
     case Why::kRecomputedLifted: return "recomputed_lifted";
+    case Why::kRecomputedTier: return "recomputed_tier";
     case Why::kRecomputedCheaper: return "recomputed_cheaper";
     case Why::kRecomputedDefault: return "recomputed_default";
     case Why::kBudgetInputs: return "budget_inputs";

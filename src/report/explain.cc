@@ -1,6 +1,9 @@
 // report/explain.cc — see remat/explain.h.
 #include "remat/explain.h"
 
+#include <cstdint>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "analyze/analyze.h"
@@ -92,6 +95,8 @@ const char* why_template(NodeDecision::Why why) {
     case Why::kRecomputedLifted:
       return "the memory budget's knapsack lifted its ban ({detail}), and the cheapest cut "
              "leaves it to the backward{cap}";
+    case Why::kRecomputedTier:
+      return "the memory budget's {detail}, and the cheapest cut leaves it to the backward{cap}";
     case Why::kRecomputedCheaper:
       return "the cheapest cut leaves it to the backward: recomputing it from saved values "
              "costs less than saving it{cap}";
@@ -114,6 +119,17 @@ std::optional<NodeDecision::Why> why_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+// {cap}: the capacity the cut weighed, "" when none. The cut's infinity
+// (an edge it may not cross: the value cannot be saved) is said as such;
+// the report's script words it the same way.
+namespace {
+std::string capacity_words(int64_t capacity) {
+  if (capacity < 0) return "";
+  if (capacity == std::numeric_limits<int64_t>::max()) return " (infinite capacity: it cannot be saved)";
+  return fmt::format(" (capacity {})", capacity);
+}
+}  // namespace
+
 std::string why_text(const Graph& g, const NodeDecision& d) {
   std::string_view t = why_template(d.why);
   std::string out;
@@ -130,7 +146,7 @@ std::string why_text(const Graph& g, const NodeDecision& d) {
     else if (key == "detail") out += d.detail;
     else if (key == "merged")
       out += d.merged_into != kNoNode && d.merged_into < g.size() ? g.name(d.merged_into) : "?";
-    else if (key == "cap" && d.capacity >= 0) out += fmt::format(" (capacity {})", d.capacity);
+    else if (key == "cap") out += capacity_words(d.capacity);
     t.remove_prefix(close + 1);
   }
   return out;

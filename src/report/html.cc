@@ -461,8 +461,14 @@ constexpr const char* kScript = R"JS(
   function why(r) {
     return T[r[8]].replace(/\{(ban|detail|merged|cap)\}/g, function (_, k) {
       return k === "ban" ? S[r[7]] : k === "detail" ? S[r[10]] : k === "merged" ? r[11] :
-             r[9] >= 0 ? " (capacity " + r[9] + ")" : "";
+             cap(r[9]);
     });
+  }
+  // {cap} as explain.cc's capacity_words: the cut's infinity (int64's
+  // largest, which JSON.parse rounds up to 2^63) is said in words.
+  function cap(c) {
+    return c < 0 ? "" : c >= 9223372036854775807 ? " (infinite capacity: it cannot be saved)" :
+           " (capacity " + c + ")";
   }
   // Columns as shown: #, name, kind, target, value, bytes, fate, ban, why.
   var data = doc.r.map(function (r) {
