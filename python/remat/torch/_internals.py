@@ -224,13 +224,28 @@ def default_generator_state(device: torch.device) -> Any:
 def load_op_namespaces(namespace: str) -> None:
     """Imports the torch module that registers an op namespace's ops, for
     the ones registered on import: the RNG HOPs, activation offloading's
-    ao:: ops (2.12 on), dynamo's streams:: ops."""
+    ao:: ops (2.12 on), dynamo's streams:: ops, inductor's prims:: ops."""
     if namespace == "higher_order":
         importlib.import_module("torch._prims.rng_prims")
     elif namespace == "ao":
         maybe_module("torch._functorch._activation_offloading.offload_ops")
     elif namespace == "streams":
         maybe_module("torch._dynamo.variables.streams")
+    elif namespace == "prims":
+        # inductor's own prims (prims.fma, prims.inductor_random, ...)
+        maybe_module("torch._inductor.inductor_prims")
+
+
+def is_dispatcher_op(op: Any) -> bool:
+    """Whether an OpOverload is registered with the dispatcher: torch.ops
+    also reaches TorchScript's interpreter-only operators (aten::save,
+    prim::Print, prim::rpc_sync...), which no trace records."""
+    schema = op._schema
+    try:
+        torch._C._dispatch_find_schema_or_throw(schema.name, schema.overload_name)
+    except RuntimeError:
+        return False
+    return True
 
 
 def symbolic_method_operators() -> tuple:

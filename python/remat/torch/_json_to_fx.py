@@ -36,6 +36,8 @@ Contract:
 from __future__ import annotations
 
 import copy
+import functools
+import math
 import struct
 from typing import Any, Optional
 
@@ -44,7 +46,8 @@ import torch
 import torch.fx as fx
 from torch.fx.immutable_collections import immutable_dict
 
-from ..errors import InvalidGraphError
+from ..errors import InvalidGraphError, ParseError, RematError
+from . import _doc_checks as _checks
 from . import _internals, _release
 from ._targets import UntrustedTargetError, resolve_target
 
@@ -66,73 +69,142 @@ class OpaqueArg:
         return hash(self.text)
 
 
-def _torch_constant(name: Any, kind: type, field: str) -> Any:
-    """torch.<name>, only when it is a `kind` (torch.float32, torch.strided,
-    torch.channels_last): a file names a constant, never any attribute of torch."""
-    value = getattr(torch, name, None) if isinstance(name, str) and name.isidentifier() else None
-    if not isinstance(value, kind):
-        raise ValueError(f"remat: {field} {name!r} is not a torch.{kind.__name__}")
-    return value
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_MAX_DEPTH = 64  # nesting of one argument (torch's graphs: a few levels)
+_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+# The tagged-argument objects of docs/format.md: tag -> the keys it may have.
+_TAGS = {"node": {"node"}, "tuple": {"tuple"}, "dict": {"dict"}, "slice": {"slice"},
+         "float": {"float", "bits"}, "dtype": {"dtype"}, "device": {"device"},
+         "layout": {"layout"}, "memory_format": {"memory_format"}, "target": {"target"},
+         "opaque": {"opaque", "handle"}}
 
 
 def _load(doc: Any) -> dict:
     if isinstance(doc, (bytes, bytearray, memoryview, str)):
-        return orjson.loads(doc)
+        try:
+            return orjson.loads(doc)
+        except orjson.JSONDecodeError as e:
+            raise ParseError(f"not a JSON document: {e}") from None
     return doc
 
 
 class _Decoder:
+    """Document arguments (ARG, docs/format.md) -> FX arguments. Only JSON
+    values and the format's tagged objects pass: FX writes every argument
+    into the module's source, by repr() for what is no node or op, so each
+    one must be a literal whose repr is Python (docs/format.md "Trust")."""
+
     def __init__(self, env: dict[str, fx.Node], handles: Optional[list], trusted: bool) -> None:
         self.env = env
         self.handles = handles
         self.trusted = trusted  # resolve_target's trust (docs/format.md "Trust")
         self.resolved_handle = False  # set when an opaque argument resolved to its object
+        self.node = ""  # where errors point: the node and its field being decoded
+        self.field = ""
 
-    def arg(self, a: Any) -> Any:
-        if type(a) is dict and len(a) == 1:
-            name = a.get("node")
-            if name is not None:
-                node = self.env.get(name)
-                if node is not None:
-                    return node
-        if isinstance(a, list):
-            return [self.arg(x) for x in a]
-        if not isinstance(a, dict):
-            return a  # None, bool, int, float, str
-        if len(a) == 1 or "opaque" in a or "bits" in a:
-            if "node" in a:
-                name = a["node"]
-                if name not in self.env:
-                    raise ValueError(f"remat: argument refers to unknown node {name!r}")
-                return self.env[name]
-            if "tuple" in a:
-                return tuple(self.arg(x) for x in a["tuple"])
-            if "dict" in a:
-                return {k: self.arg(v) for k, v in a["dict"].items()}
-            if "slice" in a:
-                return slice(*(self.arg(x) for x in a["slice"]))
-            if "float" in a:
-                if "bits" in a:  # a NaN with a sign or payload
-                    return struct.unpack(">d", bytes.fromhex(a["bits"]))[0]
-                return float(a["float"])  # "inf", "-inf", "nan"
-            if "dtype" in a:
-                return _torch_constant(a["dtype"], torch.dtype, "dtype")
-            if "device" in a:
-                return torch.device(a["device"])
-            if "layout" in a:
-                return _torch_constant(a["layout"], torch.layout, "layout")
-            if "memory_format" in a:
-                return _torch_constant(a["memory_format"], torch.memory_format, "memory_format")
-            if "target" in a:
-                return resolve_target(a["target"], self.trusted)
-            if "opaque" in a:
-                h = a.get("handle", -1)
-                if self.handles is not None and h is not None and 0 <= h < len(self.handles):
-                    self.resolved_handle = True
-                    return self.handles[h]
-                return OpaqueArg(a["opaque"])
-        raise ValueError(f"remat: not a format-v1 argument: {a!r}")
+    def fail(self, what: str) -> InvalidGraphError:
+        return _checks.fail(self.node, self.field, what)
 
+    def arg(self, a: Any, depth: int = 0, in_dict: bool = False) -> Any:
+        t = type(a)
+        if t is dict:
+            if len(a) == 1:
+                name = a.get("node")
+                if name is not None:
+                    node = self.env.get(name)
+                    if node is not None:
+                        return node
+            return self._tagged(a, depth, in_dict)
+        if t is str or t is float or t is bool or a is None:
+            return a
+        if t is int:
+            if _INT64_MIN <= a <= _INT64_MAX:
+                return a
+            raise self.fail(f"a {a.bit_length()}-bit integer does not fit in a signed 64-bit integer")
+        if t is list:
+            if depth >= _MAX_DEPTH:
+                raise self.fail(f"arguments nested more than {_MAX_DEPTH} deep")
+            return [self.arg(x, depth + 1, in_dict) for x in a]
+        raise self.fail(f"a {t.__name__} is not a JSON value")
+
+    def _tagged(self, a: dict, depth: int, in_dict: bool) -> Any:
+        tag = next((k for k in a if k in _TAGS), None)
+        if tag is None or not a.keys() <= _TAGS[tag]:
+            raise self.fail(f"not a format-v1 argument object (keys {_checks._shown(sorted(map(str, a)))})")
+        if depth >= _MAX_DEPTH:
+            raise self.fail(f"arguments nested more than {_MAX_DEPTH} deep")
+        v = a[tag]
+        if tag == "node":
+            if type(v) is not str or v not in self.env:
+                raise self.fail(f"refers to {_checks._shown(v)}, which does not exist (before this node)")
+            return self.env[v]
+        if tag in ("tuple", "slice"):
+            if type(v) is not list or (tag == "slice" and len(v) != 3):
+                raise self.fail(f"a {tag} is " + ("an array" if tag == "tuple" else "[start, stop, step]"))
+            items = [self.arg(x, depth + 1, in_dict) for x in v]
+            return tuple(items) if tag == "tuple" else slice(*items)
+        if tag == "dict":
+            if type(v) is not dict or not all(type(k) is str for k in v):
+                raise self.fail("a dict is an object with string keys")
+            # FX writes a dict by repr(): its values must be literals too.
+            return {k: self.arg(x, depth + 1, True) for k, x in v.items()}
+        if tag == "float":
+            return self._float(v, a.get("bits"))
+        if tag in ("dtype", "layout", "memory_format"):
+            kind = {"dtype": torch.dtype, "layout": torch.layout,
+                    "memory_format": torch.memory_format}[tag]
+            return self._torch_constant(v, kind, tag)
+        if tag == "device":
+            return self._device(v)
+        if tag == "target":
+            return self._target(v, in_dict)
+        return self._opaque(v, a.get("handle", -1))
+
+    def _float(self, v: Any, bits: Any) -> float:
+        if v not in _FLOATS:
+            raise self.fail(f"unknown float {_checks._shown(v)} (expected inf, -inf or nan)")
+        if bits is None:
+            return _FLOATS[v]
+        if type(bits) is not str or len(bits) != 16 or not all(c in "0123456789abcdefABCDEF" for c in bits):
+            raise self.fail(f"float bits {_checks._shown(bits)} are not 16 hex digits of a NaN")
+        x = struct.unpack(">d", bytes.fromhex(bits))[0]  # a NaN with a sign or payload
+        if not math.isnan(x):
+            raise self.fail(f"float bits {bits!r} are not 16 hex digits of a NaN")
+        return x
+
+    def _torch_constant(self, name: Any, kind: type, field: str) -> Any:
+        """torch.<name>, only when it is a `kind` (torch.float32, torch.strided,
+        torch.channels_last): a file names a constant, never any attribute of torch."""
+        value = getattr(torch, name, None) if type(name) is str and name.isidentifier() else None
+        if not isinstance(value, kind):
+            raise self.fail(f"{field} {_checks._shown(name)} is not a torch.{kind.__name__}")
+        return value
+
+    def _device(self, v: Any) -> torch.device:
+        if type(v) is not str or len(v) > 64:
+            raise self.fail(f"device {_checks._shown(v)} is not a device string")
+        try:
+            return torch.device(v)
+        except (RuntimeError, ValueError) as e:
+            raise self.fail(f"device {_checks._shown(v)}: {str(e).splitlines()[0]}") from None
+
+    def _target(self, v: Any, in_dict: bool) -> Any:
+        """An op as a value (auto_functionalized's, with_effects'): FX writes
+        an OpOverload or higher-order op by its qualified name, anything else
+        by repr(), which is no Python; inside a dict, by repr() too."""
+        op = _call_target(self.node, v, self.trusted)
+        if in_dict or not isinstance(op, (_internals.OpOverload, _internals.HigherOrderOperator)):
+            raise self.fail(f"target {_checks._shown(v)}: FX writes only an OpOverload or higher-order "
+                            "op as an argument value, and none inside a dict")
+        return op
+
+    def _opaque(self, text: Any, h: Any) -> Any:
+        if type(text) is not str or (h is not None and type(h) is not int):
+            raise self.fail("an opaque argument is {\"opaque\": repr text, \"handle\": integer}")
+        if self.handles is not None and h is not None and 0 <= h < len(self.handles):
+            self.resolved_handle = True
+            return self.handles[h]
+        return OpaqueArg(text)
 
 _fake_mode = None
 
@@ -363,26 +435,30 @@ def _build_graph(
     env: dict[str, fx.Node] = {}
     dec = _Decoder(env, handles, trusted)
     arg = dec.arg
-    for nd in nodes:
-        op, name = nd["op"], nd["name"]
+    heads = _Heads(nodes, joint_gm)
+    bounds = _checks.LiteralBounds()
+    kwargs_key = _checks.kwargs_key
+    for i, nd in enumerate(nodes):
+        op, name = heads.check(i, nd, env)
         dec.resolved_handle = False
+        dec.node, dec.field = name, "args"
         a = nd.get("args")
         args = tuple([arg(x) for x in a]) if a else ()
+        dec.field = "kwargs"
         kw = nd.get("kwargs")
-        kwargs = {k: arg(v) for k, v in kw.items()} if kw else immutable_dict()
+        kwargs = {kwargs_key(name, k): arg(v) for k, v in kw.items()} if kw else immutable_dict()
         if op == "output":
             # Named explicitly: a rewrite that replaces the output node leaves
             # FX's new one named "output_1".
             target: Any = "output"
             args, kwargs = (args[0] if args else None,), immutable_dict()
         elif op == "call_function":
-            target = _call_target(name, nd["target"], trusted)
+            target = _call_target(name, nd.get("target"), trusted)
+            bounds.add(name, target, args, kwargs)
         elif op == "placeholder":
-            target = nd["target"]
-        elif op == "get_attr":
-            target = _attribute_path(name, nd["target"])
+            target = heads.placeholder(name, nd.get("target"), args)
         else:
-            raise ValueError(f"remat: node {name!r}: unsupported op {op!r}")
+            target = _attribute_path(name, nd.get("target"), heads.root)
         if dec.resolved_handle:
             node = graph.create_node(op, target, args, kwargs, name=name)
         else:
@@ -470,29 +546,142 @@ def _propagate_fake_value(node: fx.Node) -> None:
 def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.GraphModule:
     from torch.fx._lazy_graph_module import _make_graph_module
 
+    _checks.check_globals(graph)
     return _make_graph_module(joint_gm if joint_gm is not None else torch.nn.Module(), graph)
+
+
+def _refusing_bad_documents(importer: Any) -> Any:
+    """Every failure of `importer` on a document is a RematError: an error
+    the checks did not name (a malformed meta value, say) becomes an
+    InvalidGraphError naming the node being built, with the original as
+    its cause."""
+
+    @functools.wraps(importer)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return importer(*args, **kwargs)
+        except RematError:
+            raise
+        except Exception as e:  # noqa: BLE001 -- any other error is the document's
+            where = _failed_node(e.__traceback__)
+            raise InvalidGraphError(f"{where}: {type(e).__name__}: {_checks._shown(str(e))[1:-1]}") from e
+
+    return wrapper
+
+
+def _failed_node(tb: Any) -> str:
+    """The node _build_graph was building when the error was raised (read
+    from its frame, so the loop needs no handler of its own), else the
+    document."""
+    where = "(document)"
+    while tb is not None:
+        if tb.tb_frame.f_code is _build_graph.__code__:
+            name = tb.tb_frame.f_locals.get("name")
+            i = tb.tb_frame.f_locals.get("i")
+            where = f"node {name!r}" if isinstance(name, str) else f"node #{i}"
+        tb = tb.tb_next
+    return where
+
+
+def _graph_nodes(doc: Any, field: str) -> list:
+    """doc["nodes"] of a graph object, checked to be an array."""
+    if type(doc) is not dict or type(doc.get("nodes")) is not list:
+        raise InvalidGraphError(f"field {field!r}: expected an object with a \"nodes\" array")
+    return doc["nodes"]
+
+
+def _result_doc(result: Any, joint_gm: fx.GraphModule) -> dict:
+    """A partition result, its header and the fields import_result reads checked."""
+    r = _load(result)
+    _checks.header(r, "remat.partition_result", required=True)
+    num_fwd = r.get("num_fwd_outputs")
+    if type(num_fwd) is not int or num_fwd < 0:
+        raise InvalidGraphError(f"field 'num_fwd_outputs': expected an integer >= 0, got "
+                                f"{_checks._shown(num_fwd)}")
+    _graph_nodes(r.get("forward"), "forward")
+    _graph_nodes(r.get("backward"), "backward")
+    saved = r.get("saved_values", [])
+    names = {n.name for n in joint_gm.graph.nodes}
+    if type(saved) is not list or not all(type(s) is str and s in names for s in saved):
+        raise InvalidGraphError("field 'saved_values': expected an array of the joint graph's node names")
+    return r
 
 
 def _call_target(node: str, name: Any, trusted: bool) -> Any:
     """A call_function node's callable; an untrusted file's target outside
     resolve_target's list is an InvalidGraphError naming node and target."""
-    if not isinstance(name, str):
-        raise ValueError(f"remat: node {node!r}: target must be a string, not {name!r}")
+    if type(name) is not str:
+        raise _checks.fail(node, "target", f"expected a string, got {_checks._shown(name)}")
     try:
         return resolve_target(name, trusted)
     except UntrustedTargetError as e:
         raise InvalidGraphError(f"node {node!r}: {e.args[0]}") from None
+    except KeyError as e:  # trusted: no importable object has that name
+        raise _checks.fail(node, "target", str(e.args[0])) from None
 
 
-def _attribute_path(node: str, path: Any) -> str:
-    """A get_attr target: a dotted path of the module's own attributes, never
-    a dunder (which could reach a class's globals)."""
-    parts = path.split(".") if isinstance(path, str) else [""]
-    if not all(p.isidentifier() and not p.startswith("__") for p in parts):
-        raise InvalidGraphError(f"node {node!r}: get_attr target {path!r} is not an attribute path")
-    return path
+def _attribute_path(node: str, path: Any, root: Any) -> str:
+    """A get_attr target: a dotted path of the root module's stored
+    attributes, never a dunder (which could reach a class's globals), a
+    method or the module's bookkeeping (_doc_checks.attribute_path)."""
+    return _checks.attribute_path(node, path, root)
 
 
+class _Heads:
+    """The checks of each node's name, op and shape before its arguments
+    are decoded (docs/format.md "Nodes", "Trust"): a unique name FX keeps
+    as it is, one of the four ops, args an array and kwargs an object,
+    exactly one output node, last; placeholder targets and defaults that
+    FX can write as a parameter list."""
+
+    _OPS = frozenset({"placeholder", "call_function", "get_attr", "output"})
+
+    def __init__(self, nodes: Any, joint_gm: Optional[fx.GraphModule]) -> None:
+        if type(nodes) is not list:
+            raise InvalidGraphError(f"field 'nodes': expected an array, got {type(nodes).__name__}")
+        self.count = len(nodes)
+        self.names = {nd.get("name") for nd in nodes if type(nd) is dict}
+        self.root = joint_gm if joint_gm is not None else torch.nn.Module()
+        self.defaults = False  # a placeholder before has a default value
+
+    def check(self, i: int, nd: Any, env: dict) -> tuple[str, str]:
+        if type(nd) is not dict:
+            raise InvalidGraphError(f"node #{i}: expected an object, got {type(nd).__name__}")
+        name = _checks.name(i, nd.get("name"))
+        if name in env:
+            raise _checks.fail(name, "name", f"duplicate name (node #{i})")
+        op = nd.get("op")
+        if op not in self._OPS:
+            raise _checks.fail(name, "op", f"unknown node op {_checks._shown(op)} (expected "
+                                           "placeholder, call_function, get_attr or output)")
+        if (op == "output") != (i == self.count - 1):
+            raise _checks.fail(name, "op", "a graph has exactly one output node, its last")
+        for field, kind in (("args", list), ("kwargs", dict)):
+            if field in nd and type(nd[field]) is not kind:
+                raise _checks.fail(name, field, f"expected {'an array' if kind is list else 'an object'}")
+        _checks.meta_strings(name, nd)
+        return op, name
+
+    def placeholder(self, name: str, target: Any, args: tuple) -> str:
+        """A parameter of forward: its target an identifier that shadows no
+        other name; its default (args[0]), evaluated when FX builds the
+        module, a literal, and a default on each later placeholder too."""
+        target = _checks.placeholder_target(name, target, self.names)
+        if len(args) > 1 or (args and _holds_node(args[0])):
+            raise _checks.fail(name, "args", "a placeholder's args are at most one literal, its default")
+        if self.defaults and not args:
+            raise _checks.fail(name, "args", "a placeholder without a default follows one with a default")
+        self.defaults = self.defaults or bool(args)
+        return target
+
+
+def _holds_node(x: Any) -> bool:
+    found = []
+    fx.node.map_arg(x, found.append)
+    return bool(found)
+
+
+@_refusing_bad_documents
 def import_graph(
     doc: Any,
     joint_gm: Optional[fx.GraphModule] = None,
@@ -509,8 +698,10 @@ def import_graph(
     which runs that module's import: only for files you trust.
     """
     d = _load(doc)
+    _checks.header(d, "remat.joint_graph", required=False)
     is_joint = d.get("format") == "remat.joint_graph"
-    graph = _build_graph(d["nodes"], joint_gm, handles, match_by_name=is_joint, trusted=trusted)
+    graph = _build_graph(_graph_nodes(d, "nodes"), joint_gm, handles, match_by_name=is_joint,
+                         trusted=trusted)
     return _make_module(joint_gm, graph)
 
 
@@ -570,6 +761,7 @@ def created_nodes(doc_nodes: list, graph: fx.Graph) -> dict[str, fx.Node]:
     return {n.name: n for n in graph.nodes if n.name in names}
 
 
+@_refusing_bad_documents
 def import_result(
     result: Any,
     joint_gm: fx.GraphModule,
@@ -583,8 +775,8 @@ def import_result(
     SavedForBackwardsNoVcCheckAOTOutput = _internals.descriptors().SavedForBackwardsNoVcCheckAOTOutput
     FakeScriptObject = _internals.FakeScriptObject
 
-    r = _load(result)
-    num_fwd = int(r["num_fwd_outputs"])
+    r = _result_doc(result, joint_gm)
+    num_fwd = r["num_fwd_outputs"]
     fw_graph = _build_graph(r["forward"]["nodes"], joint_gm, handles, match_by_name=False,
                             trusted=trusted)
     bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False,

@@ -16,15 +16,20 @@ packet), a higher-order operator of torch.ops.higher_order, or one of the
 Python functions FX graphs call on symbolic sizes (`_SYMBOLIC_FUNCTIONS`:
 operator.getitem, the arithmetic and comparison operators, math.floor/ceil/
 trunc, round, torch.sym_*). Anything else is refused by name before anything
-is imported. `trusted=True` resolves any importable dotted name, for files the
-caller wrote. Objects this process exported itself (`register_target`) always
-resolve: they did not come from a file.
+is imported. Of those, `denied` refuses the ops with effects outside tensors
+(files, raw storages, printing, TorchScript-only operators, kernels or
+callables looked up in process-wide tables, unchecked memory offsets; the
+list and its reasons are in docs/format.md). `trusted=True` resolves any
+importable dotted name and lifts the denial, for files the caller wrote.
+Objects this process exported itself (`register_target`) always resolve:
+they did not come from a file.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+import re
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -129,10 +134,84 @@ def _resolve_untrusted(name: str) -> Any:
         _internals.load_op_namespaces("higher_order")
         obj = getattr(torch.ops.higher_order, name[len("higher_order."):], None)
         return obj if isinstance(obj, _internals.HigherOrderOperator) else None
-    # A fixed set of torch modules registers some namespaces on import.
-    _internals.load_op_namespaces(name.split(".", 1)[0])
     obj = _resolve_overload(name)
+    if obj is None:
+        # A fixed set of torch modules registers some namespaces on import
+        # (imported only when a name is missing: inductor's prims are heavy).
+        _internals.load_op_namespaces(name.split(".", 1)[0])
+        obj = _resolve_overload(name)
     return obj if isinstance(obj, (_internals.OpOverload, _internals.OpOverloadPacket)) else None
+
+
+# --- ops with effects outside tensors ------------------------------------------------
+#
+# Refused in an untrusted file even though torch.ops registers them
+# (docs/format.md "Trust" lists them with these reasons). Found by class from
+# torch's registered schemas (every namespace, torch 2.11-2.15): a string
+# argument naming a file, a Storage argument, an interpreter-only operator;
+# plus the ops whose effect no schema shows, by name.
+
+_DENIED_OPS = {  # schema name (every overload) -> why
+    "aten::_print": "prints to the process's standard output",
+    "debugprims::load_tensor": "reads tensors from the files of the process's content-store reader",
+    "inductor::_alloc_from_pool": "makes a tensor at a byte offset of another tensor's memory that "
+                                  "nothing bounds-checks",
+    "inductor::_reinterpret_tensor": "makes a tensor at an offset of another tensor's memory that "
+                                     "nothing bounds-checks",
+}
+
+_DENIED_HIGHER_ORDER = {  # HigherOrderOperator.name() -> why
+    "triton_kernel_wrapper_mutation": "runs the Triton kernel an index picks from a process-wide "
+                                      "side table",
+    "triton_kernel_wrapper_functional": "runs the Triton kernel an index picks from a process-wide "
+                                        "side table",
+    "inductor_compiled_code": "runs the compiled code an index picks from a process-wide side table",
+    "invoke_leaf_function": "calls Python functions and modules an index picks from process-wide "
+                            "tables",
+    "dynamo_bypassing_wrapper": "calls the function a string from the file picks from a module's "
+                                "meta",
+    "inline_asm_elementwise": "compiles assembly text from the file into a kernel",
+    "print": "prints to the process's standard output",
+}
+
+_FILE_ARGUMENT = re.compile(r"file|path|dir|url", re.IGNORECASE)
+
+
+def denied(target: Any) -> Optional[str]:
+    """Why an untrusted file may not call `target` (an op with effects
+    outside tensors), or None. A packet is denied when any overload is:
+    calling it may pick that overload."""
+    if isinstance(target, _internals.HigherOrderOperator):
+        return _DENIED_HIGHER_ORDER.get(target.name())
+    if isinstance(target, _internals.OpOverload):
+        return _overload_denied(target)
+    if isinstance(target, _internals.OpOverloadPacket):
+        for overload in target.overloads():
+            try:
+                reason = _overload_denied(getattr(target, overload))
+            except (AttributeError, RuntimeError):
+                continue
+            if reason is not None:
+                return f"has an overload ({overload!r}) that {reason}"
+    return None
+
+
+def _overload_denied(op: Any) -> Optional[str]:
+    schema = op._schema
+    reason = _DENIED_OPS.get(schema.name)
+    if reason is not None:
+        return reason
+    for a in schema.arguments:
+        kind = str(a.type)
+        if "Storage" in kind:
+            return f"takes a raw Storage (argument {a.name!r})"
+        if kind.startswith("str") and _FILE_ARGUMENT.search(a.name):
+            return f"names a file (argument {a.name!r})"
+    if not _internals.is_dispatcher_op(op):
+        return ("is a TorchScript interpreter operator (not registered with the dispatcher, so no "
+                "trace records it; the class holds aten::save, prim::Print, prim::rpc_sync, "
+                "aten::manual_seed)")
+    return None
 
 
 def _resolve_trusted(name: str) -> Any:
@@ -142,14 +221,17 @@ def _resolve_trusted(name: str) -> Any:
         _internals.load_op_namespaces("higher_order")
         return getattr(torch.ops.higher_order, name[len("higher_order."):], None)
     first = name.split(".", 1)[0]
-    # Some namespaces (activation offloading's ao::offload, ao::reload,
-    # ao::wait_tensor) are registered when a torch module is imported.
-    _internals.load_op_namespaces(first)
     obj = None
     # A Python module of that name wins; op namespaces are not modules.
     if first in ("operator", "math", "builtins", "torch") or _importable(first):
         obj = _resolve_function(name)
     if obj is None:
+        obj = _resolve_overload(name)
+    if obj is None:
+        # Some namespaces (activation offloading's ao::offload, ao::reload,
+        # ao::wait_tensor; inductor's prims) are registered when a torch
+        # module is imported.
+        _internals.load_op_namespaces(first)
         obj = _resolve_overload(name)
     if obj is None:
         obj = _resolve_function(name)
@@ -170,6 +252,12 @@ def resolve_target(name: str, trusted: bool = False) -> Callable[..., Any]:
                 "higher_order op, or a symbolic-shape function (operator.getitem, torch.sym_*, ...): "
                 "a graph file may name only those, since resolving any other name could run "
                 "code; pass trusted=True for a file you trust")
+        reason = denied(obj)
+        if reason is not None:
+            raise UntrustedTargetError(
+                f"remat: target {name!r} {reason}: an op with effects outside tensors, which an "
+                "untrusted graph file may not call (docs/format.md \"Trust\"); pass trusted=True "
+                "for a file you trust")
         _SEEN[name] = obj  # safe to remember: any untrusted file may name it
         return obj
     # Not remembered: a later untrusted load must not find what a trusted one
