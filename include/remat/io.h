@@ -90,6 +90,14 @@ PartitionOptions default_options(const JointGraph& joint);
 // which wins over the graph's); false for malformed JSON.
 bool names_torch_release(std::string_view json);
 
+// The keys of an options object's "ops" that match no operator of `joint`
+// (no op's registry key: its packet, or the function or higher-order name),
+// in the object's order: settings that do nothing for this graph, such as
+// an overload name ("aten.transpose.int") where categories are keyed by
+// packet ("aten.transpose"). Empty for malformed JSON (apply_options'
+// to report) and for an object without "ops".
+std::vector<std::string> unmatched_op_keys(const JointGraph& joint, std::string_view json);
+
 // Torch's defaults (for `joint`'s recorded release, default_options, unless
 // `json` names a torch_release), then `json` (empty: none), then the hooks
 // given (a solver or estimator hook selects "custom", as torch's config

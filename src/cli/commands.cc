@@ -285,10 +285,8 @@ PartitionOptions partition_options(const JointGraph& joint, const CommonSettings
   PartitionOptions options = options_from(joint, s.sources, common.max_input_bytes);
   apply_partition_flags(s, options);
   options.validate();
-  if (!s.explain.empty() && joint.graph.find(s.explain) == kNoNode) {
-    throw Error(ErrorCode::kInvalidOption,
-                fmt::format("--explain: node '{}' is not in the joint graph", s.explain));
-  }
+  if (!s.explain.empty() && joint.graph.find(s.explain) == kNoNode)
+    throw UsageError(fmt::format("--explain: node '{}' is not in the joint graph", s.explain));
   // The explanation reads the same decision record -o writes (why.h): the
   // partition runs exactly as without --explain.
   return options;

@@ -11,9 +11,17 @@
 #include <string>
 
 #include "options.h"
+#include "remat/error.h"
 #include "remat/io.h"
 
 namespace remat::cli {
+
+// A usage error found once the graph is read (a flag naming a node the
+// graph lacks): main says it as a usage error and exits 2.
+class UsageError : public Error {
+ public:
+  explicit UsageError(std::string message) : Error(ErrorCode::kInvalidOption, std::move(message)) {}
+};
 
 struct CommonSettings {
   std::string graph;   // path of the joint graph; empty: the shipped example

@@ -4,8 +4,11 @@
 // `remat partition [GRAPH] [options]`, `remat pareto [GRAPH] -o SVG [--peak] [options]`,
 // `remat report [GRAPH] -o HTML [options]`.
 // Every failure is one "remat: error: ..." message on stderr and a non-zero
-// exit status (1 for errors, CLI11's codes for bad usage); no exception
-// escapes main, so the process never aborts with a stack trace. SIGINT,
+// exit status: 2 for every usage error (a bad option or option value, caught
+// by the parser or checked after it, before any file is read, or a value
+// the graph refutes, such as --explain's node), with a message that says
+// what is accepted; 1 for errors in the input files and everything else.
+// No exception escapes main, so the process never aborts with a stack trace. SIGINT,
 // SIGTERM and SIGHUP remove the temporary file of an output being written.
 #include <malloc.h>
 
@@ -15,6 +18,7 @@
 #include <exception>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -50,10 +54,19 @@ const char* unknown_command(const CLI::App& app, int argc, char** argv) {
   return argv[1];
 }
 
-// Usage errors look like every other error, with a pointer to --help.
+// Usage errors look like every other error, with a pointer to the help of
+// the command that was given ("remat partition --help").
+std::string help_pointer(const CLI::App* app) {
+  const std::string help =
+      app->get_help_ptr() != nullptr ? app->get_help_ptr()->get_name() : "--help";
+  return app->get_parent() != nullptr ? app->get_name() + " " + help : help;
+}
+
 std::string usage_error(const CLI::App* app, const CLI::Error& e) {
-  std::string help = app->get_help_ptr() != nullptr ? app->get_help_ptr()->get_name() : "--help";
-  return fmt::format("remat: error: {}\nRun with {} for more information.\n", e.what(), help);
+  // CLI11 hands over the top app: the command given is its parsed subcommand.
+  const std::vector<CLI::App*> given = app->get_subcommands();
+  return fmt::format("remat: error: {}\nRun with {} for more information.\n", e.what(),
+                     help_pointer(given.empty() ? app : given.front()));
 }
 
 // An output path given as '' would otherwise mean "no output" silently.
@@ -70,6 +83,25 @@ const CLI::Validator kPositive(
                  : fmt::format("'{}' is not a number greater than 0", text);
     },
     "NUMBER > 0");
+
+// --explain '' would otherwise mean "no --explain" silently.
+const CLI::Validator kNodeName(
+    [](const std::string& name) {
+      return name.empty() ? std::string("the node name is empty (give a node of the joint graph)")
+                          : std::string();
+    },
+    "");
+
+const CLI::Validator kFraction(
+    [](const std::string& text) {
+      double v = -1;
+      return CLI::detail::lexical_cast(text, v) && v >= 0 && v <= 1
+                 ? std::string()
+                 : fmt::format("'{}' is not a fraction in [0, 1] (0: save only the inputs, 1: "
+                               "torch's runtime-optimized plan)",
+                               text);
+    },
+    "FRACTION");
 
 // --options FILE and --config KEY=VALUE, the same on every command that
 // partitions; the footer states the precedence and the accepted flags.
@@ -103,6 +135,37 @@ void add_progress_option(CLI::App* cmd, remat::cli::CommonSettings& common) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
 }
 
+// The option values the library checks (a release, a --config entry, a
+// solver name, a size): checked after parsing and before any file is read,
+// so a bad one is a usage error (exit 2) in the library's words, which say
+// what is accepted. Throws remat::Error naming the flag.
+void check_sources(const remat::cli::OptionSources& s) {
+  if (!s.torch.empty()) remat::cli::check_torch_release(s.torch);
+  for (const std::string& entry : s.config) remat::cli::check_config_entry(entry);
+}
+
+void check_values(const remat::cli::PartitionSettings& s) {
+  check_sources(s.sources);
+  if (!s.solver.empty()) remat::cli::check_solver(s.solver);
+  if (!s.estimator.empty()) remat::cli::check_estimator(s.estimator);
+  if (!s.peak_budget.empty()) remat::cli::parse_size(s.peak_budget, "--peak-budget");
+  if (!s.activation_quantization.empty())
+    remat::cli::check_activation_quantization(s.activation_quantization);
+}
+
+void check_values(const remat::cli::ParetoSettings& s) {
+  check_sources(s.sources);
+  if (!s.solver.empty()) remat::cli::check_solver(s.solver);
+  if (!s.estimator.empty()) remat::cli::check_estimator(s.estimator);
+}
+
+// A usage error found after parsing, said as CLI11's are.
+int usage_failure(const CLI::App* sub, const std::string& message) {
+  std::fprintf(stderr, "remat: error: %s\nRun with %s for more information.\n", message.c_str(),
+               help_pointer(sub).c_str());
+  return kUsageError;
+}
+
 // The subcommands and their options; each returns its subcommand.
 CLI::App* add_info(CLI::App& app, remat::cli::CommonSettings& common) {
   CLI::App* info = app.add_subcommand("info", "Summarize a joint graph: node counts, op "
@@ -123,13 +186,16 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                  "put the engine's seconds and stages into the -o result (then two runs differ)");
   part->add_option("--partitioner", ps.partitioner, "min_cut (default) or default")
       ->check(CLI::IsMember({"min_cut", "default"}));
-  part->add_option("--explain", ps.explain, "explain why NODE was saved, recomputed, banned or removed");
+  part->add_option("--explain", ps.explain, "explain why NODE was saved, recomputed, banned or removed")
+      ->type_name("NODE")
+      ->check(kNodeName);
   part->add_option("--cut-side", ps.cut_side,
                    "which minimum cut to return when several tie: sink (torch's, default) or source")
       ->check(CLI::IsMember({"sink", "source"}));
   part->add_option("--memory-budget", ps.memory_budget,
                    "activation memory budget, a fraction in [0, 1] (torch's "
-                   "activation_memory_budget; default 1.0)");
+                   "activation_memory_budget; default 1.0)")
+      ->check(kFraction);
   part->add_option("--peak-budget", ps.peak_budget,
                    "plan for a simulated peak memory of at most SIZE (bytes, or with a unit: "
                    "512MiB, 2GiB, 1.5GB): the plan with the least estimated recompute runtime "
@@ -143,7 +209,7 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
   part->add_option("--peak-search-seconds", ps.peak_search_seconds,
                    "time limit of --peak-search exact (default 60); on time out the best plan "
                    "found is returned with its gap")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   part->add_option("--backward-order", ps.backward_order,
                    "the order the backward runs in: autograd (torch's, default) or memory "
                    "(independent nodes reordered to lower the simulated peak, kept only when "
@@ -217,7 +283,7 @@ CLI::App* add_pareto(CLI::App& app, remat::cli::CommonSettings& common,
   pareto->add_option("--peak-search-seconds", pa.peak_search_seconds,
                      "with --peak, the time limit of each exact search (default 60); there are "
                      "--points + 1 of them")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->needs(peak);
   pareto->add_option("--points", pa.points,
                      "with --peak, how many peak limits remat's frontier is planned at (default "
@@ -245,7 +311,8 @@ CLI::App* add_report(CLI::App& app, remat::cli::CommonSettings& common,
   report->add_option("--partitioner", rs.partitioner, "min_cut (default) or default")
       ->check(CLI::IsMember({"min_cut", "default"}));
   report->add_option("--memory-budget", rs.memory_budget,
-                     "activation memory budget, a fraction in [0, 1] (default 1.0)");
+                     "activation memory budget, a fraction in [0, 1] (default 1.0)")
+      ->check(kFraction);
   report->add_flag("--no-cse", rs.no_cse, "do not deduplicate equal nodes first");
   report->add_flag("--no-pareto", rs.no_pareto,
                    "leave torch's budget plans out (each is one more build and simulation of the step)");
@@ -309,6 +376,17 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kUsageError;
   }
 
+  CLI::App* sub = info;
+  for (CLI::App* s : {part, pareto, report})
+    if (s->parsed()) sub = s;
+  try {
+    if (part->parsed()) check_values(ps);
+    if (pareto->parsed()) check_values(pa);
+    if (report->parsed()) check_sources(rs.sources);
+  } catch (const Error& e) {
+    return usage_failure(sub, e.what());
+  }
+
   try {
     if (info->parsed()) return cli::run_info(common);
     if (part->parsed()) return cli::run_partition(common, ps);
@@ -316,6 +394,8 @@ int main(int argc, char** argv) {
     if (report->parsed()) return cli::run_report(common, rs);
     std::fputs(app.help().c_str(), stdout);
     return 1;
+  } catch (const cli::UsageError& e) {
+    return usage_failure(sub, e.what());
   } catch (const NoFiniteCutError& e) {
     // run_partition reports these itself; this is a fallback.
     std::fprintf(stderr, "remat: error: %s\n", e.what());

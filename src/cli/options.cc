@@ -5,6 +5,7 @@
 // meaning and the same errors here as in an --options file or in Python.
 #include "options.h"
 
+#include <cstdio>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -57,6 +58,29 @@ const TorchConfigFlag* find_flag(std::string_view name) {
   return nullptr;
 }
 
+// An "ops" key that names no operator of the graph does nothing: say so,
+// and when the key is an overload of an op the graph has, name the packet
+// the categories are keyed by. A warning, not an error: one options file
+// may serve several graphs.
+void warn_unmatched_ops(const JointGraph& joint, const std::string& path, const std::string& json) {
+  for (const std::string& key : unmatched_op_keys(joint, json)) {
+    std::string hint;
+    const size_t dot = key.rfind('.');
+    if (dot != std::string::npos && dot > 0) {
+      const std::string packet = key.substr(0, dot);
+      for (const OpInfo& op : joint.graph.ops())
+        if (joint.graph.str(op.packet) == packet) {
+          hint = fmt::format(" (categories are keyed by packet: did you mean '{}'?)", packet);
+          break;
+        }
+    }
+    std::fprintf(stderr,
+                 "remat: warning: --options %s: \"ops\" key '%s' matches no operator of the graph, "
+                 "so it does nothing%s\n",
+                 path.c_str(), key.c_str(), hint.c_str());
+  }
+}
+
 }  // namespace
 
 std::string torch_flag_list() {
@@ -85,6 +109,50 @@ std::string config_entry_json(const std::string& entry) {
   return fmt::format("{{{}: {}}}", json_string(flag->option), value_json(entry.substr(eq + 1)));
 }
 
+namespace {
+
+// Default options with `member` ("\"key\": value") applied and validated;
+// a failure names the flag and its value.
+void check_member(const std::string& flag, const std::string& value, const std::string& member) {
+  try {
+    PartitionOptions scratch;
+    apply_options("{" + member + "}", scratch);
+    scratch.validate();
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("{} {}: {}", flag, value, e.what()));
+  }
+}
+
+}  // namespace
+
+void check_config_entry(const std::string& entry) {
+  const std::string json = config_entry_json(entry);  // names --config itself
+  check_member("--config", entry, json.substr(1, json.size() - 2));
+}
+
+void check_torch_release(const std::string& release) {
+  check_member("--torch", release, "\"torch_release\": " + json_string(release));
+}
+
+void check_solver(const std::string& name) {
+  check_member("--solver", name, "\"activation_memory_budget_solver\": " + json_string(name));
+}
+
+void check_estimator(const std::string& name) {
+  check_member("--runtime-estimator", name,
+               "\"activation_memory_budget_runtime_estimator\": " + json_string(name));
+}
+
+void check_activation_quantization(const std::string& json) {
+  try {
+    PartitionOptions scratch;
+    scratch.activation_quantization = ActivationQuantizationOptions::from_json(json);
+    scratch.validate();
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("--activation-quantization: {}", e.what()));
+  }
+}
+
 PartitionOptions options_from(const JointGraph& joint, const OptionSources& sources,
                               uint64_t max_input_bytes) {
   const std::string file = sources.file.empty() ? "" : read_file(sources.file, max_input_bytes);
@@ -106,6 +174,7 @@ PartitionOptions options_from(const JointGraph& joint, const OptionSources& sour
     } catch (const Error& e) {
       throw Error(e.code(), fmt::format("--options {}: {}", sources.file, e.what()));
     }
+    warn_unmatched_ops(joint, sources.file, file);
   }
   for (const std::string& entry : sources.config) {
     const std::string json = config_entry_json(entry);

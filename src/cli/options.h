@@ -48,4 +48,16 @@ PartitionOptions options_from(const JointGraph& joint, const OptionSources& sour
 // "cse, recompute_views, ..." for --help.
 std::string torch_flag_list();
 
+// The checks of single option values the command line runs while parsing
+// (so a bad one is a usage error): each applies the value to default
+// options as the sources above would and validates them, throwing
+// Error(kInvalidOption or kUnsupported) in the library's words, which say
+// what is accepted. --config KEY=VALUE; --torch RELEASE; --solver NAME;
+// --runtime-estimator NAME; --activation-quantization JSON.
+void check_config_entry(const std::string& entry);
+void check_torch_release(const std::string& release);
+void check_solver(const std::string& name);
+void check_estimator(const std::string& name);
+void check_activation_quantization(const std::string& json);
+
 }  // namespace remat::cli

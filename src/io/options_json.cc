@@ -13,12 +13,15 @@
 // dict; values have JSON's types for torch's (strings for dtypes, bools for
 // flags, a number for size_in_mb). Dtype strings are resolved as torch does
 // (the text after the last '.', then getattr(torch, ...), so aliases such as
-// "torch.half" work) and stored canonical.
+// "torch.half" work) and stored canonical. unmatched_op_keys tells which
+// "ops" keys name no operator of a graph, for the front doors to say so.
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -382,6 +385,20 @@ bool names_torch_release(std::string_view json) {
   if (parser.parse(json.data(), json.size()).get(obj)) return false;
   element release;
   return obj["torch_release"].get(release) == simdjson::SUCCESS;
+}
+
+std::vector<std::string> unmatched_op_keys(const JointGraph& joint, std::string_view json) {
+  std::vector<std::string> out;
+  if (json.empty()) return out;
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj, ops;
+  if (parser.parse(json.data(), json.size()).get(obj) || obj["ops"].get(ops)) return out;
+  const Graph& g = joint.graph;
+  std::unordered_set<std::string_view> keys;
+  for (const OpInfo& op : g.ops()) keys.insert(g.str(op.packet != 0 ? op.packet : op.name));
+  for (simdjson::dom::key_value_pair kv : ops)
+    if (!keys.count(kv.key)) out.emplace_back(kv.key);
+  return out;
 }
 
 PartitionOptions default_options(const JointGraph& joint) {

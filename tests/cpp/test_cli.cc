@@ -148,8 +148,8 @@ TEST(Cli, PartitionOptionsAreAccepted) {
   r = remat("partition " + kTiny + " --partitioner default");
   EXPECT_EQ(r.status, 0) << r.err << r.out;
   r = remat("partition " + kTiny + " --memory-budget 7");
-  EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_TRUE(has(r.err, "memory_budget")) << r.err;
+  EXPECT_EQ(r.status, 2) << r.out;  // a usage error
+  EXPECT_TRUE(has(r.err, "--memory-budget: '7' is not a fraction in [0, 1]")) << r.err;
   r = remat("partition " + kTiny + " --cut-side middle");
   EXPECT_NE(r.status, 0);
 }
@@ -165,7 +165,7 @@ TEST(Cli, ActivationQuantizationTakesTorchsDictAndNamesBadKeys) {
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   EXPECT_FALSE(has(r.out, "quantized to FP8")) << r.out;
   r = remat("partition " + mlp + R"( --activation-quantization '{"use_scalling": true}')");
-  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(r.status, 2) << r.out;  // a usage error
   EXPECT_TRUE(has(r.err, "remat: error:") && has(r.err, "activation_quantization.use_scalling"))
       << r.err;
 }
@@ -175,7 +175,7 @@ TEST(Cli, Explain) {
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   EXPECT_TRUE(has(r.out, "node 'relu'")) << r.out;
   r = remat("partition " + kTiny + " --explain nosuchnode");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a usage error the graph reveals
   EXPECT_TRUE(has(r.err, "'nosuchnode'")) << r.err;
 }
 
@@ -197,7 +197,7 @@ TEST(Cli, PeakBudgetTakesSizesWithUnits) {
   EXPECT_EQ(r.status, 0) << r.err << r.out;
   for (const char* bad : {"12XB", "0", "-3", "abc", "1..5MB", "0x10", "inf", "1e"}) {
     r = remat("partition " + kTiny + " --peak-budget '" + bad + "'");
-    EXPECT_EQ(r.status, 1) << bad;
+    EXPECT_EQ(r.status, 2) << bad;  // a usage error
     EXPECT_TRUE(has(r.err, "remat: error: --peak-budget")) << bad << ": " << r.err;
   }
   r = remat("partition " + kTiny + " --peak-budget 1e30");

@@ -79,29 +79,29 @@ TEST(CliOptions, SolverAndEstimatorChoiceIsTheConfigFlags) {
             result_of("--memory-budget 0.5 --config activation_memory_budget_solver=greedy "
                       "--config activation_memory_budget_runtime_estimator=testing"));
   const CliRun r = remat("partition '" + kGraph + "' --solver nope");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a usage error
   EXPECT_TRUE(has(r.err, "activation_memory_budget_solver: unknown solver \"nope\"")) << r.err;
   EXPECT_TRUE(has(r.err, "\"dp_knapsack_sliding_hirschberg\"")) << r.err;
   const CliRun e = remat("partition '" + kGraph + "' --estimator nope");
-  EXPECT_EQ(e.status, 1);
+  EXPECT_EQ(e.status, 2);
   EXPECT_TRUE(has(e.err, "\"testing\"")) << e.err;
 }
 
 TEST(CliOptions, UnknownKeyIsNotATorchFlagRematHonors) {
   const CliRun r = remat("partition '" + kGraph + "' --config recompute_vews=True");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a usage error
   EXPECT_TRUE(has(r.err, "'recompute_vews' is not a torch._functorch.config flag remat honors"))
       << r.err;
   EXPECT_TRUE(has(r.err, "recompute_views")) << r.err;  // the list of valid names
   // remat's own options are not torch flags: they go in the file.
   const CliRun own = remat("partition '" + kGraph + "' --config trace=True");
-  EXPECT_EQ(own.status, 1);
+  EXPECT_EQ(own.status, 2);
   EXPECT_TRUE(has(own.err, "--options FILE")) << own.err;
 }
 
 TEST(CliOptions, BadValuesNameTheEntryAndTheKey) {
   CliRun r = remat("partition '" + kGraph + "' --config recompute_views=maybe");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a usage error
   EXPECT_TRUE(has(r.err, "--config recompute_views=maybe: option 'recompute_views': expected a bool"))
       << r.err;
   r = remat("partition '" + kGraph + "' --config max_dist_from_bw=2.5");
@@ -116,7 +116,7 @@ TEST(CliOptions, TorchsPrivateSyncFlagKeepsItsName) {
   // torch spells it _sync_decision_cross_ranks; alone it changes nothing.
   EXPECT_EQ(result_of("--config _sync_decision_cross_ranks=True"), result_of(""));
   const CliRun r = remat("partition '" + kGraph + "' --config sync_decision_cross_ranks=True");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
 }
 
 TEST(CliOptions, BadOptionsFilesNameTheFileAndTheKey) {
@@ -182,6 +182,93 @@ TEST(CliOptions, AnOptionsFileOverridesTheGraphsOwnOpCategories) {
   const std::string file = options_file(R"({"ops": {"aten.addmm": ["compute_intensive"]}})");
   EXPECT_EQ(saved_of(graph, "--options '" + file + "'"), plain);
   std::remove(graph.c_str());
+}
+
+// --- usage errors ----------------------------------------------------------------
+
+// Every bad option value is a usage error, exit 2, whether the parser or a
+// check after it finds it, with a message that names the flag, says what
+// is accepted and points at the command's --help; nothing is written.
+TEST(CliUsage, EveryBadOptionValueIsAUsageErrorSayingWhatIsAccepted) {
+  const std::string out = temp_path("usage.out");
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {"partition G --memory-budget 2", "--memory-budget: '2' is not a fraction in [0, 1]"},
+      {"partition G --solver nope", "--solver nope: activation_memory_budget_solver: unknown solver "
+                                    "\"nope\" (one of \"greedy\""},
+      {"partition G --runtime-estimator nope", "unknown estimator \"nope\" (one of \"flops\""},
+      {"partition G --peak-budget 12XB", "--peak-budget: '12XB' has an unknown unit 'xb' (expected "
+                                         "bytes, or a number with a unit"},
+      {"partition G --config nope=1", "--config nope=1: 'nope' is not a torch._functorch.config "
+                                      "flag remat honors (those are: cse,"},
+      {"partition G --config activation_memory_budget=3", "the valid ranges for memory budget are"},
+      {"partition G --torch 2.9", "--torch 2.9: option 'torch_release': torch 2.9 is not a "
+                                  "supported release (remat reproduces torch 2.11 to"},
+      {"partition G --activation-quantization '{\"use_scalling\": 1}'",
+       "--activation-quantization: activation_quantization.use_scalling: unknown key (torch reads"},
+      {"partition G --activation-quantization '{'", "--activation-quantization: "},
+      {"partition G --peak-search-seconds 0", "--peak-search-seconds: '0' is not a number greater than 0"},
+      {"partition G --explain ''", "--explain: the node name is empty"},
+      {"partition G --explain nosuchnode", "--explain: node 'nosuchnode' is not in the joint graph"},
+      {"pareto G --solver nope", "--solver nope: activation_memory_budget_solver: unknown solver"},
+      {"pareto G --peak --peak-search-seconds -1", "'-1' is not a number greater than 0"},
+      {"pareto G --torch 2.9", "torch 2.9 is not a supported release"},
+      {"report G --memory-budget 2", "--memory-budget: '2' is not a fraction in [0, 1]"},
+      {"report G --config nope=1", "'nope' is not a torch._functorch.config flag"},
+  };
+  for (const auto& c : cases) {
+    std::string args = c.args;
+    args.replace(args.find(" G"), 2, " '" + kGraph + "'");
+    const std::string cmd = args.substr(0, args.find(' '));
+    const CliRun r = remat(args + " -o '" + out + "'");
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+    EXPECT_TRUE(has(r.err, "remat: error: ")) << c.args << "\n" << r.err;
+    EXPECT_TRUE(has(r.err, c.says)) << c.args << "\n" << r.err;
+    EXPECT_TRUE(has(r.err, "Run with " + cmd + " --help for more information.")) << r.err;
+    EXPECT_LT(r.err.size(), 1200u) << c.args;  // a sentence, not a 309-digit bound
+    EXPECT_EQ(slurp(out), "") << c.args << ": wrote its output";
+  }
+}
+
+// Errors in what the files say are not usage errors: exit 1.
+TEST(CliUsage, ErrorsInTheInputFilesExitOne) {
+  CliRun r = remat("partition '" + kGraph + "' --options '" +
+                   options_file(R"({"activation_memory_budget": 2})") + "'");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "activation_memory_budget")) << r.err;
+  r = remat("partition /nonexistent/graph.json");
+  EXPECT_EQ(r.status, 1) << r.err;
+  const std::string bad = options_file("{");  // any file: not a graph
+  r = remat("partition '" + bad + "'");
+  EXPECT_EQ(r.status, 1) << r.err;
+}
+
+// An options file's "ops" key that names no operator of the graph does
+// nothing: remat warns (a warning, not an error: one file may serve several
+// graphs), and for an overload of an op the graph has it names the packet
+// categories are keyed by. A key that matches says nothing.
+TEST(CliOptions, AnOpsKeyThatMatchesNoOperatorSaysSo) {
+  const std::string typo =
+      options_file(R"({"ops": {"aten.transpose.int": ["recomputable"], "aten.nosuch": []}})");
+  CliRun r = remat("partition '" + kGraph + "' --options '" + typo + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "remat: warning: --options " + typo + ": \"ops\" key 'aten.transpose.int' "
+                         "matches no operator of the graph, so it does nothing (categories are "
+                         "keyed by packet: did you mean 'aten.transpose'?)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, "\"ops\" key 'aten.nosuch' matches no operator of the graph, so it does "
+                         "nothing\n"))
+      << r.err;
+  // report and pareto read options the same way.
+  r = remat("report '" + kGraph + "' --no-pareto -o '" + temp_path("ops.html") + "' --options '" +
+            typo + "'");
+  EXPECT_TRUE(has(r.err, "'aten.transpose.int' matches no operator")) << r.err;
+  std::remove(temp_path("ops.html").c_str());
+  const std::string right = options_file(R"({"ops": {"aten.transpose": ["recomputable"]}})");
+  r = remat("partition '" + kGraph + "' --options '" + right + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(has(r.err, "warning")) << r.err;
 }
 
 }  // namespace
