@@ -12,20 +12,32 @@ Two partition results (forward module, backward module) are *the same* when
 * remat's modules are not stale: ``gm.code`` is what ``gm.graph`` generates
   (``recompile()`` was called after the last graph edit).
 
+* (:func:`partition_meta_diffs`) every node's ``meta`` matches too: the same
+  keys, plain data (numbers, strings, enums, dtypes, ops, containers of them)
+  equal, other objects (fake tensors, SymInts, NodeSources, output
+  descriptors) of the same type, save the differences the "Node metadata"
+  table of docs/torch-releases.md lists, with their reasons, for the running
+  release.
+
 :func:`assert_same_partition` raises an ``AssertionError`` whose message names
 the first differing node and prints both sides with some context.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import math
 import operator
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 from torch import fx
 
 CONTEXT_LINES = 3
+# The table of node-meta differences remat keeps, in docs/torch-releases.md.
+META_BEGIN, META_END = "<!-- meta-differences:begin -->", "<!-- meta-differences:end -->"
 
 
 # --------------------------------------------------------------------------- normal forms
@@ -191,6 +203,116 @@ def partition_diffs(
         if diff is not None:
             problems.append(diff)
     return problems
+
+
+# --------------------------------------------------------------------------- node meta
+
+
+def _meta_leaf_key(value: Any) -> Any:
+    """A meta value's normal form: plain data by value, other objects by type."""
+    if isinstance(value, (fx.Node,)):
+        return ("node", value.name)
+    if isinstance(value, type):
+        return ("type", f"{value.__module__}.{value.__qualname__}")
+    if isinstance(value, enum.Enum):
+        return (type(value).__qualname__, value.name)
+    if isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch._ops.HigherOrderOperator)):
+        return ("callable", target_key(value))
+    if value is None or isinstance(value, (bool, int, float, str, complex, torch.dtype, torch.device,
+                                           torch.layout, torch.memory_format)):
+        return _constant_key(value)
+    return ("object", f"{type(value).__module__}.{type(value).__qualname__}")
+
+
+def meta_value_key(value: Any) -> Any:
+    """Containers by type and items, plain leaves by value, objects by type
+    (a FakeTensor, a SymInt, a NodeSource, an AOTOutput)."""
+    if isinstance(value, (list, tuple)) and type(value).__module__ in ("builtins", "torch.fx.immutable_collections"):
+        return (type(value).__name__, tuple(meta_value_key(v) for v in value))
+    if isinstance(value, dict) and type(value).__module__ in ("builtins", "torch.fx.immutable_collections"):
+        return (type(value).__name__, tuple((meta_value_key(k), meta_value_key(v)) for k, v in value.items()))
+    return _meta_leaf_key(value)
+
+
+def _both(a: Any, b: Any) -> str:
+    return f"torch {a!r:.300}\n      remat {b!r:.300}"
+
+
+@functools.lru_cache(maxsize=None)
+def listed_meta_differences(release: tuple[int, int]) -> dict[str, set[str]]:
+    """The node-meta differences docs/torch-releases.md lists for `release`
+    (its "Node metadata" table): key -> the node ops it concerns ("any" for
+    all). A row without a reason does not count."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "torch-releases.md").read_text()
+    _, rest = text.split(META_BEGIN, 1)
+    table, _ = rest.split(META_END, 1)
+    listed: dict[str, set[str]] = {}
+    for line in table.strip().splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[3]:
+            raise ValueError(f"docs/torch-releases.md: a node-meta row needs key, releases, nodes and why: {line!r}")
+        key, releases, ops, _why = cells
+        if _release_matches(releases, release):
+            listed.setdefault(key.strip("`"), set()).update(o.strip() for o in ops.split(","))
+    return listed
+
+
+def _release_matches(spec: str, release: tuple[int, int]) -> bool:
+    """"all", "2.13", "2.13 on", "2.11-2.12"."""
+    def parse(v: str) -> tuple[int, int]:
+        major, minor = v.strip().split(".")
+        return int(major), int(minor)
+
+    spec = spec.strip()
+    if spec == "all":
+        return True
+    if spec.endswith(" on"):
+        return release >= parse(spec[:-3])
+    if "-" in spec:
+        lo, hi = spec.split("-")
+        return parse(lo) <= release <= parse(hi)
+    return release == parse(spec)
+
+
+def node_meta_diffs(expected: fx.GraphModule, actual: fx.GraphModule, what: str,
+                    listed: dict[str, set[str]] | None = None) -> list[str]:
+    """How the two graphs' node.meta differ, node by node (the graphs match
+    node for node already): keys only one side has, and values whose normal
+    form (meta_value_key) differs, except the differences `listed`
+    (listed_meta_differences) excuses."""
+    listed = listed or {}
+    out = []
+    for exp, act in zip(expected.graph.nodes, actual.graph.nodes):
+        problems = []
+        for key in sorted(exp.meta.keys() | act.meta.keys()):
+            ops = listed.get(key, ())
+            if "any" in ops or exp.op in ops:
+                continue
+            if key not in act.meta:
+                problems.append(f"    {key!r}: only torch has it")
+            elif key not in exp.meta:
+                problems.append(f"    {key!r}: only remat has it")
+            elif meta_value_key(exp.meta[key]) != meta_value_key(act.meta[key]):
+                problems.append(f"    {key!r} differs:\n      " + _both(exp.meta[key], act.meta[key]))
+        if problems:
+            out.append(f"{what} node {exp.name!r} ({exp.op}) meta differs:\n" + "\n".join(problems))
+    return out
+
+
+def partition_meta_diffs(
+    expected: tuple[fx.GraphModule, fx.GraphModule],
+    actual: tuple[fx.GraphModule, fx.GraphModule],
+) -> list[str]:
+    """node_meta_diffs of both graphs, less what docs/torch-releases.md lists
+    for the running release."""
+    listed = listed_meta_differences(running_release())
+    return (node_meta_diffs(expected[0], actual[0], "forward", listed)
+            + node_meta_diffs(expected[1], actual[1], "backward", listed))
+
+
+def running_release() -> tuple[int, int]:
+    major, minor = torch.__version__.split(".")[:2]
+    return int(major), int(minor)
 
 
 def assert_same_partition(

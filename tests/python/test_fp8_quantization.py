@@ -141,6 +141,7 @@ def test_quantized_partition_matches_torch(name):
         actual, remat_counts, remat_marks, remat_guards = _run(remat_fn, cap, quantization, config)
         problems = parity.partition_diffs(expected, actual, cap.num_fwd_outputs)
         problems += meta_diffs(expected, actual)
+        problems += parity.partition_meta_diffs(expected, actual) if not problems else []
         assert not problems, f"{name} {cap.label}:\n" + "\n\n".join(problems)
         assert remat_counts == torch_counts
         assert remat_marks == torch_marks

@@ -198,6 +198,7 @@ def _check(rt, name: str, partitioner: str, config: dict) -> int:
     label = f"{name}/{partitioner}/{config}"
     problems = parity.partition_diffs(expected, actual, doc["num_fwd_outputs"])
     problems += offload_meta_diffs(expected, actual)
+    problems += parity.partition_meta_diffs(expected, actual) if not problems else []
     if torch_calls != remat_calls:
         problems.append(f"benchmark_node calls differ\n  torch: {torch_calls}\n  remat: {remat_calls}")
     assert not problems, f"{label}: mismatch\n" + "\n\n".join(problems)
@@ -358,6 +359,7 @@ def _compare_in_compile(rt, model, inputs, **config) -> list[str]:
         actual = rt.min_cut_rematerialization_partition(ours, joint_inputs, **kwargs)
         problems.extend(parity.partition_diffs(expected, actual, kwargs["num_fwd_outputs"]))
         problems.extend(offload_meta_diffs(expected, actual))
+        problems.extend(parity.partition_meta_diffs(expected, actual))
         problems.append(f"tagged {tagged}, offloaded {_offload_count(expected[0])}")
         return expected
 

@@ -4,8 +4,10 @@ For each case in the corpus (``corpus.models.CASES``) and each joint graph it
 yields, torch's ``min_cut_rematerialization_partition`` / ``default_partition``
 and remat's run on independent copies of the graph, in the context AOTAutograd
 partitions in (``corpus.capture.replay_context``), and must agree exactly on
-saved values and on the forward/backward graphs (``parity.py``).  Nothing torch
-can compute is stored: expectations come from calling torch in the same session.
+saved values, on the forward/backward graphs and on every node's ``meta``
+(``parity.py``; the meta differences docs/torch-releases.md lists excepted).
+Nothing torch can compute is stored: expectations come from calling torch in
+the same session.
 
 ``test_replay_matches_compile_time`` needs no remat: it checks that a direct
 call of torch's partitioner in the replay context reproduces what the same
@@ -89,6 +91,10 @@ def _check_all_graphs(case_name, torch_fn, remat_fn, **config):
         problems = parity.partition_diffs(expected, actual, cap.num_fwd_outputs)
         if problems:
             failures.append(f"{cap.label}: partition mismatch\n" + "\n\n".join(problems))
+            continue
+        problems = parity.partition_meta_diffs(expected, actual)
+        if problems:
+            failures.append(f"{cap.label}: node meta differs\n" + "\n".join(problems))
     assert not failures, "\n\n".join(failures)
 
 
@@ -130,6 +136,41 @@ def test_diff_reports_first_mismatch():
     problems = parity.partition_diffs(expected, actual, cap.num_fwd_outputs)
     assert problems[0].startswith("saved values differ")
     assert problems[1].startswith("forward graph differs")
+
+
+@pytest.mark.one_release
+def test_meta_diff_compares_keys_plain_values_and_object_types():
+    cap = captured_graphs("mlp_gelu_d3")[0]
+    expected = run_partition(min_cut_rematerialization_partition, cap)
+    actual = run_partition(min_cut_rematerialization_partition, cap)
+    assert parity.partition_meta_diffs(expected, actual) == []
+
+    exp = next(n for n in expected[0].graph.nodes if n.op == "call_function")
+    act = next(n for n in actual[0].graph.nodes if n.op == "call_function")
+    act.meta["remat_val"] = {"kind": "tensor"}
+    exp.meta["count"], act.meta["count"] = 1, 1.0  # plain data: value and type
+    exp.meta["thing"], act.meta["thing"] = object(), object()  # objects: type only
+    act.meta["val"] = [act.meta["val"]]
+    (problem,) = parity.node_meta_diffs(expected[0], actual[0], "forward")
+    assert f"node {act.name!r}" in problem
+    assert "'remat_val': only remat has it" in problem and "'count' differs" in problem
+    assert "'val' differs" in problem and "'thing'" not in problem
+    # A listed key is excused on the nodes it names only.
+    listed = {"remat_val": {"call_function"}, "count": {"any"}, "val": {"placeholder"}}
+    (problem,) = parity.node_meta_diffs(expected[0], actual[0], "forward", listed)
+    assert "remat_val" not in problem and "count" not in problem and "'val' differs" in problem
+
+
+@pytest.mark.one_release
+def test_listed_meta_differences_read_the_releases_they_name():
+    assert parity._release_matches("all", (2, 11))
+    assert parity._release_matches("2.13 on", (2, 15)) and not parity._release_matches("2.13 on", (2, 12))
+    assert parity._release_matches("2.11-2.12", (2, 12)) and not parity._release_matches("2.11-2.12", (2, 13))
+    assert parity._release_matches("2.14", (2, 14)) and not parity._release_matches("2.14", (2, 15))
+    for release in ((2, 11), (2, 13), (2, 15)):
+        listed = parity.listed_meta_differences(release)
+        assert all(ops and ops <= {"any", "placeholder", "call_function", "get_attr", "output"}
+                   for ops in listed.values()), listed
 
 
 # --------------------------------------------------------------------------- remat vs torch

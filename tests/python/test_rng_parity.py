@@ -16,8 +16,10 @@ functionalize_rng_ops takes:
 * the philox path (functionalize_rng_ops: seed/offset inputs, philox_rand);
 * invoke_subgraph bodies that take RNG states (thread_graphsafe_rng_from_hops).
 
-Saved values, both graphs node by node, and the RNG nodes' meta["val"] must
-agree; expectations come from torch in the same session.
+Saved values, both graphs node by node, the RNG nodes' meta["val"] and every
+node's meta (parity.partition_meta_diffs: the wrapped op's value getitem
+carries the op's meta, a rebuilt forward output none) must agree;
+expectations come from torch in the same session.
 """
 
 from __future__ import annotations
@@ -126,6 +128,7 @@ def test_rng_rewrites_match_torch(name, context, partitioner):
     actual = _run(name, partitioner, CONTEXTS[context], side="remat")
     problems = parity.partition_diffs(expected, actual, stored.num_fwd_outputs)
     problems += _rng_meta_diffs(expected, actual)
+    problems += parity.partition_meta_diffs(expected, actual) if not problems else []
     assert not problems, f"{name} [{context}, {partitioner}]\n" + "\n\n".join(problems)
 
 

@@ -14,8 +14,9 @@ Contract:
     does besides rewriting the graphs (counters, meta marks, trace
     artifacts, guards on symbolic sizes) is `_quantization`'s.
   * Like torch, the partitioners leave their mark on the joint graph: nodes
-    forced to MUST_SAVE get that recompute tag in their meta, and from 2.15
-    the primal placeholders get meta["is_static_input"].
+    forced to MUST_SAVE get that recompute tag in their meta, the min-cut
+    with config.cse numbers meta["mutation_region_id"] (torch's CSE pass),
+    and from 2.15 the primal placeholders get meta["is_static_input"].
   * What the drop-in stamps on the graphs and the trace per release (output
     stack traces, autograd_backward marks, is_static_input, the
     min_cut_information payload) follows the release switches of the very
@@ -49,7 +50,7 @@ import torch.fx as fx
 import remat
 from . import _custom, _internals, _offload, _quantization, _ranks, _release, _trace
 from ._fx_to_json import export_joint_graph
-from ._json_to_fx import import_result, stamp_static_inputs
+from ._json_to_fx import import_result, stamp_mutation_regions, stamp_static_inputs
 from ._memory import get_backward_order, get_memory_model, get_peak_memory_budget, get_peak_search
 
 log = logging.getLogger(__name__)
@@ -254,6 +255,8 @@ def _export_partition_import(joint_module: fx.GraphModule, num_fwd_outputs: int,
             by_name = {n.name: n for n in joint_module.graph.nodes}
             for name in result.get("forced_must_save", []):
                 by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+            if partitioner == "min_cut" and opts.get("cse"):
+                stamp_mutation_regions(joint_module)  # torch's CSE pass numbers them
             for hazard in result.get("hazards", ()):
                 warnings.warn(_hazard_message(hazard), RematHazardWarning, stacklevel=3)
             fw, bw = import_result(result, joint_module, handles)

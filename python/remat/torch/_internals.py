@@ -63,6 +63,7 @@ fake_tensor = _module("torch._subclasses.fake_tensor")
 higher_order_ops = _module("torch._higher_order_ops")
 guards = _module("torch._guards")
 benchmarking = _module("torch._inductor.runtime.benchmarking")
+pattern_matcher = _module("torch._inductor.pattern_matcher")
 
 
 def maybe_module(name: str) -> Optional[Any]:

@@ -13,22 +13,30 @@ Contract:
     ("original_device" as a torch.device, sizes as tuples), "val" for tensors
     (fake tensors in the joint graph's FakeTensorMode; symbolic sizes become
     the joint graph's SymInts of the same expression, and without one the
-    op is run on its inputs' fake values, as torch's rewrites do), and the
-    raw VALUE under meta["remat_val"]. A backward placeholder a rewrite
+    op is run on its inputs' fake values, as torch's rewrites do) and
+    "tensor_meta" (FX shape propagation's record in a joint graph, the fake
+    tensor record torch's rewrites give the nodes they create); no key of
+    remat's own. A backward placeholder a rewrite
     created with the name of a created forward node takes a copy of that
-    node's meta, as torch's FP8 quantization gives it.
+    node's meta, as torch's FP8 quantization gives it. A result graph's
+    output node starts with empty meta (torch's extraction makes a new one).
   * `import_result` builds the forward and backward modules of a partition
     result as `_extract_fwd_bwd_modules` does: modules made with
     `_make_graph_module(joint_gm, graph)`, output "desc" metadata from the joint
     output plus SavedForBackwards(NoVcCheck)AOTOutput for saved values (and,
-    2.12 on, "output_stack_traces"), and, 2.13 on,
+    2.12 on, "output_stack_traces" of the values extraction returned), except
+    on a forward output the CPU-style RNG rewrite rebuilt (no meta, as
+    torch's); the value getitem of each run_and_save_rng_state gets a copy of
+    the random op's meta, as functionalize_rng_ops gives it; and, 2.13 on,
     meta["autograd_backward"] on backward call_function/get_attr nodes that
     come from the joint graph (not on nodes a rewrite created), and
     invoke_subgraph calls the partitioner gave extra inputs (HOP RNG states)
     their "eager_input_vals" extended with those inputs' values.
   * `stamp_static_inputs` marks the joint graph's primal placeholders
     meta["is_static_input"] as torch 2.15's extraction does (the drop-in
-    calls it for 2.15 on).
+    calls it for 2.15 on); `stamp_mutation_regions` numbers every joint
+    node's meta["mutation_region_id"] as torch's CSE pass does (the drop-in
+    calls it before importing a min-cut partition with config.cse).
   * Opaque arguments resolve through `handles` (the list given to the export);
     without it they become `OpaqueArg` placeholders carrying the repr.
 """
@@ -389,16 +397,25 @@ def _meta_from_doc(nd: dict, syms: _Symbols = _NO_SYMBOLS, joint_doc: bool = Fal
         meta["should_offload"] = True
     _offload_meta(m, meta, syms)
     if "val" in nd:
-        meta["remat_val"] = nd["val"]
         val = _value(nd["val"], syms, handles)
         if val is not None or nd["val"].get("kind") == "none":
             meta["val"] = val
     if nd.get("tensor_meta"):
+        meta["tensor_meta"] = _tensor_meta(meta.get("val"), joint_doc)
+    return meta
+
+
+def _tensor_meta(val: Any, joint_doc: bool) -> Any:
+    """A value's meta["tensor_meta"]: in a traced joint graph, FX shape
+    propagation's record; on a node a partitioner rewrite created, the fake
+    tensor record torch's rewrites give theirs (another type, more fields)."""
+    if not isinstance(val, torch.Tensor):
+        return None
+    if joint_doc:
         from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
-        val = meta.get("val")
-        meta["tensor_meta"] = _extract_tensor_metadata(val) if isinstance(val, torch.Tensor) else None
-    return meta
+        return _extract_tensor_metadata(val)
+    return _internals.fake_tensor().extract_tensor_metadata(val)
 
 
 # Node.__setattr__ re-indexes the node in the graph's find_nodes table on
@@ -474,11 +491,14 @@ def _build_graph(
 
         src_name = nd.get("origin") or (name if match_by_name else None)
         src = joint_nodes.get(src_name) if src_name is not None else None
-        if src is not None and src.op == op == "output":
-            _set_attr(node, "meta", copy.copy(src.meta))
+        if op == "output":
+            # A joint graph keeps its output's meta; torch's extraction builds
+            # a result graph's output afresh (import_result adds its keys).
+            if src is not None and match_by_name and src.op == "output":
+                _set_attr(node, "meta", copy.copy(src.meta))
         elif src is not None and op == "placeholder":
             _set_attr(node, "meta", src.meta)  # torch's extraction shares the placeholder's dict
-        elif src is not None and op != "output":
+        elif src is not None:
             _set_attr(node, "meta", copy.copy(src.meta))
         elif op == "placeholder" and name in made_by:
             # torch gives a placeholder for a forward node it created that
@@ -486,11 +506,11 @@ def _build_graph(
             meta = dict(made_by[name].meta)
             _offload_meta(nd.get("meta") or {}, meta, syms)
             _set_attr(node, "meta", meta)
-        elif op != "output":
+        else:
             meta = _meta_from_doc(nd, syms, joint_doc=match_by_name, handles=handles)
             _set_attr(node, "meta", meta)
             if meta.get("val") is None and op == "call_function" and nd.get("val", {}).get("kind") == "tensor":
-                _propagate_fake_value(node)
+                _propagate_fake_value(node, match_by_name)
         if src is not None and (nd.get("meta") or {}).get("saved_for_offloading"):
             # torch marks the offloaded forward node in its (shared, for a
             # placeholder) meta dict; 2.11 and 2.12 note its device too.
@@ -520,7 +540,7 @@ def _check_placeholder_targets(graph: fx.Graph, side: str) -> None:
                 "remat does not return it (torch returns a module whose code is stale)")
 
 
-def _propagate_fake_value(node: fx.Node) -> None:
+def _propagate_fake_value(node: fx.Node, joint_doc: bool) -> None:
     """meta["val"] (and tensor_meta) of a created node whose document value is
     symbolic: its op run on its inputs' fake values, as torch's rewrites do.
     Left out when an input has no value or the op fails."""
@@ -537,10 +557,8 @@ def _propagate_fake_value(node: fx.Node) -> None:
     except Exception:
         return
     node.meta["val"] = val
-    if "tensor_meta" in node.meta and isinstance(val, torch.Tensor):
-        from torch.fx.passes.shape_prop import _extract_tensor_metadata
-
-        node.meta["tensor_meta"] = _extract_tensor_metadata(val)
+    if "tensor_meta" in node.meta:
+        node.meta["tensor_meta"] = _tensor_meta(val, joint_doc)
 
 
 def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.GraphModule:
@@ -730,15 +748,28 @@ def _joint_output_descs(joint_gm: fx.GraphModule) -> list:
     return _internals.pytree.arg_tree_leaves(out.meta.get("desc", [None] * len(outputs)))
 
 
-def _set_output_meta(graph: fx.Graph, descs: list) -> None:
+def _set_output_meta(graph: fx.Graph, descs: list, created: set[str]) -> None:
+    """The output node's "desc" and (2.12 on) "output_stack_traces", which
+    torch's extraction records before its rewrites run: a value a rewrite
+    replaced (an offload, its wait) counts as the node it replaced. (The FP8
+    quantization's outputs are _quantization.finish's.)"""
     out = next(iter(graph.find_nodes(op="output")))
     out.meta["desc"] = descs
     if not _release.behaves("output_stack_traces_meta"):
         return
     values = out.args[0] if out.args else ()
     out.meta["output_stack_traces"] = [
-        v.meta.get("stack_trace") if isinstance(v, fx.Node) else None for v in values
+        _extracted(v, created).meta.get("stack_trace") if isinstance(v, fx.Node) else None
+        for v in values
     ]
+
+
+def _extracted(value: fx.Node, created: set[str]) -> fx.Node:
+    """The node extraction returned where a rewrite's node now is: each
+    rewrite that replaces an output value takes it as its first input."""
+    while value.name in created and value.args and isinstance(value.args[0], fx.Node):
+        value = value.args[0]
+    return value
 
 
 def stamp_static_inputs(joint_gm: fx.GraphModule,
@@ -753,6 +784,74 @@ def stamp_static_inputs(joint_gm: fx.GraphModule,
     primals = (n for n in joint_gm.graph.find_nodes(op="placeholder") if is_primal(n))
     for i, node in enumerate(primals):
         node.meta["is_static_input"] = i in static
+
+
+def stamp_mutation_regions(joint_gm: fx.GraphModule) -> None:
+    """meta["mutation_region_id"] on every joint node, as torch's CSE pass
+    (fx_graph_cse, run by the min-cut partitioner with config.cse) numbers
+    them before merging: the count of mutation ops up to and including the
+    node. The result graphs' nodes copy or share these meta dicts, as
+    torch's copy them from its CSE'd graph. The joint graph's dead nodes
+    (which torch removes first) never mutate, so they shift no count."""
+    is_mutation_op = _internals.pattern_matcher().is_mutation_op
+    mutates: dict[Any, bool] = {}  # (target, has out=): the verdict depends on nothing else
+    region = 0
+    for node in joint_gm.graph.nodes:
+        if node.op in ("call_function", "call_method"):
+            key = (node.op, node.target, node.kwargs.get("out") is not None)
+            try:
+                hit = mutates.get(key)
+            except TypeError:  # an unhashable target
+                key, hit = None, None
+            if hit is None:
+                hit = is_mutation_op(node)
+                if key is not None:
+                    mutates[key] = hit
+            region += hit
+        node.meta["mutation_region_id"] = region
+
+
+def _rng_wrapped_ops(fw_graph: fx.Graph, created: set[str], joint_gm: fx.GraphModule) -> bool:
+    """Gives each value getitem of a CPU-style RNG wrapper the meta of the
+    random op it stands for, as torch's functionalize_rng_ops copies it
+    (stack trace, module stack, seq_nr, the op's own tuple value...).
+    Returns whether there was one: torch then rebuilds the forward's output
+    node (a fresh one, with no meta) to return the RNG states.
+
+    The result names no joint node for the wrappers; the op is the joint
+    node the forward no longer has whose target, args and kwargs the
+    wrapper repeats, taken in joint-graph order (the rewrite's own order)."""
+    higher_order = torch.ops.higher_order
+    run_and_save = getattr(higher_order, "run_and_save_rng_state", None)
+    graphsafe = getattr(higher_order, "graphsafe_run_with_rng_state", None)
+    wrappers = [n for n in fw_graph.nodes if n.op == "call_function" and n.name in created
+                and n.target in (run_and_save, graphsafe)]
+    if not wrappers:
+        return False
+    in_forward = {n.name for n in fw_graph.nodes}
+    ops = {w.args[0] for w in wrappers}
+    candidates = [n for n in joint_gm.graph.nodes
+                  if n.op == "call_function" and n.target in ops and n.name not in in_forward]
+    by_name = fx.node.map_arg
+    rebuilt = False
+    for w in wrappers:
+        kwargs = {k: v for k, v in w.kwargs.items() if not (w.target is graphsafe and k == "rng_state")}
+        key = by_name((w.args[1:], kwargs), lambda n: n.name)
+        op = next((c for c in candidates if c.target is w.args[0]
+                   and by_name((c.args, dict(c.kwargs)), lambda n: n.name) == key), None)
+        if op is not None:
+            candidates.remove(op)
+        if w.target is not run_and_save:
+            continue
+        rebuilt = True
+        value = next((u for u in w.users if u.args[1:] == (1,)), None)
+        if op is not None and value is not None:
+            _set_attr(value, "meta", copy.copy(op.meta))
+    return rebuilt
+
+
+def _created_names(doc_nodes: list) -> set[str]:
+    return {nd["name"] for nd in doc_nodes if "origin" not in nd}
 
 
 def created_nodes(doc_nodes: list, graph: fx.Graph) -> dict[str, fx.Node]:
@@ -785,6 +884,9 @@ def import_result(
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
     _check_placeholder_targets(fw_graph, "forward")
     _check_placeholder_targets(bw_graph, "backward")
+    # Names of the nodes the rewrites created (no joint node to copy).
+    fw_created, bw_created = (_created_names(r[side]["nodes"]) for side in ("forward", "backward"))
+    output_rebuilt = _rng_wrapped_ops(fw_graph, fw_created, joint_gm)
     _extend_eager_input_vals(fw_graph, r["forward"]["nodes"], joint_nodes)
     _extend_eager_input_vals(bw_graph, r["backward"]["nodes"], joint_nodes)
     descs = _joint_output_descs(joint_gm)
@@ -795,31 +897,32 @@ def import_result(
     no_vc_start = sum(1 for n in saved if not n.meta.get("saved_tensor_with_no_vc_check", False))
     fw_out = next(iter(fw_graph.find_nodes(op="output")))
     num_saved = len(_internals.pytree.arg_tree_leaves(*fw_out.args)) - num_fwd
-    _set_output_meta(
-        fw_graph,
-        descs[:num_fwd]
-        + [
-            SavedForBackwardsNoVcCheckAOTOutput(i)
-            if no_vc_start <= i < len(saved)
-            else SavedForBackwardsAOTOutput(i)
-            for i in range(num_saved)
-        ],
-    )
-    _set_output_meta(bw_graph, descs[num_fwd:])
+    if not output_rebuilt:
+        _set_output_meta(
+            fw_graph,
+            descs[:num_fwd]
+            + [
+                SavedForBackwardsNoVcCheckAOTOutput(i)
+                if no_vc_start <= i < len(saved)
+                else SavedForBackwardsAOTOutput(i)
+                for i in range(num_saved)
+            ],
+            fw_created,
+        )
+    _set_output_meta(bw_graph, descs[num_fwd:], bw_created)
     if _release.behaves("mark_autograd_backward_meta"):
-        _mark_autograd_backward(bw_graph, r["backward"]["nodes"])
+        _mark_autograd_backward(bw_graph, bw_created)
     return _make_module(joint_gm, fw_graph), _make_module(joint_gm, bw_graph)
 
 
-def _mark_autograd_backward(bw_graph: fx.Graph, doc_nodes: list) -> None:
+def _mark_autograd_backward(bw_graph: fx.Graph, created: set[str]) -> None:
     """torch 2.13 on marks every backward node it extracts from the joint
     graph (recomputed forward nodes too); nodes its later rewrites create
     (no origin) stay unmarked. Before 2.13 a backward node keeps what its
     joint node carried (the tracer's mark, 2.12 on)."""
-    created = {nd["name"] for nd in doc_nodes if "origin" not in nd}
     for node in bw_graph.nodes:
         if node.op in ("call_function", "get_attr") and node.name not in created:
             node.meta["autograd_backward"] = True
 
 
-__all__ = ["import_graph", "import_result", "stamp_static_inputs", "OpaqueArg"]
+__all__ = ["import_graph", "import_result", "stamp_mutation_regions", "stamp_static_inputs", "OpaqueArg"]
