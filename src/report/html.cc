@@ -44,9 +44,10 @@ using report::MemoryStep;
 }
 
 // One storage alive at the peak (memory.at_peak), with the joint node its
-// producer comes from ("" for nodes a rewrite created) and when it goes.
+// producer comes from ("" for nodes a rewrite created), what produced it
+// (its op, or "input of the forward" for a placeholder) and when it goes.
 struct PeakStorage {
-  std::string graph, node, origin;
+  std::string graph, node, origin, producer;
   int64_t bytes = 0;
   std::string released_graph, released_after;  // "" when it lives the whole step
 };
@@ -101,21 +102,40 @@ std::vector<std::string> graph_names(simdjson::dom::object root, const char* fie
   return out;
 }
 
-// A result graph's node name -> the joint node it comes from ("origin").
-std::unordered_map<std::string, std::string> graph_origins(simdjson::dom::object root, const char* field) {
-  std::unordered_map<std::string, std::string> out;
+// What a result graph says of one of its nodes: the joint node it comes
+// from ("origin", "" when none) and what produced it.
+struct NodeSource {
+  std::string origin, producer;
+};
+
+// The producer a group of storages is named by: a call's op; a placeholder
+// is an input of its graph (the backward's are saved values and tangents).
+std::string producer_of(std::string_view graph, std::string_view op, std::string_view target) {
+  if (op == "call_function") return std::string(target);
+  if (op == "placeholder") return fmt::format("input of the {} (placeholder)", graph);
+  return fmt::format("{} {}", op, target);
+}
+
+// A result graph's node name -> its NodeSource.
+std::unordered_map<std::string, NodeSource> graph_sources(simdjson::dom::object root, const char* field) {
+  std::unordered_map<std::string, NodeSource> out;
   simdjson::dom::array nodes;
   if (root[field]["nodes"].get(nodes)) return out;
   for (auto node : nodes) {
-    std::string_view name, origin;
-    if (!node["name"].get(name) && !node["origin"].get(origin)) out.emplace(name, origin);
+    std::string_view name, origin, op, target;
+    if (node["name"].get(name)) continue;
+    NodeSource& src = out[std::string(name)];
+    if (!node["origin"].get(origin)) src.origin = std::string(origin);
+    if (node["op"].get(op)) op = "";
+    if (node["target"].get(target)) target = "";
+    src.producer = producer_of(field, op, target);
   }
   return out;
 }
 
 // memory.at_peak: what fills the peak.
 void read_at_peak(simdjson::dom::object root, simdjson::dom::array entries, ResultView& v) {
-  const auto fw = graph_origins(root, "forward"), bw = graph_origins(root, "backward");
+  const auto fw = graph_sources(root, "forward"), bw = graph_sources(root, "backward");
   for (auto entry : entries) {
     PeakStorage p;
     std::string_view graph, node;
@@ -125,8 +145,13 @@ void read_at_peak(simdjson::dom::object root, simdjson::dom::array entries, Resu
     p.graph = std::string(graph);
     if (!entry["node"].get(node)) p.node = std::string(node);
     p.bytes = bytes;
-    const auto& origins = graph == "forward" ? fw : bw;
-    if (auto it = origins.find(p.node); it != origins.end()) p.origin = it->second;
+    const auto& sources = graph == "forward" ? fw : bw;
+    if (auto it = sources.find(p.node); it != sources.end()) {
+      p.origin = it->second.origin;
+      p.producer = it->second.producer;
+    } else {
+      p.producer = "a storage no node names";
+    }
     simdjson::dom::object released;
     if (!entry["released_after"].get(released)) {
       if (!released["graph"].get(graph)) p.released_graph = std::string(graph);
@@ -425,9 +450,10 @@ table { border-collapse: collapse; }
 #node-table th { cursor: pointer; background: #f0f0f0; position: sticky; top: 0; text-align: left; padding: 3px 6px; user-select: none; }
 #node-table th.sorted-asc::after { content: " \25b2"; } #node-table th.sorted-desc::after { content: " \25bc"; }
 #node-table td { border-top: 1px solid #eee; padding: 2px 6px; vertical-align: top; overflow-wrap: anywhere; }
-#peak-table, #conflict-table { font-size: 12px; }
-#peak-table th, #conflict-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
-#peak-table td, #conflict-table td { border-top: 1px solid #eee; padding: 2px 6px; }
+#peak-table, #peak-groups, #conflict-table { font-size: 12px; }
+#peak-table th, #peak-groups th, #conflict-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
+#peak-table td, #peak-groups td, #conflict-table td { border-top: 1px solid #eee; padding: 2px 6px; }
+h3 { font-size: 1em; margin-top: 1.2em; }
 #plans-table { font-size: 12px; margin-top: 0.5em; } #plans-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
 #plans-table td { border-top: 1px solid #eee; padding: 2px 6px; } #plans-table tr.chosen td { color: #d62728; font-weight: bold; }
 #node-table td.why { white-space: pre-wrap; font-family: monospace; font-size: 11px; color: #444; }
@@ -518,21 +544,111 @@ constexpr const char* kScript = R"JS(
 })();
 )JS";
 
-// What fills the peak: the storages alive there, largest first, with the
-// node that made each, the joint node it comes from and that node's fate,
-// and the step after which it is released. The first question of anyone
-// over a memory limit is which of these to get rid of.
-constexpr size_t kMaxPeakRows = 50;
+// What fills the peak. On a big graph thousands of storages of one size
+// from one op fill it, so it is told first by group: the storages alive
+// there grouped by what produced them (their op; the format records no
+// source location or module path) and their size, the largest group by
+// bytes first, with their fates and a few names. Then the largest storages
+// one by one, with the node that made each, the joint node it comes from
+// and that node's fate, and the step after which it is released. The first
+// question of anyone over a memory limit is which of these to get rid of.
+constexpr size_t kMaxPeakRows = 50, kMaxPeakGroups = 25, kGroupExamples = 3;
+
+struct PeakGroup {
+  std::string producer;
+  int64_t each = 0;
+  size_t count = 0;
+  int64_t total = 0;
+  std::vector<std::pair<std::string, size_t>> fates;  // fate -> count, first seen first
+  std::vector<std::string> examples;                   // the first few storages' nodes
+};
+
+std::string fate_of(const Graph& g, const ResultView& v, const PeakStorage& p) {
+  const NodeId joint = p.origin.empty() ? kNoNode : g.find(p.origin);
+  return joint == kNoNode ? "created by a rewrite" : where_name(v.decisions[joint].where);
+}
+
+// A share of the peak; a sliver is "<0.1%", not "0.0%".
+std::string percent(int64_t part, int64_t whole) {
+  const double p = whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+  return part > 0 && p < 0.05 ? std::string("&lt;0.1%") : fmt::format("{:.1f}%", p);
+}
+
+// The groups, largest total first (ties: more storages, then by producer
+// and size, so the order is the same on every run).
+std::vector<PeakGroup> peak_groups(const Graph& g, const ResultView& v) {
+  std::vector<PeakGroup> groups;
+  std::unordered_map<std::string, size_t> index;
+  for (const PeakStorage& p : v.at_peak) {
+    const std::string key = fmt::format("{}\n{}", p.producer, p.bytes);
+    auto [it, fresh] = index.try_emplace(key, groups.size());
+    if (fresh) groups.push_back(PeakGroup{p.producer, p.bytes, 0, 0, {}, {}});
+    PeakGroup& grp = groups[it->second];
+    ++grp.count;
+    grp.total += p.bytes;
+    const std::string fate = fate_of(g, v, p);
+    auto f = std::find_if(grp.fates.begin(), grp.fates.end(), [&](const auto& e) { return e.first == fate; });
+    if (f == grp.fates.end()) grp.fates.emplace_back(fate, 1);
+    else ++f->second;
+    if (grp.examples.size() < kGroupExamples) grp.examples.push_back(fmt::format("{}: {}", p.graph, p.node));
+  }
+  std::sort(groups.begin(), groups.end(), [](const PeakGroup& a, const PeakGroup& b) {
+    if (a.total != b.total) return a.total > b.total;
+    if (a.count != b.count) return a.count > b.count;
+    if (a.producer != b.producer) return a.producer < b.producer;
+    return a.each > b.each;
+  });
+  return groups;
+}
+
+std::string peak_groups_table(const Graph& g, const ResultView& v) {
+  const std::vector<PeakGroup> groups = peak_groups(g, v);
+  std::string h = fmt::format(
+      "<p>The {} storages alive at the peak ({}), grouped by what produced them and their size, "
+      "the largest group first. (The graph format records no source location or module path, "
+      "so the op names the group.)</p>\n<table id=\"peak-groups\"><thead><tr><th>#</th>"
+      "<th>produced by</th><th>size each</th><th>storages</th><th>total</th><th>share</th>"
+      "<th>fates</th><th>for example</th></tr></thead><tbody>\n",
+      v.at_peak.size(), html_escape(report::human_bytes(v.peak_bytes)));
+  int64_t rest = 0;
+  size_t rest_storages = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const PeakGroup& grp = groups[i];
+    if (i >= kMaxPeakGroups) {
+      rest += grp.total;
+      rest_storages += grp.count;
+      continue;
+    }
+    std::string fates;
+    for (const auto& [fate, n] : grp.fates) fates += fmt::format("{}{} {}", fates.empty() ? "" : ", ", fate, n);
+    std::string examples = fmt::format("{}", fmt::join(grp.examples, ", "));
+    if (grp.count > grp.examples.size()) examples += ", ...";
+    h += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        i + 1, html_escape(grp.producer), html_escape(report::human_bytes(grp.each)), grp.count,
+        html_escape(report::human_bytes(grp.total)), percent(grp.total, v.peak_bytes),
+        html_escape(fates), html_escape(examples));
+  }
+  h += "</tbody></table>\n";
+  if (rest_storages > 0)
+    h += fmt::format("<p class=\"note\">{} more groups ({} storages, {}, {} of the peak) are not "
+                     "listed.</p>\n",
+                     groups.size() - kMaxPeakGroups, rest_storages,
+                     html_escape(report::human_bytes(rest)), percent(rest, v.peak_bytes));
+  return h;
+}
 
 std::string peak_table(const Graph& g, const ResultView& v) {
   if (v.at_peak.empty()) return "<p class=\"note\">The result lists no storage alive at the peak.</p>\n";
-  std::string h = fmt::format(
-      "<p>The {} storages alive at the peak ({}), largest first. Fate is the joint node's: a "
-      "saved value stays from the forward until its last backward user; an input, a gradient or "
-      "an output the caller keeps lives the whole step.</p>\n<table id=\"peak-table\"><thead><tr>"
+  std::string h = peak_groups_table(g, v);
+  h += fmt::format(
+      "<h3>The largest storages</h3>\n<p>The {} largest of them one by one (ties in the "
+      "simulator's order). Fate is the joint node's: a saved value stays from the forward until "
+      "its last backward user; an input, a gradient or an output the caller keeps lives the whole "
+      "step.</p>\n<table id=\"peak-table\"><thead><tr>"
       "<th>#</th><th>storage of</th><th>from joint node</th><th>fate</th><th>size</th>"
       "<th>share</th><th>released after</th></tr></thead><tbody>\n",
-      v.at_peak.size(), html_escape(report::human_bytes(v.peak_bytes)));
+      std::min(v.at_peak.size(), kMaxPeakRows));
   int64_t rest = 0;
   for (size_t i = 0; i < v.at_peak.size(); ++i) {
     const PeakStorage& p = v.at_peak[i];
@@ -540,20 +656,20 @@ std::string peak_table(const Graph& g, const ResultView& v) {
       rest += p.bytes;
       continue;
     }
-    const NodeId joint = p.origin.empty() ? kNoNode : g.find(p.origin);
-    const std::string fate = joint == kNoNode ? "created by a rewrite" : where_name(v.decisions[joint].where);
-    const double share = v.peak_bytes > 0 ? 100.0 * static_cast<double>(p.bytes) / static_cast<double>(v.peak_bytes) : 0;
     h += fmt::format(
-        "<tr><td>{}</td><td>{}: {}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
+        "<tr><td>{}</td><td>{}: {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         i + 1, html_escape(p.graph), html_escape(p.node), html_escape(p.origin.empty() ? "-" : p.origin),
-        html_escape(fate), html_escape(report::human_bytes(p.bytes)), share,
+        html_escape(fate_of(g, v, p)), html_escape(report::human_bytes(p.bytes)),
+        percent(p.bytes, v.peak_bytes),
         html_escape(p.released_after.empty() ? "the end of the step"
                                              : fmt::format("{}: {}", p.released_graph, p.released_after)));
   }
   h += "</tbody></table>\n";
-  if (rest > 0)
-    h += fmt::format("<p class=\"note\">{} smaller storages ({}) are not listed.</p>\n",
-                     v.at_peak.size() - kMaxPeakRows, html_escape(report::human_bytes(rest)));
+  if (v.at_peak.size() > kMaxPeakRows)
+    h += fmt::format("<p class=\"note\">The other {} storages ({}, {} of the peak) are counted in "
+                     "the groups above, not listed here.</p>\n",
+                     v.at_peak.size() - kMaxPeakRows, html_escape(report::human_bytes(rest)),
+                     percent(rest, v.peak_bytes));
   return h;
 }
 

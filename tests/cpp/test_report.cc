@@ -273,6 +273,61 @@ TEST(Report, WhatFillsThePeakListsTheSimulatorsStoragesLargestFirst) {
   EXPECT_TRUE(has(table, "<td>saved</td>"));
 }
 
+// A result whose peak holds `cats` storages of 1000 B made by aten.cat,
+// listed first as the simulator lists the largest, then `mms` of 64 B made
+// by aten.mm, then one forward input of 64 B.
+std::string peak_result(int cats, int mms) {
+  std::string nodes, at_peak;
+  int64_t peak = 0;
+  auto add = [&](const std::string& name, const char* op, const char* target, int64_t bytes) {
+    nodes += fmt::format("{}{{\"name\": \"{}\", \"op\": \"{}\", \"target\": \"{}\"}}",
+                         nodes.empty() ? "" : ", ", name, op, target);
+    at_peak += fmt::format("{}{{\"graph\": \"forward\", \"node\": \"{}\", \"bytes\": {}}}",
+                           at_peak.empty() ? "" : ", ", name, bytes);
+    peak += bytes;
+  };
+  for (int i = 0; i < cats; ++i) add(fmt::format("cat_{}", i), "call_function", "aten.cat.default", 1000);
+  for (int i = 0; i < mms; ++i) add(fmt::format("mm_{}", i), "call_function", "aten.mm.default", 64);
+  add("primals_1", "placeholder", "primals_1", 64);
+  return fmt::format(
+      "{{\"format\": \"remat.partition_result\", \"decisions\": {{}}, \"forward\": "
+      "{{\"nodes\": [{}]}}, \"backward\": {{\"nodes\": []}}, \"memory\": {{\"peak_bytes\": {}, "
+      "\"at_peak\": [{}]}}}}",
+      nodes, peak, at_peak);
+}
+
+// On a big graph the peak is thousands of storages of one size from one
+// op: "what fills the peak" groups them by producer op and size, and its
+// first line is the largest group by bytes, though each of its storages is
+// smaller than others listed one by one below it. The storages not listed
+// one by one are counted in the groups, never called "smaller".
+TEST(Report, WhatFillsThePeakGroupsByProducerAndSizeLargestGroupFirst) {
+  TestGraph t;
+  Ref x = t.placeholder("primals_1");
+  t.output({A::tuple({x})});
+  const JointGraph joint = joint_of(t);
+  const std::string html = report_of(joint, peak_result(5, 300));
+  const size_t groups = html.find("<table id=\"peak-groups\">");
+  ASSERT_NE(groups, std::string::npos);
+  const std::string first = html.substr(html.find("<tbody>", groups), 300);
+  EXPECT_TRUE(has(first, "<tr><td>1</td><td>aten.mm.default</td><td>64 B</td><td>300</td>"
+                         "<td>18.8 KiB</td><td>79.1%</td><td>created by a rewrite 300</td>"
+                         "<td>forward: mm_0, forward: mm_1, forward: mm_2, ...</td></tr>"))
+      << first;
+  const size_t second = html.find("<tr><td>2</td><td>aten.cat.default</td><td>1000 B</td><td>5</td>", groups);
+  const size_t third = html.find("<tr><td>3</td><td>input of the forward (placeholder)</td><td>64 B</td><td>1</td>", groups);
+  EXPECT_NE(second, std::string::npos);
+  EXPECT_NE(third, std::string::npos);
+  EXPECT_LT(second, third);
+  // One by one, the largest storages first: the cats, then the first mms.
+  const std::string table = html.substr(html.find("id=\"peak-table\""));
+  EXPECT_TRUE(has(table, "<tr><td>1</td><td>forward: cat_0</td>"));
+  EXPECT_TRUE(has(table, "The other 256 storages (16.0 KiB, 67.5% of the peak) are counted in the "
+                         "groups above, not listed here."))
+      << table.substr(table.size() - 400);
+  EXPECT_FALSE(has(html, "smaller"));
+}
+
 TEST(Report, RejectsAMemoryTimelineThatIsNotByteCounts) {
   const JointGraph joint = example("mlp.json");
   std::string result = write_result(joint, min_cut_rematerialization_partition(joint, PartitionOptions{}));
