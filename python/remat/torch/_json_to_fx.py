@@ -596,7 +596,8 @@ def _failed_node(tb: Any) -> str:
         if tb.tb_frame.f_code is _build_graph.__code__:
             name = tb.tb_frame.f_locals.get("name")
             i = tb.tb_frame.f_locals.get("i")
-            where = f"node {name!r}" if isinstance(name, str) else f"node #{i}"
+            if isinstance(name, str) or isinstance(i, int):
+                where = f"node {name!r}" if isinstance(name, str) else f"node #{i}"
         tb = tb.tb_next
     return where
 
@@ -658,7 +659,7 @@ class _Heads:
         if type(nodes) is not list:
             raise InvalidGraphError(f"field 'nodes': expected an array, got {type(nodes).__name__}")
         self.count = len(nodes)
-        self.names = {nd.get("name") for nd in nodes if type(nd) is dict}
+        self.names = {nd.get("name") for nd in nodes if type(nd) is dict and type(nd.get("name")) is str}
         self.root = joint_gm if joint_gm is not None else torch.nn.Module()
         self.defaults = False  # a placeholder before has a default value
 
