@@ -20,6 +20,10 @@
 //    guard: bool) -> bool | None, the FP8 quantization pass's symbolic-size
 //    question. Each call re-acquires the GIL; an exception it raises unwinds
 //    the engine and reaches the caller unchanged.
+//  * write_file(path: bytes, content: bytes) is remat::write_file_atomic, the
+//    command line's writer, so every file remat writes from Python is
+//    written as the CLI writes its own; no_cut_report renders a
+//    NoFiniteCutError's diagnosis page (remat::html_no_cut_report).
 //  * partition() takes an optional rank group (remat/sync.h), a Python object
 //    with rank(), world_size(), all_gather(str | list[str]) -> list,
 //    all_reduce_max(list[int]) -> list[int], target_repr(name) -> str,
@@ -413,6 +417,32 @@ std::string report(nb::bytes joint_json, nb::bytes result_json, const PointTuple
   return out;
 }
 
+// The page `remat report` writes for a graph with no finite cut; the error's
+// fields come back from Python as they left (remat.NoFiniteCutError).
+std::string no_cut_report(nb::bytes joint_json, const std::string& message,
+                          const std::string& explanation, const std::string& dot,
+                          const std::string& edge_list, const std::string& title) {
+  std::string out;
+  {
+    nb::gil_scoped_release release;
+    const remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    remat::ReportOptions report;
+    report.title = title;
+    for (const auto& [key, cats] : joint.op_overrides) report.options.ops.set(key, cats);
+    out = remat::html_no_cut_report(joint, remat::NoFiniteCutError(message, explanation, dot, edge_list),
+                                    report);
+  }
+  return out;
+}
+
+// The path crosses as bytes (os.fsencode), so any name the file system
+// takes arrives unchanged. Without the GIL: a FIFO's reader may be slow.
+void write_file(nb::bytes path, nb::bytes content) {
+  const std::string p(view_of(path));
+  nb::gil_scoped_release release;
+  remat::write_file_atomic(p, view_of(content));
+}
+
 nb::bytes simulate_memory(nb::bytes forward_json, nb::bytes backward_json, int num_fwd_outputs,
                           std::vector<std::string> mutated_inputs, const std::string& memory_model) {
   std::string out;
@@ -548,6 +578,11 @@ NB_MODULE(_remat, m) {
   m.def("report", &report, nb::arg("joint_json"), nb::arg("result_json"),
         nb::arg("pareto") = PointTuples{}, nb::arg("title") = "", nb::arg("pareto_note") = "",
         nb::arg("plans") = PlanTuples{}, "The partition's self-contained HTML report.");
+  m.def("no_cut_report", &no_cut_report, nb::arg("joint_json"), nb::arg("message"),
+        nb::arg("explanation") = "", nb::arg("dot") = "", nb::arg("edge_list") = "",
+        nb::arg("title") = "", "The HTML page of a graph with no finite cut (its diagnosis).");
+  m.def("write_file", &write_file, nb::arg("path"), nb::arg("content"),
+        "Writes a file as the remat command does (remat::write_file_atomic).");
   m.def("simulate_memory", &simulate_memory, nb::arg("forward_json"), nb::arg("backward_json"),
         nb::arg("num_fwd_outputs"), nb::arg("mutated_inputs") = std::vector<std::string>{},
         nb::arg("memory_model") = "aten",

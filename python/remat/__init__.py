@@ -8,6 +8,7 @@ Engine failures raise `RematError` subclasses (see remat.errors).
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Mapping, Union
 
 from .errors import (
@@ -44,6 +45,8 @@ __all__ = [
     "torch_releases",
     "pareto_svg",
     "report",
+    "no_cut_report",
+    "write_file",
 ]
 
 JsonLike = Union[bytes, bytearray, memoryview, str, Mapping[str, Any]]
@@ -282,3 +285,27 @@ def report(
         pareto_note = "No frontier was computed for this graph."
     return _ext().report(_to_bytes(joint), _to_bytes(result), points, title, pareto_note,
                          plan_rows)
+
+
+def no_cut_report(joint: JsonLike, error: NoFiniteCutError, *, title: str = "") -> str:
+    """The self-contained HTML page of a graph with no finite cut (what
+    `remat report` writes for one): `error` is the NoFiniteCutError that
+    partition() raised for `joint`; the page gives its diagnosis, the
+    conflicting path and the nodes on it."""
+    if not isinstance(error, NoFiniteCutError):
+        raise TypeError(f"no_cut_report: expected a remat.NoFiniteCutError, got {type(error).__name__}")
+    return _ext().no_cut_report(_to_bytes(joint), str(error), error.explanation or "",
+                                error.dot or "", error.edge_list or "", title)
+
+
+def write_file(path: Union[str, bytes, os.PathLike], data: Union[str, bytes]) -> None:
+    """Writes `data` (str as UTF-8) to `path` as the remat command writes its
+    outputs (docs/format.md "Files"): a regular file is replaced atomically
+    and keeps its permission bits, a symbolic link is followed to its
+    target, a FIFO or character device is written into, never replaced, and
+    anything else is refused. A failure raises RematIOError naming the path
+    and leaves no partial or temporary file."""
+    raw_path = os.fsencode(path)
+    if isinstance(data, str):
+        data = data.encode()
+    _ext().write_file(raw_path, bytes(data))

@@ -15,6 +15,8 @@
 //    an error, not a hang.
 //  * anything else (a directory, a block device, a socket): an error; such a
 //    file is never replaced.
+// An empty path, or one holding a NUL byte (which the system would cut
+// short), is an error. Python's remat.write_file is this function.
 // On any failure the temporary file is removed; remove_partial_writes_on_signals
 // lets a program remove it on SIGINT/SIGTERM/SIGHUP as well.
 #include <fcntl.h>
@@ -259,6 +261,13 @@ std::string read_file(const std::string& path, uint64_t max_bytes) {
 
 void write_file_atomic(const std::string& path, std::string_view content) {
   if (path.empty()) write_error(path, "the path is empty");
+  // The system would stop at the first NUL and write elsewhere (a Python
+  // str or bytes path may hold one).
+  if (size_t nul = path.find('\0'); nul != std::string::npos) {
+    std::string shown = path;
+    for (; nul != std::string::npos; nul = shown.find('\0', nul)) shown.replace(nul, 1, "\\0");
+    write_error(shown, "the path contains a NUL byte");
+  }
   const std::string target = follow_links(path);
   struct stat st {};
   if (::stat(target.c_str(), &st) != 0) {

@@ -157,6 +157,17 @@ TEST(OutputFile, EmptyPathIsAnError) {
   EXPECT_TRUE(has(error_of([] { write_file_atomic("", "x"); }), "empty"));
 }
 
+// A path from Python may hold a NUL; the system would stop there and write
+// a shorter name instead.
+TEST(OutputFile, PathWithANulByteIsAnErrorNotAShorterName) {
+  TempDir dir;
+  const std::string path = (dir / "out.json") + std::string(1, '\0') + "tail";
+  const std::string msg = error_of([&] { write_file_atomic(path, "x"); });
+  EXPECT_TRUE(has(msg, "NUL")) << msg;
+  EXPECT_TRUE(has(msg, "out.json\\0tail")) << msg;
+  EXPECT_TRUE(dir.entries().empty());
+}
+
 TEST(InputFile, RegularFileOverTheLimitIsRefusedUpFront) {
   TempDir dir;
   write_file_atomic(dir / "big.json", std::string(4096, ' '));

@@ -5,6 +5,9 @@ torch compiles."""
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -18,6 +21,7 @@ import torch._functorch.partitioners as partitioners  # noqa: E402
 from functorch.compile import aot_function, make_boxed_func  # noqa: E402
 from torch._dynamo.backends.common import aot_autograd  # noqa: E402
 
+import remat  # noqa: E402
 import remat.torch as rt  # noqa: E402
 
 warnings.filterwarnings("ignore")
@@ -151,19 +155,142 @@ def test_save_does_not_write_through_a_planted_symlink(tmp_path):
     assert orjson.loads((tmp_path / "g.json").read_bytes()) == session.captured[0].export()
 
 
-def test_failed_save_leaves_no_temporary_file(tmp_path, monkeypatch):
-    """A rename that fails removes the temporary file and raises; the old
-    file is untouched."""
+def test_failed_save_leaves_no_temporary_file(tmp_path):
+    """A write that fails half way (a file size limit: EFBIG) removes the
+    temporary file and raises a RematIOError naming the path; the old file
+    is untouched."""
+    import resource
+    import signal
+
     session = _two_captures()
     (tmp_path / "g.json").write_text("old")
-
-    def refuse(src, dst):
-        raise PermissionError(dst)
-
-    monkeypatch.setattr(os, "replace", refuse)
-    with pytest.raises(PermissionError):
-        session.save(str(tmp_path / "g.json"), index=0)
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16, limits[1]))
+    try:
+        with pytest.raises(remat.RematIOError, match="g.json"):
+            session.save(str(tmp_path / "g.json"), index=0)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, old_handler)
     assert os.listdir(tmp_path) == ["g.json"] and (tmp_path / "g.json").read_text() == "old"
+
+
+def test_save_follows_a_symlink_to_its_target(tmp_path):
+    """As the command line does: the link stays a link, its target gets the graph."""
+    session = _two_captures()
+    (tmp_path / "target.json").write_text("old")
+    (tmp_path / "link.json").symlink_to("target.json")
+    assert session.save(str(tmp_path / "link.json"), index=0) == [str(tmp_path / "link.json")]
+    assert (tmp_path / "link.json").is_symlink()
+    assert orjson.loads((tmp_path / "target.json").read_bytes()) == session.captured[0].export()
+
+
+def test_save_keeps_the_files_mode(tmp_path):
+    session = _two_captures()
+    path = tmp_path / "private.json"
+    path.write_text("old")
+    path.chmod(0o600)
+    session.save(str(path), index=1)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert orjson.loads(path.read_bytes()) == session.captured[1].export()
+
+
+def test_save_writes_into_a_fifo_never_replacing_it(tmp_path):
+    session = _two_captures()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    # A reader that is already there (non-blocking open), drained after the save;
+    # the graph is a few KiB, well inside the pipe's buffer.
+    rd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        session.save(str(fifo), index=0)
+        got = os.read(rd, 1 << 16)
+    finally:
+        os.close(rd)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert orjson.loads(got) == session.captured[0].export()
+
+
+def test_save_writes_into_a_character_device_never_replacing_it(tmp_path):
+    """What `save("/dev/null")` does, on a private twin of /dev/null (root
+    only: making a device node needs the privilege that let the old save
+    replace /dev/null)."""
+    session = _two_captures()
+    dev = tmp_path / "null"
+    try:
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, OSError) as e:
+        pytest.skip(f"cannot make a device node here: {e}")
+    session.save(str(dev), index=0)
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
+    assert os.listdir(tmp_path) == ["null"]
+
+
+def test_save_to_an_empty_path_is_a_remat_error_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    session = _two_captures()
+    for index in (None, 0):
+        with pytest.raises(remat.RematIOError, match="empty"):
+            session.save("", index=index)
+    assert os.listdir(tmp_path) == []
+
+
+def test_save_with_an_index_that_picks_no_capture_is_a_remat_error(tmp_path):
+    session = _two_captures()
+    for index in (2, -1, True, "0", 1.0):
+        with pytest.raises(remat.InvalidOptionError, match="captured 2 graphs"):
+            session.save(str(tmp_path / "g.json"), index=index)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_wrapper_bound_inside_the_block_stops_recording_when_it_ends():
+    """A backend built inside the block binds the recording wrapper for good:
+    after the block it only forwards, and the next session records its calls."""
+    def step(backend):
+        torch._dynamo.reset()
+        f = torch.compile(lambda a: (a.sin() * 3).sum(), backend=backend)
+        f(torch.randn(4, requires_grad=True)).backward()
+
+    with rt.capture() as first:
+        backend = aot_autograd(fw_compiler=_nop, bw_compiler=_nop,
+                               partition_fn=partitioners.min_cut_rematerialization_partition)
+        step(backend)
+    assert len(first.captured) == 1
+    step(backend)
+    with rt.capture() as second:
+        step(backend)
+    assert len(first.captured) == 1 and len(second.captured) == 1
+
+
+_LEAK_SCRIPT = """
+import sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+import remat.torch as rt
+assert "torch._dynamo.backends.debugging" not in sys.modules
+def step():
+    torch._dynamo.reset()
+    f = torch.compile(lambda a: (a.sin().cos() * 2).sum(), backend="aot_eager")
+    f(torch.randn(4, requires_grad=True)).backward()
+with rt.capture() as first:
+    step()  # imports torch's aot_eager backend for the first time
+inside = len(first.captured)
+step()
+with rt.capture() as second:
+    step()
+print(inside, len(first.captured), len(second.captured))
+"""
+
+
+def test_capture_ends_with_its_block_even_if_aot_eager_was_first_imported_inside():
+    """A fresh interpreter, so that torch's aot_eager backend (which binds the
+    partition function at import) is first imported inside the block."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", _LEAK_SCRIPT], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["1", "1", "1"]
 
 
 def test_capture_restores_patches_on_error():

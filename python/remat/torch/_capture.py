@@ -12,6 +12,14 @@ Two hooks cover all paths: the partition functions themselves (module
 attributes looked up at call time), and the one function of AOTAutograd
 every compilation hands its partition_fn to, also one a backend bound at
 import time (_internals.patch_partition_call). A thread-local guard records each call once.
+
+A capture ends where its block ends, whatever was imported inside it: a
+module first imported inside the block (torch's aot_eager backend) may bind
+a recording wrapper for good, so a wrapper records only while its session is
+active and otherwise just calls the function it wraps, and a later session
+unwraps such a stale wrapper and records with its own. Every module the
+patches touch is imported before anything is patched, so none of them binds
+a wrapper at import.
 """
 
 from __future__ import annotations
@@ -20,11 +28,14 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import operator
 import os
 import threading
 from typing import Any, Callable, Iterator, Optional
 
 import torch.fx as fx
+
+import remat
 
 from . import _internals
 
@@ -70,6 +81,7 @@ class CaptureSession:
         self.captured: list[CapturedJoint] = []
         self._patches: list[tuple[Any, str, Any]] = []
         self._undo: list[Callable[[], None]] = []
+        self._active = False
 
     # --- recording -------------------------------------------------------
     def _record(self, fn: Callable, joint_module, joint_inputs, kwargs: dict) -> None:
@@ -93,7 +105,8 @@ class CaptureSession:
 
         @functools.wraps(fn)
         def recording_partition(joint_module, joint_inputs, *args, **kwargs):
-            if getattr(_guard, "active", False):
+            # Outside its block (a wrapper a module bound at import) it only forwards.
+            if not session._active or getattr(_guard, "active", False):
                 return fn(joint_module, joint_inputs, *args, **kwargs)
             if args:  # num_fwd_outputs is keyword-only in torch; accept it positionally too
                 kwargs = {"num_fwd_outputs": args[0], **kwargs}
@@ -105,7 +118,8 @@ class CaptureSession:
             finally:
                 _guard.active = False
 
-        recording_partition.__remat_capture__ = True  # type: ignore[attr-defined]
+        recording_partition.__remat_capture__ = session  # type: ignore[attr-defined]
+        recording_partition.__remat_wrapped__ = fn  # type: ignore[attr-defined]
         return recording_partition
 
     # --- patching --------------------------------------------------------
@@ -115,22 +129,28 @@ class CaptureSession:
 
     def __enter__(self) -> "CaptureSession":
         partitioners = _internals.partitioners()
-        wrapped = {name: self.wrap(getattr(partitioners, name))
-                   for name in ("min_cut_rematerialization_partition", "default_partition")}
-        for module_name, name in _internals.PARTITION_FN_HOLDERS:
-            mod = _maybe_import(module_name)
-            if mod is not None and getattr(mod, name, None) is getattr(partitioners, name):
+        # Imported first, so that none binds a wrapper of this session at import.
+        holders = [(_maybe_import(module_name), name)
+                   for module_name, name in _internals.PARTITION_FN_HOLDERS]
+        originals = {name: _unwrap_ended(getattr(partitioners, name))
+                     for name in ("min_cut_rematerialization_partition", "default_partition")}
+        wrapped = {name: self.wrap(fn) for name, fn in originals.items()}
+        self._active = True
+        for mod, name in holders:
+            if mod is not None and _unwrap_ended(getattr(mod, name, None)) is originals[name]:
                 self._patch(mod, name, wrapped[name])
 
         def record(partition_fn: Callable) -> Callable:
-            if getattr(partition_fn, "__remat_capture__", False):
-                return partition_fn
+            partition_fn = _unwrap_ended(partition_fn)
+            if getattr(partition_fn, "__remat_capture__", None) is not None:
+                return partition_fn  # an enclosing session's, still active: it records once
             return self.wrap(partition_fn)
 
         self._undo.append(_internals.patch_partition_call(record))
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._active = False
         while self._undo:
             self._undo.pop()()
         while self._patches:
@@ -138,7 +158,7 @@ class CaptureSession:
             setattr(obj, attr, old)
 
     # --- saving ----------------------------------------------------------
-    def save(self, path: str, index: Optional[int] = None) -> list[str]:
+    def save(self, path: str | os.PathLike, index: Optional[int] = None) -> list[str]:
         """Writes captured joint graphs as format-v1 JSON; returns the paths.
 
         A `path` ending in a separator, or naming a directory, is a directory
@@ -146,9 +166,18 @@ class CaptureSession:
         there as joint_<i>.json. Otherwise `path` is a file: with `index`, or
         with one capture, that capture is written to it; with several, each to
         `path` with `_<i>` before the extension. Missing parent directories
-        are created. Each file is written whole or not at all.
+        are created. Each file is written as the remat command writes its
+        outputs (remat.write_file: whole or not at all, a file keeps its mode,
+        links are followed, a device is written into, never replaced). An
+        empty path is a remat.RematIOError, an index that picks no capture a
+        remat.InvalidOptionError.
         """
-        picked = [index] if index is not None else list(range(len(self.captured)))
+        path = os.fspath(path)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not path:
+            raise remat.RematIOError("cannot write '': the path is empty")
+        picked = [self._check_index(index)] if index is not None else list(range(len(self.captured)))
         if path.endswith(("/", os.sep)) or os.path.isdir(path):
             items = [(os.path.join(path, f"joint_{i}.json"), i) for i in picked]
         elif len(picked) == 1:
@@ -158,9 +187,36 @@ class CaptureSession:
             items = [(f"{root}_{i}{ext or '.json'}", i) for i in picked]
         written = []
         for p, i in items:
-            _write_atomic(p, self.captured[i].export(as_json=True))
+            folder = os.path.dirname(p)
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            remat.write_file(p, self.captured[i].export(as_json=True) + b"\n")
             written.append(p)
         return written
+
+    def _check_index(self, index: Any) -> int:
+        n = len(self.captured)
+        held = f"the session captured {n} graph{'s' if n != 1 else ''}" + \
+            (f" (indices 0 to {n - 1})" if n else "")
+        try:
+            i = operator.index(index)
+        except TypeError:
+            i = None
+        if i is None or isinstance(index, bool):
+            raise remat.InvalidOptionError(
+                f"save(index={index!r}): the index must be an integer; {held}")
+        if not 0 <= i < n:
+            raise remat.InvalidOptionError(f"save(index={i}): no such capture; {held}")
+        return i
+
+
+def _unwrap_ended(fn: Any) -> Any:
+    """`fn` without the recording wrappers of sessions that have ended."""
+    while True:
+        session = getattr(fn, "__remat_capture__", None)
+        if not isinstance(session, CaptureSession) or session._active:
+            return fn
+        fn = fn.__remat_wrapped__
 
 
 def _maybe_import(name: str) -> Any:
@@ -170,28 +226,6 @@ def _maybe_import(name: str) -> Any:
         return importlib.import_module(name)
     except Exception:  # an optional front end (inductor) that fails to import is not ours to fix
         return None
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    """`data` and a newline to `path`, whole or not at all: into a temporary
-    file of an unpredictable name, created exclusively (never through a
-    symlink) beside `path`, then renamed over it; the temporary file is
-    removed if anything fails."""
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make the graph private to its writer
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.write(b"\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager
