@@ -15,6 +15,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -260,9 +261,23 @@ using report::html_escape;
 
 // Graphviz's SVG starts with an XML declaration and a DOCTYPE; inline SVG
 // in HTML wants the <svg> element alone.
+//
+// A drawing wider than the page shrinks to fit its frame, down to
+// kMinScale of its size (Graphviz writes its size in points: 4/3 px); only
+// one too wide even then scrolls in its frame.
+constexpr double kMinScale = 0.6;
+
 std::string inline_svg(std::string_view svg) {
   const size_t at = svg.find("<svg");
-  return std::string(at == std::string_view::npos ? svg : svg.substr(at));
+  std::string out(at == std::string_view::npos ? svg : svg.substr(at));
+  const size_t tag_end = out.find('>');
+  const size_t w = out.find(" width=\"");
+  if (tag_end == std::string::npos || w == std::string::npos || w > tag_end) return out;
+  const double points = std::strtod(out.c_str() + w + 8, nullptr);
+  if (!(points > 0)) return out;
+  const double px = points * 4 / 3;
+  return out.insert(w, fmt::format(" style=\"width: max(min(100%, {:.0f}px), {:.0f}px)\"", px,
+                                   px * kMinScale));
 }
 
 const char* fate_color(NodeDecision::Where w) {
@@ -319,6 +334,17 @@ CutPick pick_cut(const Graph& g, const ResultView& v, const PartitionOptions& op
   return pick;
 }
 
+// A label line of the cut picture: long names and values are cut to
+// kLabelChars with an ellipsis (the tooltip has them whole), so one long
+// name does not widen the picture past the page.
+constexpr size_t kLabelChars = 26;
+std::string clipped(std::string_view text) {
+  if (text.size() <= kLabelChars) return std::string(text);
+  size_t cut = kLabelChars - 1;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+  return std::string(text.substr(0, cut)) + "\u2026";
+}
+
 std::string cut_dot(const Graph& g, const ResultView& v, const std::vector<NodeId>& saved,
                     const PartitionOptions& options) {
   std::vector<NodeId> shown;
@@ -337,20 +363,24 @@ std::string cut_dot(const Graph& g, const ResultView& v, const std::vector<NodeI
   }
   std::sort(shown.begin(), shown.end());
   std::unordered_set<NodeId> saved_set(saved.begin(), saved.end());
+  // Top to bottom, as the page scrolls: the cut's chains of ops grow
+  // downwards, and what grows sideways is one rank's nodes, kept narrow.
   std::string dot =
-      "digraph cut {\n  rankdir=LR;\n  node [shape=box, style=filled, fontname=\"sans-serif\", "
-      "fontsize=10];\n  edge [color=\"#777777\"];\n";
+      "digraph cut {\n  rankdir=TB;\n  nodesep=0.15;\n  ranksep=0.3;\n  node [shape=box, "
+      "style=filled, fontname=\"sans-serif\", fontsize=10];\n  edge [color=\"#777777\"];\n";
   for (NodeId id : shown) {
     const NodeDecision& d = v.decisions[id];
     const bool is_saved = saved_set.count(id) != 0;
+    const std::string name = clipped(g.name(id)), value = clipped(report::describe_value(g, id));
     // One format call (GCC 12 warns, falsely, on appending a temporary).
     const std::string label =
-        is_saved ? fmt::format("{}\n{}\n{}", g.name(id), report::describe_value(g, id),
+        is_saved ? fmt::format("{}\n{}\n{}", name, value,
                                report::human_bytes(std::max<int64_t>(0, report::bytes_of(g, id, options))))
-                 : fmt::format("{}\n{}", g.name(id), report::describe_value(g, id));
+                 : fmt::format("{}\n{}", name, value);
     dot += fmt::format("  {} [label={}, fillcolor=\"{}\"{}, tooltip={}];\n", dot_quoted(g.name(id)),
                        dot_quoted(label), fate_color(d.where), is_saved ? ", penwidth=2" : "",
-                       dot_quoted(fmt::format("{}: {}", where_name(d.where), report::why_text(g, d))));
+                       dot_quoted(fmt::format("{}, {}: {}", g.name(id), where_name(d.where),
+                                              report::why_text(g, d))));
   }
   for (NodeId id : shown)
     for (NodeId user : g.users(id))
@@ -449,7 +479,8 @@ table { border-collapse: collapse; }
 #node-table { font-size: 12px; width: 100%; }
 #node-table th { cursor: pointer; background: #f0f0f0; position: sticky; top: 0; text-align: left; padding: 3px 6px; user-select: none; }
 #node-table th.sorted-asc::after { content: " \25b2"; } #node-table th.sorted-desc::after { content: " \25bc"; }
-#node-table td { border-top: 1px solid #eee; padding: 2px 6px; vertical-align: top; overflow-wrap: anywhere; }
+#node-table td { border-top: 1px solid #eee; padding: 2px 6px; vertical-align: top; overflow-wrap: break-word; }
+#node-table td.word { white-space: nowrap; }
 #peak-table, #peak-groups, #conflict-table { font-size: 12px; }
 #peak-table th, #peak-groups th, #conflict-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
 #peak-table td, #peak-groups td, #conflict-table td { border-top: 1px solid #eee; padding: 2px 6px; }
@@ -462,6 +493,8 @@ tr.w-backward_only td:nth-child(6) { background: #98df8a; } tr.w-removed { color
 .note { color: #666; font-style: italic; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .picture { overflow: auto; max-width: 100%; border: 1px solid #ddd; }
+.picture > svg { height: auto; display: block; }
+.picture.chart { width: fit-content; }  /* a chart's frame hugs it: no empty half */
 #search { font-size: 14px; padding: 3px 6px; width: 20em; }
 )CSS";
 
@@ -481,7 +514,7 @@ constexpr const char* kScript = R"JS(
     if (b < 0) return "?";
     var units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"], v = b, u = 0;
     while (v >= 1024 && u < 5) { v /= 1024; u++; }
-    return u === 0 ? b + " B" : v.toFixed(1) + " " + units[u];
+    return u === 0 ? b + "\u00a0B" : v.toFixed(1) + "\u00a0" + units[u];  // never split from its unit
   }
   // A row's why: its template (explain.h's why_template) filled in.
   function why(r) {
@@ -501,6 +534,15 @@ constexpr const char* kScript = R"JS(
     var ban = S[r[7]] + (r[12] ? " (" + S[r[12]] + ")" : "");
     return [r[0], r[1], S[r[2]], S[r[3]], S[r[4]], r[5], S[r[6]], ban, why(r)];
   });
+  // A name or target: it may break after a '.' or '_' (a <wbr>, which a
+  // copy leaves out), never inside a word, so a long one wraps at its
+  // parts and the table stays within the page.
+  function identifier(td, text) {
+    text.split(/(?<=[._])/).forEach(function (part, k) {
+      if (k) td.appendChild(document.createElement("wbr"));
+      td.appendChild(document.createTextNode(part));
+    });
+  }
   function compare(a, b) {
     var x = a[sortCol], y = b[sortCol];
     return (x < y ? -1 : x > y ? 1 : a[0] - b[0]) * sortDir;
@@ -517,8 +559,10 @@ constexpr const char* kScript = R"JS(
       for (var i = 0; i < 9; i++) {
         if (i === 5) continue;
         var td = document.createElement("td");
-        td.textContent = i === 4 ? r[4] + (r[5] >= 0 ? " (" + bytes(r[5]) + ")" : "") : r[i];
+        if (i === 1 || i === 3) identifier(td, r[i]);
+        else td.textContent = i === 4 ? r[4] + (r[5] >= 0 ? " (" + bytes(r[5]) + ")" : "") : r[i];
         if (i === 8) td.className = "why";
+        else if (i === 0 || i === 2 || i === 6) td.className = "word";
         tr.appendChild(td);
       }
       frag.appendChild(tr);
@@ -689,7 +733,7 @@ std::string plans_section(const ResultView& v, const std::vector<BudgetPlanPoint
       "<p>Each plan torch's activation-memory-budget logic makes for this graph as the budget "
       "goes from 1 to 0, built and simulated: its peak memory against the estimated runtime of "
       "what it recomputes. The line joins the plans no other plan beats on both. This "
-      "partition's own plan is the red ring.</p>\n<div class=\"picture\">" +
+      "partition's own plan is the red ring.</p>\n<div class=\"picture chart\">" +
       plans_svg(plans, has_chosen ? &chosen : nullptr) +
       "</div>\n<table id=\"plans-table\"><thead><tr><th>plan</th><th>peak memory</th>"
       "<th>estimated recompute</th><th>saved values</th></tr></thead><tbody>\n";
@@ -845,7 +889,7 @@ std::string html_report(const JointGraph& joint, std::string_view result_json,
 
   h += "<section id=\"memory\">\n<h2>Memory timeline</h2>\n";
   if (v.has_memory && !v.timeline.empty())
-    h += "<div class=\"picture\">" + report::timeline_svg(v.timeline, v.peak_bytes) + "</div>\n";
+    h += "<div class=\"picture chart\">" + report::timeline_svg(v.timeline, v.peak_bytes) + "</div>\n";
   else if (v.has_memory)
     h += "<p class=\"note\">The result has a peak but no timeline.</p>\n";
   else
@@ -858,7 +902,7 @@ std::string html_report(const JointGraph& joint, std::string_view result_json,
   if (!r.pareto.empty())
     h += "<p>torch's memory-budget Pareto frontier (its visualize_memory_budget_pareto sweep): "
          "saved activation memory against recompute, by activation budget.</p>\n"
-         "<div class=\"picture\">" + pareto_svg(r.pareto) + "</div>\n";
+         "<div class=\"picture chart\">" + pareto_svg(r.pareto) + "</div>\n";
   if (r.plans.empty() && r.pareto.empty())
     h += fmt::format("<p class=\"note\">{}</p>\n",
                      html_escape(r.pareto_note.empty() ? "No frontier was computed." : r.pareto_note));

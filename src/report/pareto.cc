@@ -10,7 +10,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,32 +22,111 @@
 namespace remat {
 namespace {
 
-// An axis range that is never empty, so a flat curve still draws.
-std::pair<double, double> padded_range(double lo, double hi) {
-  if (hi > lo) return {lo, hi};
-  const double pad = lo == 0 ? 1.0 : std::abs(lo) * 0.1;
-  return {lo - pad, hi + pad};
+// An axis: the range drawn, [lo, hi], ticked at lo, lo + step, ..., hi, all
+// round numbers (1, 2 or 5 times a power of ten, in `unit`s: bytes are
+// ticked in KiB, MiB, ... by the size of the range), so the labels read
+// 0.3, 0.4, 0.5 or 100 KiB, 120 KiB and the data fills the frame (the range
+// is the data's, snapped outward to the next ticks).
+struct Axis {
+  double lo = 0, hi = 1, step = 0.2;
+  double unit = 1;
+  std::string_view unit_name;  // "" for plain numbers
+
+  int ticks() const { return static_cast<int>(std::lround((hi - lo) / step)); }
+  double tick(int i) const { return lo + step * i; }
+
+  // A tick's label: as many decimals as the step needs, thousands
+  // separated, with the unit.
+  std::string label(double v) const {
+    const double in_units = v / unit, step_units = step / unit;
+    const int decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(step_units) - 1e-9)));
+    std::string text;
+    if (decimals == 0 && std::abs(in_units) < 1e15) {
+      const long long n = std::llround(in_units);
+      const std::string digits = std::to_string(n < 0 ? -n : n);
+      if (n < 0) text += '-';
+      for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+        text += digits[i];
+      }
+    } else {
+      text = fmt::format("{:.{}f}", in_units, decimals);
+    }
+    if (unit_name.empty() || std::abs(in_units) < step_units * 1e-9) return text;  // 0 needs no unit
+    // A count's suffix (k-less: M, G, T) sits on the number; a byte unit apart.
+    return unit_name.size() == 1 ? text + std::string(unit_name) : text + " " + std::string(unit_name);
+  }
+};
+
+// The round step cutting `span` into about `target` intervals.
+double round_step(double span, int target) {
+  const double raw = span / target;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / magnitude;
+  return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * magnitude;
+}
+
+// The axis over data [lo, hi] in `unit`s: a flat range gets room around
+// it, then both ends go out to the next round tick.
+Axis round_axis(double lo, double hi, double unit = 1, std::string_view unit_name = {}) {
+  lo /= unit;
+  hi /= unit;
+  if (!(hi > lo)) {
+    const double pad = lo == 0 ? 1.0 : std::abs(lo) * 0.1;
+    lo -= pad;
+    hi += pad;
+  }
+  const double step = round_step(hi - lo, 5);
+  Axis a;
+  a.lo = std::floor(lo / step + 1e-9) * step * unit;
+  a.hi = std::ceil(hi / step - 1e-9) * step * unit;
+  a.step = step * unit;
+  a.unit = unit;
+  a.unit_name = unit_name;
+  return a;
+}
+
+// A count's axis (recompute runtimes in estimator units): in millions,
+// billions, ... once its end reaches a million, so a label stays short
+// ("200M", not "200,000,000") beside the axis title.
+Axis count_axis(double lo, double hi) {
+  static constexpr std::pair<double, std::string_view> kScales[] = {
+      {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}};
+  const double top = std::max(std::abs(lo), std::abs(hi));
+  for (const auto& [scale, name] : kScales)
+    if (top >= scale) return round_axis(lo, hi, scale, name);
+  return round_axis(lo, hi);
+}
+
+// A byte axis: ticked in the binary unit of its top end.
+Axis byte_axis(double lo, double hi) {
+  static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double unit = 1;
+  size_t u = 0;
+  while (u + 1 < std::size(kUnits) && hi >= unit * 1024) {
+    unit *= 1024;
+    ++u;
+  }
+  return round_axis(lo, hi, unit, kUnits[u]);
 }
 
 // A chart's frame: the plot area inside fixed margins (y grows downwards
-// in SVG), the data ranges mapped onto it.
+// in SVG), the axes mapped onto it.
 struct Frame {
   static constexpr double kW = 800, kLeft = 90, kRight = 30, kTop = 50, kBottom = 60;
-  static constexpr int kTicks = 5;
   double height;
-  double x_lo, x_hi, y_lo, y_hi;
+  Axis x, y;
 
   double pw() const { return kW - kLeft - kRight; }
   double ph() const { return height - kTop - kBottom; }
-  double sx(double x) const { return kLeft + (x - x_lo) / (x_hi - x_lo) * pw(); }
-  double sy(double y) const { return kTop + ph() - (y - y_lo) / (y_hi - y_lo) * ph(); }
+  double sx(double v) const { return kLeft + (v - x.lo) / (x.hi - x.lo) * pw(); }
+  double sy(double v) const { return kTop + ph() - (v - y.lo) / (y.hi - y.lo) * ph(); }
 
   // The chart up to its data: the svg element (with `cls`, "" for none),
-  // the title, the grid with tick labels (x's written by `x_tick`), the
-  // frame and the two axis titles.
-  template <class XTick>
-  std::string open(std::string_view cls, std::string_view title, XTick x_tick,
-                   std::string_view x_title, std::string_view y_title) const {
+  // the title, the grid with tick labels, the frame and the two axis
+  // titles.
+  std::string open(std::string_view cls, std::string_view title, std::string_view x_title,
+                   std::string_view y_title) const {
     std::string s = fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\"{0} width=\"{1}\" height=\"{2}\" "
         "viewBox=\"0 0 {1} {2}\" font-family=\"sans-serif\" font-size=\"12\">\n"
@@ -56,19 +134,19 @@ struct Frame {
         "<text x=\"{3}\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">{4}</text>\n",
         cls.empty() ? std::string() : fmt::format(" class=\"{}\"", cls), kW, height, kW / 2,
         report::xml_escape(title));
-    for (int i = 0; i <= kTicks; ++i) {
-      const double fx = x_lo + (x_hi - x_lo) * i / kTicks, fy = y_lo + (y_hi - y_lo) * i / kTicks;
+    for (int i = 0; i <= x.ticks(); ++i)
       s += fmt::format(
           "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>\n"
-          "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
-          sx(fx), kTop, kTop + ph(), kTop + ph() + 18, report::xml_escape(x_tick(fx)));
+          "<text class=\"x-tick\" x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
+          sx(x.tick(i)), kTop, kTop + ph(), kTop + ph() + 18, report::xml_escape(x.label(x.tick(i))));
+    for (int i = 0; i <= y.ticks(); ++i)
       s += fmt::format(
           "<line x1=\"{1:.1f}\" y1=\"{0:.1f}\" x2=\"{2:.1f}\" y2=\"{0:.1f}\" stroke=\"#ddd\"/>\n"
-          "<text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.4g}</text>\n",
-          sy(fy), kLeft, kLeft + pw(), kLeft - 6, sy(fy) + 4, fy);
-    }
+          "<text class=\"y-tick\" x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+          sy(y.tick(i)), kLeft, kLeft + pw(), kLeft - 6, sy(y.tick(i)) + 4,
+          report::xml_escape(y.label(y.tick(i))));
     s += fmt::format(
-        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
+        "<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n"
         "<text transform=\"translate(20 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
         kLeft, kTop, pw(), ph(), kLeft + pw() / 2, height - 15, report::xml_escape(x_title),
@@ -99,7 +177,7 @@ std::string pareto_json(std::span<const MemoryBudgetPoint> points) {
 }
 
 std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_view title) {
-  Frame f{480, 0, 1, 0, 1};
+  Frame f{480, Axis{}, Axis{}};
   if (!points.empty()) {
     auto [xmin, xmax] = std::minmax_element(points.begin(), points.end(),
         [](const MemoryBudgetPoint& a, const MemoryBudgetPoint& b) { return a.memory_ratio < b.memory_ratio; });
@@ -107,13 +185,13 @@ std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_vi
         [](const MemoryBudgetPoint& a, const MemoryBudgetPoint& b) {
           return a.recompute_runtime < b.recompute_runtime;
         });
-    std::tie(f.x_lo, f.x_hi) = padded_range(xmin->memory_ratio, xmax->memory_ratio);
-    std::tie(f.y_lo, f.y_hi) = padded_range(ymin->recompute_runtime, ymax->recompute_runtime);
+    f.x = round_axis(xmin->memory_ratio, xmax->memory_ratio);
+    f.y = count_axis(ymin->recompute_runtime, ymax->recompute_runtime);
   }
   auto sx = [&](double x) { return f.sx(x); };
   auto sy = [&](double y) { return f.sy(y); };
   std::string s = f.open(
-      "", title, [](double x) { return fmt::format("{:.3g}", x); },
+      "pareto", title,
       "Memory Budget (saved activation memory ratio: 0 = inputs only, 1 = runtime-optimized)",
       "Runtime of Recomputed Components (estimator units)");
   // The curve, its points, and each point's ratio above it.
@@ -141,7 +219,7 @@ std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_vi
   for (const MemoryBudgetPoint& p : points) {
     const double x = sx(p.memory_ratio), y = sy(p.recompute_runtime);
     s += fmt::format(
-        "<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"{2}\" fill=\"#1f77b4\">"
+        "<circle class=\"point\" cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"{2}\" fill=\"#1f77b4\">"
         "<title>budget {3}: runtime {4}, ratio {5}</title></circle>\n",
         x, y, radius, p.budget, p.recompute_runtime, p.memory_ratio);
     if (!labelled) continue;
@@ -193,7 +271,7 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
   std::vector<BudgetPlanPoint> all(plans.begin(), plans.end());
   all.insert(all.end(), frontier.begin(), frontier.end());
   if (chosen) all.push_back(*chosen);
-  Frame f{440, 0, 1, 0, 1};
+  Frame f{440, byte_axis(0, 1), Axis{}};
   if (!all.empty()) {
     double x_lo = static_cast<double>(all[0].peak_bytes), x_hi = x_lo;
     double y_lo = all[0].recompute_runtime, y_hi = y_lo;
@@ -206,10 +284,8 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
     // Room around the extreme points, so no marker sits on the frame.
     const double dx = x_hi > x_lo ? (x_hi - x_lo) * 0.06 : std::max(1.0, x_lo * 0.05);
     const double dy = y_hi > y_lo ? (y_hi - y_lo) * 0.08 : std::max(1.0, std::abs(y_lo) * 0.1);
-    f.x_lo = std::max(0.0, x_lo - dx);
-    f.x_hi = x_hi + dx;
-    f.y_lo = y_lo >= 0 ? std::max(0.0, y_lo - dy) : y_lo - dy;
-    f.y_hi = y_hi + dy;
+    f.x = byte_axis(std::max(0.0, x_lo - dx), x_hi + dx);
+    f.y = count_axis(y_lo >= 0 ? std::max(0.0, y_lo - dy) : y_lo - dy, y_hi + dy);
   }
   const double pw = f.pw(), ph = f.ph(), kLeft = Frame::kLeft, kTop = Frame::kTop;
   auto sx = [&](double x) { return f.sx(x); };
@@ -219,7 +295,6 @@ std::string plans_svg(std::span<const BudgetPlanPoint> plans, const BudgetPlanPo
       "plans",
       two ? "Peak memory against recompute: torch's budget plans and remat's frontier"
           : "Peak memory against recompute: torch's budget plans",
-      [](double x) { return report::human_bytes(static_cast<int64_t>(x)); },
       "simulated peak memory of the step (bytes)", "estimated recompute runtime (estimator units)");
   // torch's frontier: its undominated plans joined by straight lines.
   const std::vector<const BudgetPlanPoint*> front = undominated(plans);

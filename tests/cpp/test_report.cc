@@ -742,6 +742,12 @@ TEST(BudgetPlans, AGraphWhoseBackwardNeedsNothingHasNone) {
   }
 }
 
+// A chart's text beside its tick labels (how many round ticks an axis
+// gets depends on its range).
+size_t texts_beside_ticks(const std::string& svg) {
+  return count(svg, "<text") - count(svg, "class=\"x-tick\"") - count(svg, "class=\"y-tick\"");
+}
+
 // A chart of any number of plans has the same text: ticks, axes, title,
 // legend and the chosen plan's label; the rest is in tooltips.
 TEST(PlansSvg, LabelsOnlyTheChosenPlanAtAnyCount) {
@@ -753,7 +759,7 @@ TEST(PlansSvg, LabelsOnlyTheChosenPlanAtAnyCount) {
   };
   const BudgetPlanPoint chosen{"mine", 1040, 10, 3};
   const std::string few = plans_svg(plans_of(5), &chosen), many = plans_svg(plans_of(1000), &chosen);
-  EXPECT_EQ(count(few, "<text"), count(many, "<text"));
+  EXPECT_EQ(texts_beside_ticks(few), texts_beside_ticks(many));
   EXPECT_EQ(count(many, "class=\"plan\""), 1000u);
   EXPECT_EQ(count(many, "class=\"chosen\""), 1u);
   EXPECT_TRUE(has(many, "(bytes)"));
@@ -780,9 +786,27 @@ TEST(ParetoSvg, LabelsEachPointOnlyWhileTheyCannotPileUp) {
                      static_cast<double>(i) / static_cast<double>(n)});
     return out;
   };
-  const size_t frame = count(pareto_svg(points_of(0)), "<text");
-  EXPECT_EQ(count(pareto_svg(points_of(kParetoLabels)), "<text"), frame + kParetoLabels);
-  EXPECT_EQ(count(pareto_svg(points_of(1000)), "<text"), frame);
+  const size_t frame = texts_beside_ticks(pareto_svg(points_of(0)));
+  EXPECT_EQ(texts_beside_ticks(pareto_svg(points_of(kParetoLabels))), frame + kParetoLabels);
+  EXPECT_EQ(texts_beside_ticks(pareto_svg(points_of(1000))), frame);
+}
+
+// The axes are ticked at round numbers that are multiples of a step of 1,
+// 2 or 5 times a power of ten (torch's sweep once read 0.301, 0.401, ...
+// over a frame the data filled half of), the data's range snapped out to
+// the next ticks; bytes tick in a binary unit, big counts in millions.
+TEST(ParetoSvg, TicksAreRoundAndTheDataFillsTheFrame) {
+  const std::vector<MemoryBudgetPoint> points{{0.1, 120000, 0.301}, {0.5, 60000, 0.55}, {0.9, 1000, 0.799}};
+  const std::string svg = pareto_svg(points);
+  for (const char* tick : {">0.3</text>", ">0.4</text>", ">0.5</text>", ">0.6</text>", ">0.7</text>",
+                           ">0.8</text>", ">0</text>", ">50,000</text>", ">150,000</text>"})
+    EXPECT_TRUE(has(svg, tick)) << tick;
+  EXPECT_FALSE(has(svg, ">0.301<")) << svg;
+  EXPECT_EQ(count(svg, "class=\"x-tick\""), 6u);  // 0.3 to 0.8: the data spans the frame
+  const std::vector<BudgetPlanPoint> plans{{"a", 100 << 20, 5e8, 1}, {"b", 300 << 20, 1e8, 1}};
+  const std::string chart = plans_svg(plans, nullptr);
+  EXPECT_TRUE(has(chart, ">100 MiB</text>")) << chart;
+  EXPECT_TRUE(has(chart, ">500M</text>")) << chart;  // not 500,000,000 or 5e+08
 }
 
 TEST(TimelineSvg, MarksThePeak) {
