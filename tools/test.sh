@@ -17,6 +17,9 @@
 #                 (REMAT_TEST_RELEASES, default all of them), two
 #                 releases at a time, one per core (tests marked
 #                 one_release under torch 2.13 only);
+#  python fuzz    the graph importer's fuzz target (tests/fuzz/fuzz_import.py,
+#                 Hypothesis, derandomized) for REMAT_PY_FUZZ_EXAMPLES
+#                 mutated documents (default 1500, about 35 s), under 2.13;
 #  asan *         an AddressSanitizer + UndefinedBehaviorSanitizer build
 #                 (clang) of the library, the CLI, the C++ tests and the fuzz
 #                 target, compiled while pytest runs: the C++ tests, the CLI over every example graph, and
@@ -38,6 +41,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 REMAT_FUZZ_SECONDS=${REMAT_FUZZ_SECONDS:-60}
+REMAT_PY_FUZZ_EXAMPLES=${REMAT_PY_FUZZ_EXAMPLES:-1500}
 # A sanitizer finding exits 86 and stops at the first report, so it cannot
 # pass for remat's own exit status 1 (a clean error).
 export ASAN_OPTIONS=exitcode=86:abort_on_error=0:detect_leaks=1:strict_string_checks=1
@@ -278,6 +282,7 @@ else
   asan_pid=$!
 fi
 stage "pytest (asan build beside it)" python3 -m pytest tests/python -q
+stage "python fuzz (importer)" python3 tests/fuzz/fuzz_import.py --examples "$REMAT_PY_FUZZ_EXAMPLES"
 stage "wheel check torch 2.13.0" bash tools/test_wheel.sh --venv "$VENV" build-dist/remat-*.whl
 # Two releases at a time: each suite is one single-threaded pytest process
 # (about 10 minutes of CPU), so a pair keeps both cores busy and halves the
