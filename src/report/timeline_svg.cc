@@ -1,11 +1,13 @@
-// report/timeline_svg.cc — see timeline_svg.h. Same plot frame as the Pareto
-// chart (budget/pareto.cc) so the two read alike in the report.
+// report/timeline_svg.cc — see timeline_svg.h. Same plot frame and round
+// ticks (axis.h) as the Pareto chart (pareto.cc) so the two read alike in
+// the report.
 #include "report/timeline_svg.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "report/axis.h"
 #include "report/escape.h"
 #include "remat/explain.h"
 
@@ -13,13 +15,14 @@ namespace remat::report {
 
 std::string timeline_svg(const std::vector<MemoryStep>& steps, int64_t peak_bytes) {
   constexpr double kW = 800, kH = 376, kLeft = 90, kRight = 30, kTop = 56, kBottom = 50;
-  constexpr int kTicks = 4;
   const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  int64_t hi = std::max<int64_t>(peak_bytes, 1);
-  for (const MemoryStep& s : steps) hi = std::max(hi, s.bytes);
+  int64_t top = std::max<int64_t>(peak_bytes, 1);
+  for (const MemoryStep& s : steps) top = std::max(top, s.bytes);
+  // Bytes from 0 up to a round tick at or above the highest step.
+  const Axis axis = byte_axis(0, static_cast<double>(top));
   const size_t n = std::max<size_t>(steps.size(), 2);
   auto sx = [&](double i) { return kLeft + i / static_cast<double>(n - 1) * pw; };
-  auto sy = [&](double b) { return kTop + ph - b / static_cast<double>(hi) * ph; };
+  auto sy = [&](double b) { return kTop + ph - b / axis.hi * ph; };
 
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\" width=\"{0}\" height=\"{1}\" "
@@ -28,13 +31,12 @@ std::string timeline_svg(const std::vector<MemoryStep>& steps, int64_t peak_byte
       "<text x=\"{2}\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">Live memory at each "
       "step</text>\n",
       kW, kH, kW / 2);
-  for (int i = 0; i <= kTicks; ++i) {
-    const double b = static_cast<double>(hi) * i / kTicks;
+  for (int i = 0; i <= axis.ticks(); ++i) {
+    const double b = axis.tick(i);
     s += fmt::format(
         "<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#ddd\"/>\n"
-        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-        sy(b), kLeft, kLeft + pw, kLeft - 6, sy(b) + 4,
-        xml_escape(human_bytes(static_cast<int64_t>(b))));
+        "<text class=\"y-tick\" x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+        sy(b), kLeft, kLeft + pw, kLeft - 6, sy(b) + 4, xml_escape(axis.label(b)));
   }
   s += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
