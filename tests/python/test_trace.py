@@ -18,6 +18,7 @@ debug files, computed live from torch on the same joint graphs.
 
 from __future__ import annotations
 
+import html as html_module
 import json
 import logging
 import os
@@ -267,6 +268,58 @@ def test_no_finite_cut_emits_torchs_artifacts_and_files(tmp_path, monkeypatch, a
         assert (tmp_path / "min_cut_failed.svg").read_text() == svg
     # The error keeps what the engine explained.
     assert ours.value.explanation and "mm_in" in ours.value.edge_list
+
+
+def test_report_dir_writes_a_diagnosis_page_for_a_graph_with_no_finite_cut(tmp_path, monkeypatch):
+    """As `remat report` does for such a graph: the page gives the diagnosis,
+    the error names the page, and the error is still raised."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REMAT_REPORT_DIR", str(tmp_path / "reports"))
+    gm, nfo = _no_finite_cut_module()
+    with pytest.raises(remat.NoFiniteCutError) as ours:
+        rt.min_cut_rematerialization_partition(gm, None, num_fwd_outputs=nfo)
+    (page,) = (tmp_path / "reports").glob("*.html")
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    assert "no valid partition" in html and 'id="diagnosis"' in html
+    diagnosis = [line.strip() for line in str(ours.value.__cause__).splitlines() if line.strip()]
+    assert diagnosis  # the engine's own message, line by line on the page
+    assert all(line in html_module.unescape(html) for line in diagnosis)
+    assert f"remat report: {page}" in str(ours.value)
+
+
+def test_files_the_drop_in_writes_follow_links_and_ignore_planted_temporaries(tmp_path, monkeypatch):
+    """The failed cut's graph dump and the Pareto chart go through the command
+    line's writer: a symlink planted at the old predictable temporary name
+    (PATH.tmp<pid>) is left alone, a link at the path itself is followed to
+    its target, which keeps its mode."""
+    pid = os.getpid()
+    monkeypatch.chdir(tmp_path)
+    bait = tmp_path / "bait"
+    bait.write_text("keep")
+    (tmp_path / f"min_cut_failed_graph.txt.tmp{pid}").symlink_to(bait)
+    gm, nfo = _no_finite_cut_module()
+    with pytest.raises(remat.NoFiniteCutError):
+        rt.min_cut_rematerialization_partition(gm, None, num_fwd_outputs=nfo)
+    assert bait.read_text() == "keep"
+    assert "class" in (tmp_path / "min_cut_failed_graph.txt").read_text()
+
+    cap = captured_graphs("mlp_gelu_d3")[0]
+    charts = tmp_path / "charts"
+    config = dict(activation_memory_budget=0.1, visualize_memory_budget_pareto=True,
+                  memory_budget_pareto_dir=str(charts))
+    run_partition(rt.min_cut_rematerialization_partition, cap, **config)
+    (chart,) = charts.iterdir()
+    chart.unlink()
+    kept = tmp_path / "kept.svg"
+    kept.write_text("old")
+    kept.chmod(0o600)
+    chart.symlink_to(kept)
+    (charts / f"{chart.name}.tmp{pid}").symlink_to(bait)
+    run_partition(rt.min_cut_rematerialization_partition, cap, **config)
+    assert bait.read_text() == "keep"
+    assert chart.is_symlink() and ET.fromstring(kept.read_text()).tag.endswith("svg")
+    assert kept.stat().st_mode & 0o777 == 0o600
 
 
 class _FakePyplot(types.ModuleType):

@@ -246,8 +246,9 @@ def _export_partition_import(joint_module: fx.GraphModule, num_fwd_outputs: int,
                 result = remat.partition(doc, opts, partitioner, as_json=False, rank_group=group,
                                          **hooks)
             except remat.NoFiniteCutError as e:
-                # torch's min_cut_failed_* artifacts and files, then the error.
-                raise _trace.on_no_finite_cut(e, joint_module) from e
+                # torch's min_cut_failed_* artifacts and files (and
+                # REMAT_REPORT_DIR's diagnosis page), then the error.
+                raise _trace.on_no_finite_cut(e, joint_module, doc) from e
         with _step("import"):
             # Mirror torch: the tag passes write MUST_SAVE into the joint graph
             # before extraction copies meta (torch's own run, should the fallback

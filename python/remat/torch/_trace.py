@@ -21,7 +21,11 @@ Contract:
     min_cut_failed.svg in the working directory on a failed cut; the
     memory_budget_pareto_*.svg frontier (remat's own SVG writer) for
     config.visualize_memory_budget_pareto.
-  * REMAT_REPORT_DIR=dir writes one HTML report per partitioned graph.
+  * REMAT_REPORT_DIR=dir writes one HTML report per partitioned graph, and
+    one diagnosis page per graph with no finite cut (what `remat report`
+    writes for such a graph).
+  * Every file goes through remat.write_file, the command line's writer
+    (docs/format.md "Files"): atomic, links followed, devices written into.
 Nothing here changes a partition: it only reads the engine's result.
 """
 
@@ -309,7 +313,7 @@ def pareto_svg_path() -> str:
 def write_pareto_svg(points) -> str:
     """Draws the frontier with remat's SVG writer where torch saves its plot."""
     path = pareto_svg_path()
-    _write_text(path, remat.pareto_svg([tuple(p) for p in points]))
+    remat.write_file(path, remat.pareto_svg([tuple(p) for p in points]))
     log.warning("Generated Pareto frontier curve at %s", path)
     return path
 
@@ -317,21 +321,14 @@ def write_pareto_svg(points) -> str:
 # --- a graph with no finite cut -------------------------------------------------------
 
 def _unique_path(base: str, ext: str) -> str:
-    """torch's naming: base.ext, else base_1.ext, base_2.ext, ..."""
+    """torch's naming: base.ext, else base_1.ext, base_2.ext, ... A name a
+    dangling symlink holds is taken too (torch would write through it)."""
     path = f"{base}{ext}"
     counter = 0
-    while os.path.exists(path):
+    while os.path.lexists(path):
         counter += 1
         path = f"{base}_{counter}{ext}"
     return path
-
-
-def _write_text(path: str, text: str) -> None:
-    # Whole or nothing: a temporary file renamed into place.
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def render_dot_svg(dot: str) -> Optional[str]:
@@ -348,18 +345,20 @@ def render_dot_svg(dot: str) -> Optional[str]:
     return proc.stdout if proc.returncode == 0 and proc.stdout else None
 
 
-def on_no_finite_cut(err: remat.NoFiniteCutError,
-                     joint_module: fx.GraphModule) -> remat.NoFiniteCutError:
+def on_no_finite_cut(err: remat.NoFiniteCutError, joint_module: fx.GraphModule,
+                     doc: Optional[bytes] = None) -> remat.NoFiniteCutError:
     """What torch does when its min-cut is unbounded: the FX graph, the edge
     list and the SVG to the structured trace, the graph and SVG to local
     files. Returns the error with those files (and tlparse's hint, when
-    tracing) named at the end of its message, as torch's."""
+    tracing) named at the end of its message, as torch's. With
+    REMAT_REPORT_DIR set and the exported graph `doc`, also the diagnosis
+    page, as `remat report` writes it (its path ends the message)."""
     structured = structured_trace_enabled()
     fx_text = _readable(joint_module)
     trace_artifact("min_cut_failed_fx_graph", "string", lambda: fx_text)
     try:
         graph_file = _unique_path("min_cut_failed_graph", ".txt")
-        _write_text(graph_file, fx_text)
+        remat.write_file(graph_file, fx_text)
     except OSError as e:
         graph_file = f"(failed to write: {e})"
     trace_artifact("min_cut_failed_edge_list", "string", lambda: err.edge_list)
@@ -369,7 +368,7 @@ def on_no_finite_cut(err: remat.NoFiniteCutError,
         trace_artifact("min_cut_failed_svg", "string", lambda: svg)
         try:
             svg_file = _unique_path("min_cut_failed", ".svg")
-            _write_text(svg_file, svg)
+            remat.write_file(svg_file, svg)
         except OSError:
             svg_file = None
     message = str(err).rstrip("\n") + "\n"
@@ -379,7 +378,25 @@ def on_no_finite_cut(err: remat.NoFiniteCutError,
     if structured:
         message += ("[Production debugging: Use tlparse to extract debug artifacts "
                     "(min_cut_failed_fx_graph, min_cut_failed_edge_list, min_cut_failed_svg)]\n")
+    directory = report_dir()
+    if directory is not None and doc is not None:
+        message += f"remat report: {_write_no_cut_report(directory, doc, err)}\n"
     return remat.NoFiniteCutError(message, err.explanation, err.dot, err.edge_list)
+
+
+def _write_no_cut_report(directory: str, doc: bytes, err: remat.NoFiniteCutError) -> str:
+    """The diagnosis page of a graph with no finite cut in `directory`; its
+    path, or why it could not be written (the error matters more than the page)."""
+    title = _internals.aot_logging().get_aot_graph_name()
+    try:
+        html = remat.no_cut_report(doc, err, title=title)
+        path = _report_path(directory, title)
+        remat.write_file(path, html)
+    except (remat.RematError, OSError) as e:
+        log.warning("remat: cannot write the diagnosis page in %s: %s", directory, e)
+        return f"(failed to write: {e})"
+    log.info("remat: wrote the diagnosis of the failed cut to %s", path)
+    return path
 
 
 # --- HTML reports ---------------------------------------------------------------------
@@ -390,8 +407,7 @@ _report_counter = [0]
 def write_report(directory: str, doc: bytes, result: dict, opts: dict) -> str:
     """One self-contained HTML report of this partition in `directory`,
     named after the graph being compiled (and numbered, never overwriting)."""
-    get_aot_graph_name = _internals.aot_logging().get_aot_graph_name
-    os.makedirs(directory, exist_ok=True)
+    title = _internals.aot_logging().get_aot_graph_name()
     plans = None
     if result.get("partitioner") == "min_cut":
         try:
@@ -403,10 +419,16 @@ def write_report(directory: str, doc: bytes, result: dict, opts: dict) -> str:
     note = "" if plans else ("The default partitioner has no memory budget."
                              if result.get("partitioner") != "min_cut"
                              else "No trade-off on this graph: every budget partitions alike.")
-    html = remat.report(doc, result, plans=plans, title=get_aot_graph_name(),
-                        pareto_note=note)
-    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in get_aot_graph_name())
-    path = _unique_path(os.path.join(directory, f"remat_report_{name}"), ".html")
-    _write_text(path, html)
+    html = remat.report(doc, result, plans=plans, title=title, pareto_note=note)
+    path = _report_path(directory, title)
+    remat.write_file(path, html)
     log.info("remat: wrote the partition report %s", path)
     return path
+
+
+def _report_path(directory: str, title: str) -> str:
+    """A new page in `directory` (created), named after the graph, numbered
+    rather than overwriting."""
+    os.makedirs(directory, exist_ok=True)
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in title)
+    return _unique_path(os.path.join(directory, f"remat_report_{name}"), ".html")
