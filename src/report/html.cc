@@ -484,7 +484,7 @@ table { border-collapse: collapse; }
 #peak-table, #peak-groups, #conflict-table { font-size: 12px; }
 #peak-table th, #peak-groups th, #conflict-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
 #peak-table td, #peak-groups td, #conflict-table td { border-top: 1px solid #eee; padding: 2px 6px; }
-h3 { font-size: 1em; margin-top: 1.2em; }
+details { margin-top: 1em; } summary { cursor: pointer; font-weight: bold; }
 #plans-table { font-size: 12px; margin-top: 0.5em; } #plans-table th { background: #f0f0f0; text-align: left; padding: 3px 6px; }
 #plans-table td { border-top: 1px solid #eee; padding: 2px 6px; } #plans-table tr.chosen td { color: #d62728; font-weight: bold; }
 #node-table td.why { white-space: pre-wrap; font-family: monospace; font-size: 11px; color: #444; }
@@ -685,8 +685,10 @@ std::string peak_groups_table(const Graph& g, const ResultView& v) {
 std::string peak_table(const Graph& g, const ResultView& v) {
   if (v.at_peak.empty()) return "<p class=\"note\">The result lists no storage alive at the peak.</p>\n";
   std::string h = peak_groups_table(g, v);
+  // The list one by one is there to look up, folded: the groups answer.
   h += fmt::format(
-      "<h3>The largest storages</h3>\n<p>The {} largest of them one by one (ties in the "
+      "<details id=\"peak-storages\"><summary>The largest storages one by one</summary>\n"
+      "<p>The {} largest of them (ties in the "
       "simulator's order). Fate is the joint node's: a saved value stays from the forward until "
       "its last backward user; an input, a gradient or an output the caller keeps lives the whole "
       "step.</p>\n<table id=\"peak-table\"><thead><tr>"
@@ -714,6 +716,7 @@ std::string peak_table(const Graph& g, const ResultView& v) {
                      "the groups above, not listed here.</p>\n",
                      v.at_peak.size() - kMaxPeakRows, html_escape(report::human_bytes(rest)),
                      percent(rest, v.peak_bytes));
+  h += "</details>\n";
   return h;
 }
 
