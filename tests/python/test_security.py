@@ -190,7 +190,7 @@ def test_placeholder_names_and_targets_are_checked_identifiers(s):
 def test_placeholder_targets_are_checked_identifiers(s):
     doc = _base()
     _node(doc, "x")["target"] = s
-    _attack(doc, s, "node 'x': field 'target'")
+    _attack(doc, s, "field 'target'")  # node 'x', or 'y' when s is y's target
 
 
 @FIELD

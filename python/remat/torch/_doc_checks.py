@@ -9,7 +9,8 @@ written with repr(). So:
   * `name`, `placeholder_target`, `kwargs_key` and `attribute_path` admit
     only ASCII identifiers that are no keyword and no dunder; a node name or
     placeholder target also shadows nothing the generated code refers to
-    (Python's builtins, FX's globals, `self`), and a get_attr path walks only
+    (Python's builtins, FX's globals, `self`; `check_parameters`: another
+    placeholder's parameter), and a get_attr path walks only
     the stored attributes of the root module (no method, no property, no
     nn.Module bookkeeping).
   * `meta_strings` refuses a string of a node's "meta" or "val" that holds
@@ -101,28 +102,37 @@ def name(index: int, s: Any) -> str:
     return s
 
 
-def placeholder_target(node: str, target: Any, names: set) -> str:
-    """A placeholder's target: a parameter of the generated forward. One
-    other than the node's own name must not be another node's name, which
-    the parameter would shadow (`check_globals` tests FX's globals after)."""
+def placeholder_target(node: str, target: Any) -> str:
+    """A placeholder's target: a parameter of the generated forward (how it
+    sits beside the other parameters: `check_parameters`)."""
     if target == node:
         return target
     identifier(node, "target", target)
-    if _RESERVED is not None and target in _RESERVED or target in _reserved():
+    if target in _reserved():
         raise fail(node, "target", f"{target!r} would shadow a name the generated code uses")
-    if target in names:
-        raise fail(node, "target", f"{target!r} is the name of another node")
     return target
 
 
-def check_globals(graph: fx.Graph) -> None:
-    """No placeholder target (one other than its node's name) may be a
-    global of the generated code: the parameter would stand for it."""
-    odd = {n.target: n.name for n in graph.find_nodes(op="placeholder") if n.target != n.name}
+def check_parameters(graph: fx.Graph) -> None:
+    """Before FX generates a module's code: forward's parameters (the
+    placeholder targets) are distinct; one that is not its node's name is
+    neither the name of another placeholder (whose value the generated code
+    copies from its own parameter, which this one would replace) nor a
+    global of the code, which it would stand for."""
+    placeholders = list(graph.find_nodes(op="placeholder"))
+    by_target: dict = {}
+    for n in placeholders:
+        other = by_target.setdefault(n.target, n.name)
+        if other != n.name:
+            raise fail(n.name, "target", f"{n.target!r} is also the target of placeholder {other!r}")
+    odd = {n.target: n.name for n in placeholders if n.target != n.name}
     if not odd:
         return
-    used = set(graph.python_code("self").globals) | {n.name for n in graph.nodes}
+    targets = {n.name: n.target for n in placeholders}
+    used = set(graph.python_code("self").globals)
     for target, node in odd.items():
+        if targets.get(target, target) != target:
+            raise fail(node, "target", f"{target!r} is the name of another placeholder")
         if target in used:
             raise fail(node, "target", f"{target!r} is a name the generated code uses")
 
@@ -148,7 +158,8 @@ def attribute_path(node: str, path: Any, root: Any) -> str:
     """A get_attr target: a dotted path of stored attributes of `root` (its
     parameters, buffers, submodules and plain instance attributes), each an
     identifier; never a method, a property, a class attribute or the
-    module's own bookkeeping (`forward`, `training`, `_modules`...)."""
+    module's own bookkeeping (`forward`, `training`, `_modules`...). Without
+    a root (a graph built for a module made later), the identifiers only."""
     if type(path) is not str:
         raise fail(node, "target", f"get_attr target {_shown(path)} is not an attribute path")
     obj = root
@@ -158,7 +169,7 @@ def attribute_path(node: str, path: Any, root: Any) -> str:
         except InvalidGraphError:
             raise fail(node, "target", f"get_attr target {_shown(path)} is not an attribute path "
                                        f"(part {_shown(part)})") from None
-        obj = _stored(obj, part)
+        obj = _stored(obj, part) if root is not None else None
         if obj is _MISSING:
             raise fail(node, "target", f"get_attr target {path!r}: {part!r} is not a stored "
                                        "attribute of the joint module")

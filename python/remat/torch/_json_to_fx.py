@@ -564,7 +564,11 @@ def _propagate_fake_value(node: fx.Node, joint_doc: bool) -> None:
 def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.GraphModule:
     from torch.fx._lazy_graph_module import _make_graph_module
 
-    _checks.check_globals(graph)
+    _checks.check_parameters(graph)
+    if joint_gm is None:
+        for node in graph.find_nodes(op="get_attr"):
+            raise _checks.fail(node.name, "target", f"get_attr target {node.target!r}: no joint "
+                                                    "module was given to take it from")
     return _make_graph_module(joint_gm if joint_gm is not None else torch.nn.Module(), graph)
 
 
@@ -659,8 +663,7 @@ class _Heads:
         if type(nodes) is not list:
             raise InvalidGraphError(f"field 'nodes': expected an array, got {type(nodes).__name__}")
         self.count = len(nodes)
-        self.names = {nd.get("name") for nd in nodes if type(nd) is dict and type(nd.get("name")) is str}
-        self.root = joint_gm if joint_gm is not None else torch.nn.Module()
+        self.root = joint_gm  # None: get_attr paths are checked by _make_module
         self.defaults = False  # a placeholder before has a default value
 
     def check(self, i: int, nd: Any, env: dict) -> tuple[str, str]:
@@ -685,7 +688,7 @@ class _Heads:
         """A parameter of forward: its target an identifier that shadows no
         other name; its default (args[0]), evaluated when FX builds the
         module, a literal, and a default on each later placeholder too."""
-        target = _checks.placeholder_target(name, target, self.names)
+        target = _checks.placeholder_target(name, target)
         if len(args) > 1 or (args and _holds_node(args[0])):
             raise _checks.fail(name, "args", "a placeholder's args are at most one literal, its default")
         if self.defaults and not args:
