@@ -179,6 +179,38 @@ TEST(Cli, Explain) {
   EXPECT_TRUE(has(r.err, "'nosuchnode'")) << r.err;
 }
 
+// The decisions block of a result document.
+std::string decisions_of(const std::string& doc) {
+  const size_t from = doc.find("\"decisions\":{");
+  return from == std::string::npos ? "" : doc.substr(from, doc.find("\n  }", from) - from);
+}
+
+// One reason per node, whichever command prints it: `partition -o`, the
+// report's --json (a traced partition) and --explain say the same. At
+// budget 0.3 on the transformer block the knapsack lifted addmm_2's ban and
+// the aggressive tier dropped gelu's; -o once said only recomputed_cheaper.
+TEST(Cli, PartitionReportAndExplainGiveTheSameReasons) {
+  const std::string graph = std::string(REMAT_EXAMPLES_DIR) + "/transformer_block.json";
+  const std::string base = "/tmp/remat_cli_why_" + std::to_string(getpid());
+  ASSERT_EQ(remat("partition '" + graph + "' --memory-budget 0.3 -o " + base + ".json").status, 0);
+  ASSERT_EQ(remat("report '" + graph + "' --memory-budget 0.3 --no-pareto -o " + base +
+                  ".html --json " + base + "_report.json")
+                .status,
+            0);
+  const std::string plain = decisions_of(slurp(base + ".json"));
+  EXPECT_TRUE(has(plain, "\"addmm_2\":{\"where\":\"recomputed\",\"why\":\"recomputed_lifted\"")) << plain;
+  EXPECT_TRUE(has(plain, "\"gelu\":{\"where\":\"recomputed\",\"why\":\"recomputed_tier\"")) << plain;
+  EXPECT_EQ(plain, decisions_of(slurp(base + "_report.json")));
+  CliRun r = remat("partition '" + graph + "' --memory-budget 0.3 --explain addmm_2");
+  EXPECT_TRUE(has(r.out, "why: the memory budget's knapsack lifted its ban (compute intensive op)"))
+      << r.out;
+  r = remat("partition '" + graph + "' --memory-budget 0.3 --explain gelu");
+  EXPECT_TRUE(has(r.out, "why: the memory budget's aggressive tier drops the rule that banned it "
+                         "(materialized in backward)"))
+      << r.out;
+  for (const char* ext : {".json", ".html", "_report.json"}) std::remove((base + ext).c_str());
+}
+
 TEST(Cli, PartitionPrintsTheSimulatedPeakMemory) {
   CliRun r = remat("partition " + kTiny);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
