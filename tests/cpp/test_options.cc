@@ -2,6 +2,7 @@
 // and apply_options), the torch flags the command line maps, and the
 // validation of solver and estimator names against the budget registries.
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -127,6 +128,26 @@ TEST(Options, RegisteredSolversAndEstimatorsAreValidNames) {
   // An unknown name lists the registered ones too.
   o.activation_memory_budget_solver = "nope";
   EXPECT_TRUE(has(invalid_option([&] { o.validate(); }), "\"test_options_solver\""));
+}
+
+// An "ops" key is a registry key: an overload's packet, a function's or a
+// higher-order op's name. A key naming no operator of the graph does
+// nothing for it; unmatched_op_keys lists them, in the object's order,
+// for the front doors to say so.
+TEST(Options, UnmatchedOpKeysAreTheOnesNoOperatorOfTheGraphHas) {
+  testing::TestGraph t;
+  testing::Ref x = t.placeholder("primals_1");
+  testing::Ref y = t.call("aten.transpose.int", {x, 0, 1});
+  testing::Ref z = t.call("operator.getitem", {y, 0});
+  t.output({testing::A::tuple({z})});
+  const JointGraph joint = testing::joint_of(t);
+  const std::string json =
+      R"({"cse": false, "ops": {"aten.transpose.int": ["view"], "aten.transpose": ["view"],
+                                "operator.getitem": [], "aten.nosuch": []}})";
+  EXPECT_EQ(unmatched_op_keys(joint, json), (std::vector<std::string>{"aten.transpose.int", "aten.nosuch"}));
+  EXPECT_TRUE(unmatched_op_keys(joint, R"({"cse": false})").empty());
+  EXPECT_TRUE(unmatched_op_keys(joint, "").empty());
+  EXPECT_TRUE(unmatched_op_keys(joint, "{not json").empty());  // apply_options' to report
 }
 
 }  // namespace
