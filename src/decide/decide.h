@@ -158,13 +158,15 @@ inline constexpr std::string_view kTieTangent = "it is derived from a gradient i
 // cut, derived from a joint graph of `joint_size` nodes): MinCutResult's
 // ban_reason, and its capacity / tie / lifted / budget fields when the cut
 // recorded its story (DecideContext::story or trace; empty vectors
-// otherwise). The pipeline turns it into NodeDecision's why.
+// otherwise). The pipeline turns it into NodeDecision's why. ban_detail
+// views the cut's own strings: the cut must outlive the story (every user
+// builds its plan from the two at once).
 struct CutStory {
   std::vector<std::string_view> ban_reason;  // "" for nodes without one; empty: no cut ran
   std::vector<int64_t> capacity;             // MinCutResult::kNoCapacity for none
   std::vector<std::string_view> tie;
   std::vector<std::string_view> lifted;
-  std::vector<std::string> ban_detail;
+  std::vector<std::string_view> ban_detail;
   // MinCutResult's budget fields, by joint id.
   std::string_view budget_step;
   std::string_view tier;
