@@ -101,7 +101,7 @@ const CLI::Validator kFraction(
                                "torch's runtime-optimized plan)",
                                text);
     },
-    "FRACTION");
+    "");
 
 // --options FILE and --config KEY=VALUE, the same on every command that
 // partitions; the footer states the precedence and the accepted flags.
@@ -195,6 +195,7 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
   part->add_option("--memory-budget", ps.memory_budget,
                    "activation memory budget, a fraction in [0, 1] (torch's "
                    "activation_memory_budget; default 1.0)")
+      ->type_name("FRACTION")
       ->check(kFraction);
   part->add_option("--peak-budget", ps.peak_budget,
                    "plan for a simulated peak memory of at most SIZE (bytes, or with a unit: "
@@ -312,6 +313,7 @@ CLI::App* add_report(CLI::App& app, remat::cli::CommonSettings& common,
       ->check(CLI::IsMember({"min_cut", "default"}));
   report->add_option("--memory-budget", rs.memory_budget,
                      "activation memory budget, a fraction in [0, 1] (default 1.0)")
+      ->type_name("FRACTION")
       ->check(kFraction);
   report->add_flag("--no-cse", rs.no_cse, "do not deduplicate equal nodes first");
   report->add_flag("--no-pareto", rs.no_pareto,
