@@ -189,7 +189,7 @@ def test_the_command_line_partitions_as_the_recorded_release(tmp_path):
     assert chosen.returncode == 0, chosen.stderr
     assert "as torch 2.12's" in chosen.stdout.decode()
     bad = _cli("partition", str(path), "--torch", "2.99")
-    assert bad.returncode == 1 and b"--torch 2.99" in bad.stderr
+    assert bad.returncode == 2 and b"--torch 2.99" in bad.stderr  # a usage error
 
 
 # --- one home for torch's private names, one table for the switches ------------------
