@@ -293,7 +293,8 @@ def no_cut_report(joint: JsonLike, error: NoFiniteCutError, *, title: str = "") 
     partition() raised for `joint`; the page gives its diagnosis, the
     conflicting path and the nodes on it."""
     if not isinstance(error, NoFiniteCutError):
-        raise TypeError(f"no_cut_report: expected a remat.NoFiniteCutError, got {type(error).__name__}")
+        raise TypeError("no_cut_report: expected a remat.NoFiniteCutError, "
+                        f"got {type(error).__name__}")
     return _ext().no_cut_report(_to_bytes(joint), str(error), error.explanation or "",
                                 error.dot or "", error.edge_list or "", title)
 

@@ -177,7 +177,8 @@ class CaptureSession:
             path = os.fsdecode(path)
         if not path:
             raise remat.RematIOError("cannot write '': the path is empty")
-        picked = [self._check_index(index)] if index is not None else list(range(len(self.captured)))
+        picked = ([self._check_index(index)] if index is not None
+                  else list(range(len(self.captured))))
         if path.endswith(("/", os.sep)) or os.path.isdir(path):
             items = [(os.path.join(path, f"joint_{i}.json"), i) for i in picked]
         elif len(picked) == 1:
