@@ -19,7 +19,7 @@
 #                 one_release under torch 2.13 only);
 #  python fuzz    the graph importer's fuzz target (tests/fuzz/fuzz_import.py,
 #                 Hypothesis, derandomized) for REMAT_PY_FUZZ_EXAMPLES
-#                 mutated documents (default 1500, about 35 s), under 2.13;
+#                 mutated documents (default 1500, about 40 s), under 2.13;
 #  asan *         an AddressSanitizer + UndefinedBehaviorSanitizer build
 #                 (clang) of the library, the CLI, the C++ tests and the fuzz
 #                 target, compiled while pytest runs: the C++ tests, the CLI over every example graph, and
