@@ -142,16 +142,20 @@ std::string pareto_svg(std::span<const MemoryBudgetPoint> points, std::string_vi
         x, y, radius, p.budget, p.recompute_runtime, p.memory_ratio);
     if (!labelled) continue;
     // "0.1234" at font size 10: about 6 px a character, 11 px high, with
-    // a pixel of air around.
-    const Box b{x - 20, x + 20, y - 21, y - 8};
+    // a pixel of air around. It stays inside the plot, clear of the tick
+    // labels around it: above its point, or below one at the plot's top,
+    // and shifted in from the plot's sides.
+    const double lx = std::clamp(x, Frame::kLeft + 21, Frame::kLeft + f.pw() - 21);
+    const double ly = y - 21 < Frame::kTop + 1 ? y + 19 : y - 10;
+    const Box b{lx - 20, lx + 20, ly - 11, ly + 2};
     bool clear = true;
     for (const Box& q : placed)
       clear = clear && (b.right < q.left || q.right < b.left || b.bottom < q.top || q.bottom < b.top);
     if (!clear) continue;
     placed.push_back(b);
     s += fmt::format(
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"10\">{:.4f}</text>\n", x,
-        y - 10, p.memory_ratio);
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"10\">{:.4f}</text>\n", lx,
+        ly, p.memory_ratio);
   }
   s += "</svg>\n";
   return s;
