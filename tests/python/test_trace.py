@@ -322,6 +322,20 @@ def test_files_the_drop_in_writes_follow_links_and_ignore_planted_temporaries(tm
     assert kept.stat().st_mode & 0o777 == 0o600
 
 
+def test_a_dangling_symlink_holds_its_name_for_the_failed_cut_files(tmp_path, monkeypatch):
+    """torch's numbering skips names already taken; a dangling symlink takes
+    one too, so the graph dump is not created wherever the link points."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "min_cut_failed_graph.txt").symlink_to(tmp_path / "elsewhere" / "made.txt")
+    gm, nfo = _no_finite_cut_module()
+    with pytest.raises(remat.NoFiniteCutError) as ours:
+        rt.min_cut_rematerialization_partition(gm, None, num_fwd_outputs=nfo)
+    assert not (tmp_path / "elsewhere" / "made.txt").exists()
+    assert "FX graph dump: min_cut_failed_graph_1.txt" in str(ours.value)
+    assert (tmp_path / "min_cut_failed_graph_1.txt").is_file()
+
+
 class _FakePyplot(types.ModuleType):
     """Stands in for matplotlib.pyplot (not a remat dependency): records what
     torch plots and where it saves it."""
