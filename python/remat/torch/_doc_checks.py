@@ -66,6 +66,7 @@ def _shown(s: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+@functools.cache
 def _reserved() -> frozenset:
     """What a local variable of FX's generated code must not be called:
     keywords, builtins, the globals FX puts in every module, and `self`."""
@@ -73,9 +74,6 @@ def _reserved() -> frozenset:
 
     custom = getattr(fx_graph, "_custom_builtins", {})
     return frozenset({*keyword.kwlist, *dir(builtins), *custom, "self"})
-
-
-_RESERVED: Optional[frozenset] = None
 
 
 def identifier(node: str, field: str, s: Any) -> str:
@@ -91,12 +89,9 @@ def identifier(node: str, field: str, s: Any) -> str:
 
 def name(index: int, s: Any) -> str:
     """A node's name: a local variable of the generated code."""
-    global _RESERVED
     where = s if type(s) is str else f"#{index}"
     identifier(where, "name", s)
-    if _RESERVED is None:
-        _RESERVED = _reserved()
-    if s in _RESERVED:
+    if s in _reserved():
         raise fail(s, "name", f"{s!r} would shadow a name the generated code uses (a builtin, "
                               "FX's globals or self)")
     return s
