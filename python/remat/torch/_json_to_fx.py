@@ -39,6 +39,12 @@ Contract:
     calls it before importing a min-cut partition with config.cse).
   * Opaque arguments resolve through `handles` (the list given to the export);
     without it they become `OpaqueArg` placeholders carrying the repr.
+  * A document is checked before FX writes code from it (docs/format.md
+    "Trust"; _doc_checks): names, targets, kwargs keys and get_attr paths
+    are checked identifiers, arguments checked literals, ops with effects
+    outside tensors refused unless `trusted`, symbolic arithmetic bounded;
+    every failure of import_graph / import_result is a RematError naming the
+    node and field.
 """
 
 from __future__ import annotations
