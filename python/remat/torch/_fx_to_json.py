@@ -69,6 +69,25 @@ _DTYPE_NAMES: dict[torch.dtype, str] = {
 }
 
 
+# Process-wide, across exports: an op target's name and facts, and a
+# symbolic expression's printed form, free symbols and number-ness, never
+# change, and a compile exports graph after graph with the same ops and the
+# same few symbolic sizes. Reading an op's schema and tags and printing a
+# sympy expression cost more than all else in a small graph's export, so
+# each is done once per process. The hints stay per export (they are the
+# ShapeEnv's). Bounded: a full cache is emptied.
+_TARGETS: dict[int, tuple[Any, str, dict]] = {}  # id(target) -> (target, name, facts)
+_EXPRS: dict[tuple, tuple[str, tuple[str, ...], Optional[int]]] = {}
+_CACHE_LIMIT = 1 << 14
+
+
+def _remember(cache: dict, key: Any, value: Any) -> Any:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 class _Exporter:
     def __init__(self, handles: Optional[list]) -> None:
         self.handles = handles
@@ -88,7 +107,8 @@ class _Exporter:
         # the int it is when it is a number, else None). Printing a sympy
         # expression costs ~1 ms; a dynamic graph repeats a few dozen distinct
         # ones in thousands of shapes and strides, so each is printed (and its
-        # symbols named, its number-ness decided) once.
+        # symbols named, its number-ness decided) once, and once per process
+        # (_EXPRS) but for the hint.
         self.exprs: dict[tuple, tuple[str, Any, tuple[str, ...], Optional[int]]] = {}
         # The same facts by id() of the SymNode (alive for the whole export,
         # held by node meta): fake tensors share SymNodes, and this skips
@@ -107,10 +127,14 @@ class _Exporter:
     def op(self, target: Any) -> str:
         name = self.names.get(id(target))
         if name is None:
-            name = target_name(target)
+            known = _TARGETS.get(id(target))
+            if known is None or known[0] is not target:  # an id reused by another object
+                name = target_name(target)
+                known = _remember(_TARGETS, id(target), (target, name, _op_facts(name, target)))
+            name = known[1]
             self.names[id(target)] = name
             if name not in self.ops:
-                self.ops[name] = _op_facts(name, target)
+                self.ops[name] = dict(known[2])  # the document's own copy
                 register_target(name, target)
         return name
 
@@ -200,10 +224,13 @@ class _Exporter:
         key = (node.expr, type(s))
         hit = self.exprs.get(key)
         if hit is None:
-            expr = key[0]
-            as_int = int(expr) if isinstance(s, torch.SymInt) and expr.is_number else None
-            names = tuple(sym.name for sym in expr.free_symbols)
-            hit = self.exprs[key] = (str(expr), _sym_hint(s), names, as_int)
+            text = _EXPRS.get(key)
+            if text is None:
+                expr = key[0]
+                as_int = int(expr) if isinstance(s, torch.SymInt) and expr.is_number else None
+                names = tuple(sym.name for sym in expr.free_symbols)
+                text = _remember(_EXPRS, key, (str(expr), names, as_int))
+            hit = self.exprs[key] = (text[0], _sym_hint(s), text[1], text[2])
         self.by_symnode[id(node)] = hit
         return hit
 

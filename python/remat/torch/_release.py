@@ -41,9 +41,18 @@ def _parse(text: str) -> Optional[tuple[int, int, bool]]:
     return remat._ext().parse_torch_version(text)
 
 
-def _range() -> tuple[tuple[int, int], tuple[int, int]]:
+@functools.cache
+def _table() -> tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, tuple[int, int]]]:
+    """The engine's release table, read once (it never changes in a process;
+    building it crosses into the extension, and every partition asks it
+    several times): the supported range and each switch's first release."""
     r = remat.torch_releases()
-    return _as_tuple(r["oldest"]), _as_tuple(r["newest"])
+    since = {name: _as_tuple(first) for name, first, *_ in r["switches"]}
+    return (_as_tuple(r["oldest"]), _as_tuple(r["newest"])), since
+
+
+def _range() -> tuple[tuple[int, int], tuple[int, int]]:
+    return _table()[0]
 
 
 def _as_tuple(release: str) -> tuple[int, int]:
@@ -158,11 +167,11 @@ def behaves(switch: str, options: Optional[Mapping[str, Any]] = None) -> bool:
         _since(switch)  # an unknown name is an error here too
         return bool(current[1][switch])
     release = current[0] if current is not None else reproduced()
-    return _as_tuple(release) >= _as_tuple(_since(switch))
+    return _as_tuple(release) >= _since(switch)
 
 
-def _since(switch: str) -> str:
-    for name, since, *_ in remat.torch_releases()["switches"]:
-        if name == switch:
-            return since
-    raise KeyError(f"remat: no torch release switch named {switch!r}")
+def _since(switch: str) -> tuple[int, int]:
+    since = _table()[1].get(switch)
+    if since is None:
+        raise KeyError(f"remat: no torch release switch named {switch!r}")
+    return since
