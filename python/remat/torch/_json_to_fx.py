@@ -830,7 +830,8 @@ def _rng_wrapped_ops(fw_graph: fx.Graph, created: set[str], joint_gm: fx.GraphMo
 
     The result names no joint node for the wrappers; the op is the joint
     node the forward no longer has whose target, args and kwargs the
-    wrapper repeats, taken in joint-graph order (the rewrite's own order)."""
+    wrapper repeats (else, an argument merged by CSE, the first such node of
+    its target), taken in joint-graph order (the rewrite's own order)."""
     higher_order = torch.ops.higher_order
     run_and_save = getattr(higher_order, "run_and_save_rng_state", None)
     graphsafe = getattr(higher_order, "graphsafe_run_with_rng_state", None)
@@ -847,8 +848,10 @@ def _rng_wrapped_ops(fw_graph: fx.Graph, created: set[str], joint_gm: fx.GraphMo
     for w in wrappers:
         kwargs = {k: v for k, v in w.kwargs.items() if not (w.target is graphsafe and k == "rng_state")}
         key = by_name((w.args[1:], kwargs), lambda n: n.name)
-        op = next((c for c in candidates if c.target is w.args[0]
-                   and by_name((c.args, dict(c.kwargs)), lambda n: n.name) == key), None)
+        same_op = [c for c in candidates if c.target is w.args[0]]
+        # CSE may have merged an argument away: then the first of its kind.
+        op = next((c for c in same_op if by_name((c.args, dict(c.kwargs)), lambda n: n.name) == key),
+                  same_op[0] if same_op else None)
         if op is not None:
             candidates.remove(op)
         if w.target is not run_and_save:
