@@ -40,3 +40,17 @@ def test_benchmark_smoke_run_reports_identical_outputs(capsys):
     if bench_partition.remat_command() is not None:  # the scaling runs of the command
         assert "| nodes | load (s) | partition, engine (s) | µs / node |" in table
         assert "| 2,993 |" in table, table
+
+
+@pytest.mark.one_release
+def test_small_dynamic_benchmark_times_every_graph(capsys):
+    sys.path.insert(0, BENCH)
+    try:
+        import bench_small_dynamic
+    finally:
+        sys.path.pop(0)
+    assert bench_small_dynamic.main(["--repeat", "1"]) == 0
+    table = capsys.readouterr().out
+    # Both models' graph breaks leave two graphs each, all timed three ways.
+    rows = [line for line in table.splitlines() if line.startswith(("buckets[", "router["))]
+    assert len(rows) == 4 and all(len(r.split()) == 7 for r in rows), table
