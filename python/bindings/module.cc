@@ -24,6 +24,9 @@
 //    command line's writer, so every file remat writes from Python is
 //    written as the CLI writes its own; no_cut_report renders a
 //    NoFiniteCutError's diagnosis page (remat::html_no_cut_report).
+//  * unmatched_op_keys(joint_json, options_json) -> list[str] is
+//    remat::unmatched_op_keys: the options' "ops" keys no operator of the
+//    graph has (remat.partition warns about them, as the command line does).
 //  * partition() takes an optional rank group (remat/sync.h), a Python object
 //    with rank(), world_size(), all_gather(str | list[str]) -> list,
 //    all_reduce_max(list[int]) -> list[int], target_repr(name) -> str,
@@ -435,6 +438,12 @@ std::string no_cut_report(nb::bytes joint_json, const std::string& message,
   return out;
 }
 
+std::vector<std::string> unmatched_op_keys(nb::bytes joint_json, nb::bytes options_json) {
+  nb::gil_scoped_release release;
+  const remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+  return remat::unmatched_op_keys(joint, view_of(options_json));
+}
+
 // The path crosses as bytes (os.fsencode), so any name the file system
 // takes arrives unchanged. Without the GIL: a FIFO's reader may be slow.
 void write_file(nb::bytes path, nb::bytes content) {
@@ -581,6 +590,8 @@ NB_MODULE(_remat, m) {
   m.def("no_cut_report", &no_cut_report, nb::arg("joint_json"), nb::arg("message"),
         nb::arg("explanation") = "", nb::arg("dot") = "", nb::arg("edge_list") = "",
         nb::arg("title") = "", "The HTML page of a graph with no finite cut (its diagnosis).");
+  m.def("unmatched_op_keys", &unmatched_op_keys, nb::arg("joint_json"), nb::arg("options_json"),
+        "The options' \"ops\" keys that match no operator of the graph.");
   m.def("write_file", &write_file, nb::arg("path"), nb::arg("content"),
         "Writes a file as the remat command does (remat::write_file_atomic).");
   m.def("simulate_memory", &simulate_memory, nb::arg("forward_json"), nb::arg("backward_json"),

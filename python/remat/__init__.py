@@ -72,6 +72,20 @@ def _to_bytes(doc: JsonLike) -> bytes:
     return orjson.dumps(doc)
 
 
+def _warn_unmatched_ops(joint: bytes, options: bytes) -> None:
+    """An "ops" key that names no operator of the graph does nothing: say
+    so, as the command line does for an options file (a warning, not an
+    error: one options object may serve several graphs)."""
+    if b'"ops"' not in options:
+        return
+    import warnings
+
+    for key in _ext().unmatched_op_keys(joint, options):
+        warnings.warn(f"remat: options \"ops\" key {key!r} matches no operator of the graph, "
+                      "so it does nothing (categories are keyed by packet, e.g. 'aten.transpose')",
+                      UserWarning, stacklevel=3)
+
+
 def version() -> str:
     """The engine's version string."""
     return _ext().version()
@@ -147,7 +161,9 @@ def partition(
     `remat.torch` builds one on torch.distributed. Exceptions its methods
     raise propagate unchanged.
     """
-    out = _ext().partition(_to_bytes(joint), _to_bytes(options or {}), partitioner,
+    joint, options = _to_bytes(joint), _to_bytes(options or {})
+    _warn_unmatched_ops(joint, options)
+    out = _ext().partition(joint, options, partitioner,
                            knapsack_solver, runtime_estimator, offload_node_runtime, size_check,
                            rank_group)
     if as_json:
@@ -175,7 +191,9 @@ def pareto(
     (torch's estimate_for_budget) instead of bisecting. `knapsack_solver` and
     `runtime_estimator` as for partition().
     """
-    points = _ext().pareto(_to_bytes(joint), _to_bytes(options or {}), resolution,
+    joint, options = _to_bytes(joint), _to_bytes(options or {})
+    _warn_unmatched_ops(joint, options)
+    points = _ext().pareto(joint, options, resolution,
                            [float(b) for b in budgets or ()], knapsack_solver,
                            runtime_estimator)
     return [tuple(p) for p in points]
@@ -201,7 +219,9 @@ def plans(
     UnsupportedError when the backward needs nothing from the forward.
     """
     chosen = None if budgets is None else [float(b) for b in budgets]
-    rows = _ext().plans(_to_bytes(joint), _to_bytes(options or {}), chosen, knapsack_solver,
+    joint, options = _to_bytes(joint), _to_bytes(options or {})
+    _warn_unmatched_ops(joint, options)
+    rows = _ext().plans(joint, options, chosen, knapsack_solver,
                         runtime_estimator)
     return [{"label": label, "peak_bytes": peak, "recompute_runtime": runtime,
              "saved_values": saved} for label, peak, runtime, saved in rows]
@@ -229,7 +249,9 @@ def peak_frontier(
     UnsupportedError when the backward needs nothing from the forward, and
     BudgetUnreachableError when no valid plan exists.
     """
-    rows = _ext().peak_frontier(_to_bytes(joint), _to_bytes(options or {}), int(points),
+    joint, options = _to_bytes(joint), _to_bytes(options or {})
+    _warn_unmatched_ops(joint, options)
+    rows = _ext().peak_frontier(joint, options, int(points),
                                 knapsack_solver, runtime_estimator)
     return [{"label": label, "peak_bytes": peak, "recompute_runtime": runtime,
              "saved_values": saved, "limit_bytes": limit}

@@ -81,3 +81,20 @@ def test_every_schema_key_is_an_option_the_engine_reads():
         options = {key: samples[key] if key in samples else prop["default"]}
         validator().validate(options)
         remat.partition(GRAPH, options)
+
+
+def test_an_ops_key_that_matches_no_operator_warns_from_python():
+    """A setting that does nothing says so: an overload name where the
+    categories are keyed by packet warns, naming the key, from each entry
+    point that takes options; a key the graph has stays silent."""
+    graph = (ROOT / "examples" / "transformer_block.json").read_bytes()
+    typo = {"ops": {"aten.transpose.int": ["recomputable"]}}
+    with pytest.warns(UserWarning, match=r"'aten\.transpose\.int' matches no operator"):
+        remat.partition(graph, typo)
+    with pytest.warns(UserWarning, match=r"'aten\.transpose\.int' matches no operator"):
+        remat.pareto(graph, typo)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        remat.partition(graph, {"ops": {"aten.transpose": ["recomputable"]}})
