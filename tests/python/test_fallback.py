@@ -54,7 +54,7 @@ INJECTIONS = {
                TypeError),
     "export_serialize": (lambda mp: mp.setattr(_fx_to_json._Exporter, "node", _bad_record), TypeError),
     "engine": (lambda mp: mp.setattr(remat, "partition", _raise(IndexError("engine broke"))), IndexError),
-    "import": (lambda mp: mp.setattr(_dropin, "import_result", _raise(ValueError("bad result"))),
+    "import": (lambda mp: mp.setattr(_dropin, "import_own_result", _raise(ValueError("bad result"))),
                ValueError),
 }
 

@@ -50,7 +50,7 @@ import torch.fx as fx
 import remat
 from . import _custom, _internals, _offload, _quantization, _ranks, _release, _trace
 from ._fx_to_json import export_joint_graph
-from ._json_to_fx import import_result, stamp_mutation_regions, stamp_static_inputs
+from ._json_to_fx import import_own_result, stamp_mutation_regions, stamp_static_inputs
 from ._memory import get_backward_order, get_memory_model, get_peak_memory_budget, get_peak_search
 
 log = logging.getLogger(__name__)
@@ -260,7 +260,9 @@ def _export_partition_import(joint_module: fx.GraphModule, num_fwd_outputs: int,
                 stamp_mutation_regions(joint_module)  # torch's CSE pass numbers them
             for hazard in result.get("hazards", ()):
                 warnings.warn(_hazard_message(hazard), RematHazardWarning, stacklevel=3)
-            fw, bw = import_result(result, joint_module, handles)
+            # No file came between the export and this import: the document
+            # checks, which guard a graph file, are left out (import_own_result).
+            fw, bw = import_own_result(result, joint_module, handles)
             if _release.behaves("static_input_meta"):
                 stamp_static_inputs(joint_module, static_lifetime_input_indices)
             # What torch's FP8 quantization pass does besides the graphs.

@@ -44,7 +44,9 @@ Contract:
     are checked identifiers, arguments checked literals, ops with effects
     outside tensors refused unless `trusted`, symbolic arithmetic bounded;
     every failure of import_graph / import_result is a RematError naming the
-    node and field.
+    node and field. `import_own_result`, the drop-in's, leaves those checks
+    out: its result is the engine's, made in this process from the live
+    joint graph's export, never a document from outside.
 """
 
 from __future__ import annotations
@@ -437,8 +439,14 @@ def _build_graph(
     match_by_name: bool,
     made_by: Optional[dict[str, fx.Node]] = None,
     trusted: bool = False,
+    checked: bool = True,
 ) -> fx.Graph:
     """Appends the document's nodes to a fresh graph as `Graph.create_node` would.
+
+    `checked=False` leaves out the document checks (_doc_checks: names,
+    kwargs keys, get_attr paths, placeholder targets, meta strings, bounded
+    arithmetic): only for a result the engine made in this process from the
+    live joint graph's export (import_own_result).
 
     create_node walks every call's args with pytree only to warn about raw
     SymInt/SymFloat/SymBool arguments; a document argument can hold one only
@@ -462,14 +470,19 @@ def _build_graph(
     bounds = _checks.LiteralBounds()
     kwargs_key = _checks.kwargs_key
     for i, nd in enumerate(nodes):
-        op, name = heads.check(i, nd, env)
+        op, name = heads.check(i, nd, env) if checked else (nd["op"], nd["name"])
         dec.resolved_handle = False
         dec.node, dec.field = name, "args"
         a = nd.get("args")
         args = tuple([arg(x) for x in a]) if a else ()
         dec.field = "kwargs"
         kw = nd.get("kwargs")
-        kwargs = {kwargs_key(name, k): arg(v) for k, v in kw.items()} if kw else immutable_dict()
+        if not kw:
+            kwargs = immutable_dict()
+        elif checked:
+            kwargs = {kwargs_key(name, k): arg(v) for k, v in kw.items()}
+        else:
+            kwargs = {k: arg(v) for k, v in kw.items()}
         if op == "output":
             # Named explicitly: a rewrite that replaces the output node leaves
             # FX's new one named "output_1".
@@ -477,7 +490,10 @@ def _build_graph(
             args, kwargs = (args[0] if args else None,), immutable_dict()
         elif op == "call_function":
             target = _call_target(name, nd.get("target"), trusted)
-            bounds.add(name, target, args, kwargs)
+            if checked:
+                bounds.add(name, target, args, kwargs)
+        elif not checked:
+            target = nd["target"]
         elif op == "placeholder":
             target = heads.placeholder(name, nd.get("target"), args)
         else:
@@ -567,10 +583,12 @@ def _propagate_fake_value(node: fx.Node, joint_doc: bool) -> None:
         node.meta["tensor_meta"] = _tensor_meta(val, joint_doc)
 
 
-def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph) -> fx.GraphModule:
+def _make_module(joint_gm: Optional[fx.GraphModule], graph: fx.Graph,
+                 checked: bool = True) -> fx.GraphModule:
     from torch.fx._lazy_graph_module import _make_graph_module
 
-    _checks.check_parameters(graph)
+    if checked:
+        _checks.check_parameters(graph)
     if joint_gm is None:
         for node in graph.find_nodes(op="get_attr"):
             raise _checks.fail(node.name, "target", f"get_attr target {node.target!r}: no joint "
@@ -883,16 +901,36 @@ def import_result(
 ) -> tuple[fx.GraphModule, fx.GraphModule]:
     """The (forward, backward) GraphModules of a format-v1 partition result.
     Targets resolve as in import_graph (`trusted` likewise)."""
+    return _import_result(_result_doc(result, joint_gm), joint_gm, handles, trusted, checked=True)
+
+
+def import_own_result(result: dict, joint_gm: fx.GraphModule,
+                      handles: list) -> tuple[fx.GraphModule, fx.GraphModule]:
+    """import_result for the drop-in's own round trip, without the document
+    checks: `result` is what remat.partition returned, in this process, for
+    export_joint_graph's document of the live `joint_gm`, which no file or
+    caller came between. Its names, targets, kwargs keys, get_attr paths,
+    meta strings and symbolic arithmetic are the live graph's own (or the
+    engine's rewrites' names made from them), which torch's partitioner
+    would write into the same generated code; the checks guard what a
+    document from outside could hold (docs/format.md "Trust"), and on a
+    graph of a few nodes they were the drop-in's largest fixed cost
+    (bench/bench_small_dynamic.py). Targets still resolve untrusted."""
+    return _import_result(result, joint_gm, handles, False, checked=False)
+
+
+def _import_result(r: dict, joint_gm: fx.GraphModule, handles: Optional[list], trusted: bool,
+                   checked: bool) -> tuple[fx.GraphModule, fx.GraphModule]:
     SavedForBackwardsAOTOutput = _internals.descriptors().SavedForBackwardsAOTOutput
     SavedForBackwardsNoVcCheckAOTOutput = _internals.descriptors().SavedForBackwardsNoVcCheckAOTOutput
     FakeScriptObject = _internals.FakeScriptObject
 
-    r = _result_doc(result, joint_gm)
     num_fwd = r["num_fwd_outputs"]
     fw_graph = _build_graph(r["forward"]["nodes"], joint_gm, handles, match_by_name=False,
-                            trusted=trusted)
+                            trusted=trusted, checked=checked)
     bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False,
-                            made_by=created_nodes(r["forward"]["nodes"], fw_graph), trusted=trusted)
+                            made_by=created_nodes(r["forward"]["nodes"], fw_graph), trusted=trusted,
+                            checked=checked)
 
     joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
     _check_placeholder_targets(fw_graph, "forward")
@@ -925,7 +963,7 @@ def import_result(
     _set_output_meta(bw_graph, descs[num_fwd:], bw_created)
     if _release.behaves("mark_autograd_backward_meta"):
         _mark_autograd_backward(bw_graph, bw_created)
-    return _make_module(joint_gm, fw_graph), _make_module(joint_gm, bw_graph)
+    return _make_module(joint_gm, fw_graph, checked), _make_module(joint_gm, bw_graph, checked)
 
 
 def _mark_autograd_backward(bw_graph: fx.Graph, created: set[str]) -> None:
