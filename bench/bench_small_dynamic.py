@@ -4,10 +4,12 @@ Contract: compiles small models with torch.compile(dynamic=True) (graph
 breaks cut them into graphs of a few to a few dozen nodes, as MoE routers and
 T5's relative-position buckets do in real models), records every joint graph
 with the context AOTAutograd partitions it in, and times, in one run and
-interleaved: torch's partitioner, remat's drop-in, and remat's drop-in with
+interleaved: torch's partitioner, remat's drop-in, remat's drop-in with
 its process-wide caches emptied before each call (what every call paid
 before they existed: op facts, printed symbolic expressions, the engine's
-release table). Each is the fastest of --repeat runs, inside
+release table), and remat's drop-in importing its result through the
+public, checked import_result (what every call paid before the drop-in's
+own round trip left out the document checks). Each is the fastest of --repeat runs, inside
 _use_lazy_graph_module(True) as dynamo partitions (module code generated on
 first use, so the partition itself is what is timed). Prints the times and
 the ratios torch/remat; never asserts a time.
@@ -34,7 +36,7 @@ from torch._functorch.partitioners import default_partition, min_cut_remateriali
 from torch.fx._lazy_graph_module import _use_lazy_graph_module
 
 import remat.torch as rt
-from remat.torch import _fx_to_json, _release
+from remat.torch import _dropin, _fx_to_json, _release
 
 
 class Buckets(nn.Module):
@@ -144,6 +146,23 @@ def _empty_caches() -> None:
     _release._table.cache_clear()
 
 
+def _checked_import(result: dict, joint_gm: torch.fx.GraphModule, handles: list) -> tuple:
+    return rt.import_result(result, joint_gm, handles)
+
+
+def _with_checked_import(fn: Callable) -> Callable:
+    """`fn` with the drop-in importing through the public import_result,
+    which runs the document checks."""
+    def run(*args, **kwargs):
+        own = _dropin.import_own_result
+        _dropin.import_own_result = _checked_import
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _dropin.import_own_result = own
+    return run
+
+
 def _time(fn: Callable, joint: tuple, before: Callable[[], None] = lambda: None) -> float:
     _, gm, inputs, kwargs, ctx, mode = joint
     fresh = _clone(gm)
@@ -168,16 +187,19 @@ def main(argv: list[str]) -> int:
     print(f"torch {torch.__version__}, {'min-cut' if args.min_cut else 'default_partition'}, "
           f"fastest of {args.repeat}, lazy graph modules")
     print(f"{'graph':<14}{'nodes':>6}{'torch ms':>10}{'remat ms':>10}{'ratio':>7}"
-          f"{'remat, caches emptied ms':>26}{'ratio':>7}")
+          f"{'remat, caches emptied ms':>26}{'ratio':>7}{'remat, checked import ms':>26}{'ratio':>7}")
+    checked = _with_checked_import(ours)
     for i, joint in enumerate(joints):
-        best = {"torch": float("inf"), "remat": float("inf"), "cold": float("inf")}
-        for _ in range(args.repeat):  # interleaved: the machine's load falls on all three
+        best = {"torch": float("inf"), "remat": float("inf"), "cold": float("inf"),
+                "checked": float("inf")}
+        for _ in range(args.repeat):  # interleaved: the machine's load falls on all four
             best["torch"] = min(best["torch"], _time(theirs, joint))
             best["remat"] = min(best["remat"], _time(ours, joint))
             best["cold"] = min(best["cold"], _time(ours, joint, _empty_caches))
-        t, r, c = (best[k] * 1e3 for k in ("torch", "remat", "cold"))
+            best["checked"] = min(best["checked"], _time(checked, joint))
+        t, r, c, k = (best[x] * 1e3 for x in ("torch", "remat", "cold", "checked"))
         print(f"{joint[0] + f'[{i}]':<14}{len(joint[1].graph.nodes):>6}{t:>10.3f}{r:>10.3f}{t / r:>7.2f}"
-              f"{c:>26.3f}{t / c:>7.2f}")
+              f"{c:>26.3f}{t / c:>7.2f}{k:>26.3f}{t / k:>7.2f}")
     return 0
 
 

@@ -51,6 +51,6 @@ def test_small_dynamic_benchmark_times_every_graph(capsys):
         sys.path.pop(0)
     assert bench_small_dynamic.main(["--repeat", "1"]) == 0
     table = capsys.readouterr().out
-    # Both models' graph breaks leave two graphs each, all timed three ways.
+    # Both models' graph breaks leave two graphs each, all timed four ways.
     rows = [line for line in table.splitlines() if line.startswith(("buckets[", "router["))]
-    assert len(rows) == 4 and all(len(r.split()) == 7 for r in rows), table
+    assert len(rows) == 4 and all(len(r.split()) == 9 for r in rows), table

@@ -253,9 +253,11 @@ def _export_partition_import(joint_module: fx.GraphModule, num_fwd_outputs: int,
             # Mirror torch: the tag passes write MUST_SAVE into the joint graph
             # before extraction copies meta (torch's own run, should the fallback
             # take over, writes the same tags).
-            by_name = {n.name: n for n in joint_module.graph.nodes}
-            for name in result.get("forced_must_save", []):
-                by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+            forced = result.get("forced_must_save")
+            if forced:
+                by_name = {n.name: n for n in joint_module.graph.nodes}
+                for name in forced:
+                    by_name[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
             if partitioner == "min_cut" and opts.get("cse"):
                 stamp_mutation_regions(joint_module)  # torch's CSE pass numbers them
             for hazard in result.get("hazards", ()):

@@ -440,13 +440,15 @@ def _build_graph(
     made_by: Optional[dict[str, fx.Node]] = None,
     trusted: bool = False,
     checked: bool = True,
+    joint_nodes: Optional[dict[str, fx.Node]] = None,
 ) -> fx.Graph:
     """Appends the document's nodes to a fresh graph as `Graph.create_node` would.
 
     `checked=False` leaves out the document checks (_doc_checks: names,
     kwargs keys, get_attr paths, placeholder targets, meta strings, bounded
     arithmetic): only for a result the engine made in this process from the
-    live joint graph's export (import_own_result).
+    live joint graph's export (import_own_result). `joint_nodes`: the joint
+    graph's nodes by name, when the caller has them already.
 
     create_node walks every call's args with pytree only to warn about raw
     SymInt/SymFloat/SymBool arguments; a document argument can hold one only
@@ -454,7 +456,8 @@ def _build_graph(
     create_node. The other nodes get create_node's bookkeeping inline (a
     fresh graph has no owning module, hence no create-node hooks).
     """
-    joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
+    if joint_nodes is None:
+        joint_nodes = {n.name: n for n in joint_gm.graph.nodes} if joint_gm is not None else {}
     syms = _Symbols(joint_gm)
     made_by = made_by or {}
     graph = fx.Graph()
@@ -926,13 +929,13 @@ def _import_result(r: dict, joint_gm: fx.GraphModule, handles: Optional[list], t
     FakeScriptObject = _internals.FakeScriptObject
 
     num_fwd = r["num_fwd_outputs"]
+    joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
     fw_graph = _build_graph(r["forward"]["nodes"], joint_gm, handles, match_by_name=False,
-                            trusted=trusted, checked=checked)
+                            trusted=trusted, checked=checked, joint_nodes=joint_nodes)
     bw_graph = _build_graph(r["backward"]["nodes"], joint_gm, handles, match_by_name=False,
                             made_by=created_nodes(r["forward"]["nodes"], fw_graph), trusted=trusted,
-                            checked=checked)
+                            checked=checked, joint_nodes=joint_nodes)
 
-    joint_nodes = {n.name: n for n in joint_gm.graph.nodes}
     _check_placeholder_targets(fw_graph, "forward")
     _check_placeholder_targets(bw_graph, "backward")
     # Names of the nodes the rewrites created (no joint node to copy).
