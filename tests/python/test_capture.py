@@ -286,7 +286,11 @@ print(inside, len(first.captured), len(second.captured))
 def test_capture_ends_with_its_block_even_if_aot_eager_was_first_imported_inside():
     """A fresh interpreter, so that torch's aot_eager backend (which binds the
     partition function at import) is first imported inside the block."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # The remat this process imported comes first: a test that imported a
+    # bench module may have put the source tree (no built extension in a
+    # clean clone) on sys.path ahead of the installed package.
+    here = os.path.dirname(os.path.dirname(remat.__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, *sys.path])}
     proc = subprocess.run([sys.executable, "-c", _LEAK_SCRIPT], capture_output=True, text=True,
                           env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
