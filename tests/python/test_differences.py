@@ -27,13 +27,14 @@ def test_profile_estimator_times_a_cpu_graph_where_torch_cannot():
     """activation_memory_budget_runtime_estimator="profile": torch benchmarks
     every knapsack item with inductor's GPU benchmarker, so on a CPU graph
     without a GPU it fails (no CUDA build: "Torch not compiled with CUDA
-    enabled"; no driver: "Found no NVIDIA driver"). remat times CPU values
+    enabled"; no driver: "Found no NVIDIA driver", or under 2.11 and 2.12
+    triton's "0 active drivers"). remat times CPU values
     with the CPU benchmarker and partitions."""
     cap = captured_graphs("mlp_gelu_d3")[0]
     config = dict(activation_memory_budget=0.1,
                   activation_memory_budget_runtime_estimator="profile")
     if not torch.cuda.is_available():
-        with pytest.raises((AssertionError, RuntimeError), match="CUDA|NVIDIA"):
+        with pytest.raises((AssertionError, RuntimeError), match="CUDA|NVIDIA|active drivers"):
             run_partition(tp.min_cut_rematerialization_partition, cap, **config)
     fw, bw = run_partition(rt.min_cut_rematerialization_partition, cap, **config)
     assert any(n.op == "output" for n in fw.graph.nodes)
