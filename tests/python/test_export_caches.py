@@ -9,7 +9,6 @@ exports, since each graph's ShapeEnv has its own.
 
 from __future__ import annotations
 
-import warnings
 
 import pytest
 import torch
@@ -17,29 +16,14 @@ import torch
 from remat.torch import _fx_to_json
 from remat.torch._fx_to_json import export_joint_graph
 
+from corpus import dynamic_joint
+
 
 def _joint(size: int) -> tuple[torch.fx.GraphModule, dict]:
     """The joint graph torch.compile(dynamic=True) hands the partitioner for
     an input of `size` rows, with the partition call's keyword arguments."""
-    from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.partitioners import default_partition
-
-    box: dict = {}
-
-    def record(gm, inputs, **kwargs):
-        box["joint"] = (gm, kwargs)
-        return default_partition(gm, inputs, **kwargs)
-
-    torch._dynamo.reset()
-    backend = aot_autograd(fw_compiler=lambda g, _: make_boxed_func(g.forward), partition_fn=record)
     weight = torch.randn(4, 4, requires_grad=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.compile(lambda x: (x @ weight).sin().sum(), backend=backend, dynamic=True)(
-            torch.randn(size, 4)).backward()
-    torch._dynamo.reset()
-    return box["joint"]
+    return dynamic_joint(lambda x: (x @ weight).sin().sum(), torch.randn(size, 4))
 
 
 def _export(joint: tuple) -> dict:

@@ -12,7 +12,6 @@ refused there.
 from __future__ import annotations
 
 import copy
-import warnings
 
 import pytest
 import torch
@@ -22,29 +21,14 @@ import remat.torch as rt
 from remat.torch import _doc_checks, _dropin, _json_to_fx
 from remat.torch._fx_to_json import export_joint_graph
 
+from corpus import dynamic_joint
+
 
 def _joint() -> tuple[torch.fx.GraphModule, dict]:
     """A small dynamic-shape joint graph (symbolic sizes and the symbolic
     arithmetic of their nodes) with the partition call's keyword arguments."""
-    from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.partitioners import default_partition
-
-    box: dict = {}
-
-    def record(gm, inputs, **kwargs):
-        box["joint"] = (gm, kwargs)
-        return default_partition(gm, inputs, **kwargs)
-
-    torch._dynamo.reset()
-    backend = aot_autograd(fw_compiler=lambda g, _: make_boxed_func(g.forward), partition_fn=record)
     weight = torch.randn(4, 4, requires_grad=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.compile(lambda x: (x @ weight).sin().reshape(-1).sum(), backend=backend, dynamic=True)(
-            torch.randn(5, 4)).backward()
-    torch._dynamo.reset()
-    return box["joint"]
+    return dynamic_joint(lambda x: (x @ weight).sin().reshape(-1).sum(), torch.randn(5, 4))
 
 
 def _refuse(*args, **kwargs):

@@ -1,6 +1,7 @@
 """Parity corpus: a zoo of small models (``models``) and joint-graph capture/replay (``capture``)."""
 
-from .capture import CapturedGraph, captured_graphs, capture_case, replay_context, run_partition
+from .capture import (CapturedGraph, captured_graphs, capture_case, dynamic_joint, replay_context,
+                      run_partition)
 from .models import CASES, CASES_BY_NAME, Case
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "CapturedGraph",
     "capture_case",
     "captured_graphs",
+    "dynamic_joint",
     "replay_context",
     "run_partition",
 ]

@@ -245,3 +245,28 @@ def capture_case(case: Case) -> list[CapturedGraph]:
 def captured_graphs(case_name: str) -> tuple[CapturedGraph, ...]:
     """Session-wide cache: each case is compiled at most once per test process."""
     return tuple(capture_case(CASES_BY_NAME[case_name]))
+
+
+def dynamic_joint(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> tuple[fx.GraphModule, dict]:
+    """The joint graph torch.compile(dynamic=True) hands the partitioner for
+    `fn(x).backward()` (symbolic sizes and their arithmetic nodes), with the
+    partition call's keyword arguments; the compile itself runs torch's
+    default_partition. Live, not deep-copied: for tests of the drop-in's
+    fixed costs on one small graph."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import default_partition
+
+    box: dict = {}
+
+    def record(gm, inputs, **kwargs):
+        box["joint"] = (gm, kwargs)
+        return default_partition(gm, inputs, **kwargs)
+
+    torch._dynamo.reset()
+    backend = aot_autograd(fw_compiler=lambda g, _: make_boxed_func(g.forward), partition_fn=record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.compile(fn, backend=backend, dynamic=True)(x).backward()
+    torch._dynamo.reset()
+    return box["joint"]
