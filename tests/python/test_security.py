@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
-import glob
 import json
 import keyword
 import os
@@ -31,6 +30,7 @@ rt = pytest.importorskip("remat.torch")
 hypothesis = pytest.importorskip("hypothesis")
 import remat  # noqa: E402
 import rng_graphs  # noqa: E402
+from corpus import shipped_documents  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -568,12 +568,9 @@ def _root_of(doc: dict):
 
 
 def test_every_shipped_graph_imports_untrusted():
-    paths = sorted(glob.glob(os.path.join(ROOT, "examples", "*.json")))
-    paths += sorted(glob.glob(os.path.join(ROOT, "tests", "data", "**", "*.json"), recursive=True))
+    documents = shipped_documents()
     imported = 0
-    for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
+    for path, doc in documents:
         if doc.get("format") != "remat.joint_graph":
             continue
         try:
@@ -586,4 +583,4 @@ def test_every_shipped_graph_imports_untrusted():
             continue
         assert len(gm.graph.nodes) == len(doc["nodes"]), path
         imported += 1
-    assert imported >= len(paths) - 2, imported
+    assert imported >= len(documents) - 2, imported

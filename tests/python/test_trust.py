@@ -9,7 +9,6 @@ what it resolved is not remembered for later untrusted loads.
 from __future__ import annotations
 
 import copy
-import glob
 import json
 import os
 import sys
@@ -19,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 rt = pytest.importorskip("remat.torch")
 import remat  # noqa: E402
+from corpus import shipped_documents  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -89,12 +89,8 @@ def test_trusted_resolves_any_name_and_is_not_remembered():
 def test_every_shipped_graph_imports_untrusted():
     """The allowlist covers what the exporter writes for every example and
     test graph in the repository (torch's own graphs, captured)."""
-    paths = sorted(glob.glob(os.path.join(ROOT, "examples", "*.json")))
-    paths += sorted(glob.glob(os.path.join(ROOT, "tests", "data", "**", "*.json"), recursive=True))
     checked = 0
-    for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
+    for _, doc in shipped_documents():
         if not isinstance(doc, dict) or doc.get("format") != "remat.joint_graph":
             continue
         targets = {n["target"] for n in doc.get("nodes", []) if n.get("op") == "call_function"}

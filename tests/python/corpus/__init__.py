@@ -3,6 +3,7 @@
 from .capture import (CapturedGraph, captured_graphs, capture_case, dynamic_joint, replay_context,
                       run_partition)
 from .models import CASES, CASES_BY_NAME, Case
+from .shipped import shipped_documents
 
 __all__ = [
     "CASES",
@@ -14,4 +15,5 @@ __all__ = [
     "dynamic_joint",
     "replay_context",
     "run_partition",
+    "shipped_documents",
 ]
