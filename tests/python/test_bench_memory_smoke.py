@@ -4,23 +4,16 @@ monotone on them; costs are measured by running the benchmark, never here."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 pytest.importorskip("remat.torch")
 
-BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench")
+from benches import bench_module  # noqa: E402
 
 
 @pytest.mark.one_release
 def test_memory_benchmark_smoke_run(capsys):
-    sys.path.insert(0, BENCH)
-    try:
-        import bench_memory
-    finally:
-        sys.path.pop(0)
+    bench_memory = bench_module("bench_memory")
     assert bench_memory.main(["--smoke", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "| residual_mlp |" in out and "| NO |" not in out

@@ -4,23 +4,16 @@ is measured by running the benchmark itself, never in tests."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 pytest.importorskip("remat.torch")
 
-BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench")
+from benches import bench_module  # noqa: E402
 
 
 @pytest.mark.one_release
 def test_benchmark_smoke_run_reports_identical_outputs(capsys):
-    sys.path.insert(0, BENCH)
-    try:
-        import bench_partition
-    finally:
-        sys.path.pop(0)
+    bench_partition = bench_module("bench_partition")
     assert bench_partition.main(["--smoke", "--repeat", "1", "--torch-repeat", "1"]) == 0
     table = capsys.readouterr().out
     # Static and dynamic shapes, min-cut and default partitioner rows, rows
@@ -44,11 +37,7 @@ def test_benchmark_smoke_run_reports_identical_outputs(capsys):
 
 @pytest.mark.one_release
 def test_small_dynamic_benchmark_times_every_graph(capsys):
-    sys.path.insert(0, BENCH)
-    try:
-        import bench_small_dynamic
-    finally:
-        sys.path.pop(0)
+    bench_small_dynamic = bench_module("bench_small_dynamic")
     assert bench_small_dynamic.main(["--repeat", "1"]) == 0
     table = capsys.readouterr().out
     # Both models' graph breaks leave two graphs each, all timed four ways.
