@@ -43,6 +43,10 @@ using CustomKnapsackFn = std::function<std::pair<std::vector<int>, std::vector<i
 // order, before the solver. Exceptions propagate unchanged.
 using CustomRuntimeEstimatorFn = std::function<double(NodeId joint_node)>;
 
+// PartitionOptions::peak_search_nodes' default: about a minute of CBC on the
+// programs of a 10^4-node graph on one core (docs/memory.md measures it).
+inline constexpr int64_t kDefaultPeakSearchNodes = 20000;
+
 // The runtime, in milliseconds, that torch's reload prefetch credits one
 // backward node with: `benchmark_node(node)` for a compute node (an op with a
 // flop formula), 0 otherwise. Asked only for nodes copied from the joint
@@ -191,12 +195,18 @@ struct PartitionOptions {
   //  kExact       the least estimated recompute of any valid plan that fits:
   //               a MILP (COIN-OR CBC) over a proven lower bound of the peak,
   //               each solution built and simulated, plans that do not fit
-  //               cut off, until one fits (optimal) or peak_search_seconds
+  //               cut off, until one fits (optimal) or peak_search_nodes
   //               run out (the best plan found, with the gap).
   enum class PeakSearch : uint8_t { kTorchPlans, kFast, kExact };
   PeakSearch peak_search = PeakSearch::kTorchPlans;
-  // The time limit of kExact's search (solver and builds), in seconds (> 0).
-  double peak_search_seconds = 60;
+  // How much kExact's solver may search, in branch-and-bound nodes over all
+  // its solves (> 0): counted work, so the same graph, options and limit
+  // give the same plan on every machine, at any load, on every rank.
+  int64_t peak_search_nodes = kDefaultPeakSearchNodes;
+  // A wall-time safety net over the whole peak search, in seconds; 0: none
+  // (the default). When it stops a search, PeakSearchSummary::stopped_by
+  // says "time" and the plan may then differ between machines.
+  double peak_search_seconds = 0;
   // The order the backward runs its nodes in (remat/memory.h simulates that
   // order; FX code runs it):
   //  kAutograd  the extraction's and torch's reordering (parity).

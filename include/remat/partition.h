@@ -157,11 +157,11 @@ std::vector<BudgetPlanPoint> budget_plans(const JointGraph& joint, const Partiti
 // options.peak_memory_budget = its limit (the options' own limit is not
 // read), so it fits that limit and has no mutation hazard. A limit the
 // search cannot meet (fast is a heuristic; exact may run out of
-// peak_search_seconds) gives no point. A plan met at several limits (the
+// peak_search_nodes) gives no point. A plan met at several limits (the
 // same saved values, or the same peak and recompute) is one point: the
 // plan the smallest of them gives, with that limit (limit_bytes). Sorted
 // by peak, then recompute; labelled "fast <= 1.25 MiB" / "exact <= ...".
-// With exact (each search proven optimal within its time), no valid plan
+// With exact (each search proven optimal within its nodes), no valid plan
 // without a mutation hazard whose peak fits a point's limit, torch's budget
 // plans included, recomputes less than that point. One optimizer run per
 // limit, plus one for the bottom and one build for the top:

@@ -193,6 +193,12 @@ struct PeakSearchSummary {
   // when it equals recompute_runtime (`optimal`). -1 when unknown.
   double recompute_lower_bound = -1;
   bool optimal = false;
+  int64_t solver_nodes = 0;   // branch-and-bound nodes of every solve (counted work)
+  // What cut the search short before it finished (a proof, or its own
+  // counted end): "" none, "nodes" (peak_search_nodes ran out), "time"
+  // (the peak_search_seconds safety net: the plan may then depend on the
+  // machine).
+  std::string stopped_by;
   double seconds = 0;         // time of the search
 };
 

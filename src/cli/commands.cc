@@ -109,6 +109,7 @@ void apply_partition_flags(const PartitionSettings& s, PartitionOptions& options
   if (s.memory_budget) options.activation_memory_budget = *s.memory_budget;
   if (!s.peak_budget.empty()) options.peak_memory_budget = parse_size(s.peak_budget, "--peak-budget");
   if (!s.peak_search.empty()) options.peak_search = *peak_search_from_name(s.peak_search);
+  if (s.peak_search_nodes) options.peak_search_nodes = *s.peak_search_nodes;
   if (s.peak_search_seconds) options.peak_search_seconds = *s.peak_search_seconds;
   if (!s.backward_order.empty()) options.backward_order = *backward_order_from_name(s.backward_order);
   if (!s.memory_model.empty()) options.memory_model = *memory_model_from_name(s.memory_model);
@@ -149,8 +150,12 @@ void print_memory(const PartitionResult& r) {
   else if (p.recompute_lower_bound >= 0)
     proof = fmt::format(", no valid plan that fits recomputes less than {:.6g} (proven)",
                         p.recompute_lower_bound);
-  std::printf("  peak search %s: %d plans built, %d solver rounds, %.3g s%s\n", p.search.c_str(),
-              p.plans_built, p.solver_rounds, p.seconds, proof.c_str());
+  const std::string cut = p.stopped_by == "nodes"  ? " (stopped: --peak-search-nodes ran out)"
+                          : p.stopped_by == "time" ? " (stopped: --peak-search-seconds ran out)"
+                                                   : "";
+  std::printf("  peak search %s: %d plans built, %d solver rounds (%lld nodes), %.3g s%s%s\n",
+              p.search.c_str(), p.plans_built, p.solver_rounds, static_cast<long long>(p.solver_nodes),
+              p.seconds, proof.c_str(), cut.c_str());
 }
 
 int explain(const JointGraph& joint, const PartitionResult& r, const std::string& name,
@@ -457,6 +462,7 @@ int run_peak_pareto(const CommonSettings& common, const ParetoSettings& s, const
   // torch's plans again, which the chart has already.
   if (options.peak_search == PartitionOptions::PeakSearch::kTorchPlans)
     options.peak_search = PartitionOptions::PeakSearch::kFast;
+  if (s.peak_search_nodes) options.peak_search_nodes = *s.peak_search_nodes;
   if (s.peak_search_seconds) options.peak_search_seconds = *s.peak_search_seconds;
   options.validate();
   const std::string search = peak_search_name(options.peak_search);

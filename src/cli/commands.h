@@ -43,6 +43,7 @@ struct PartitionSettings {
   std::optional<double> memory_budget;
   std::string peak_budget;      // --peak-budget SIZE ("2GiB", "512MB", "1000000")
   std::string peak_search;      // --peak-search torch_plans|fast|exact; "" = not given
+  std::optional<int64_t> peak_search_nodes;   // --peak-search-nodes
   std::optional<double> peak_search_seconds;  // --peak-search-seconds
   std::string backward_order;   // --backward-order autograd|memory; "" = not given
   std::string memory_model;     // --memory-model aten|inductor; "" = not given
@@ -68,6 +69,7 @@ struct ParetoSettings {
   // remat's peak frontier (peak_frontier) on one chart.
   bool peak = false;
   std::string peak_search;      // --peak-search fast|exact; "" = the options' (fast for torch_plans)
+  std::optional<int64_t> peak_search_nodes;   // --peak-search-nodes
   std::optional<double> peak_search_seconds;  // --peak-search-seconds
   int points = 8;               // --points: the frontier's peak limits
 };

@@ -205,11 +205,16 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "how --peak-budget searches: torch_plans (torch's budget plans, then repairs; "
                    "default), fast (remat's optimizer over every valid plan: a priced min-cut), "
                    "exact (the least recompute of any valid plan that fits, proven by a MILP "
-                   "solver, within --peak-search-seconds)")
+                   "solver, within --peak-search-nodes)")
       ->check(CLI::IsMember({"torch_plans", "fast", "exact"}));
+  part->add_option("--peak-search-nodes", ps.peak_search_nodes,
+                   "how much --peak-search exact may search: branch-and-bound nodes over all its "
+                   "solves (default 20000); counted work, so every machine returns the same plan; "
+                   "when they run out the best plan found is returned with its gap")
+      ->check(CLI::PositiveNumber);
   part->add_option("--peak-search-seconds", ps.peak_search_seconds,
-                   "time limit of --peak-search exact (default 60); on time out the best plan "
-                   "found is returned with its gap")
+                   "a wall-time safety net over the peak search (default: none); a search it cuts "
+                   "short says so (stopped_by \"time\") and may then differ between machines")
       ->check(kPositive);
   part->add_option("--backward-order", ps.backward_order,
                    "the order the backward runs in: autograd (torch's, default) or memory "
@@ -278,12 +283,16 @@ CLI::App* add_pareto(CLI::App& app, remat::cli::CommonSettings& common,
   pareto->add_option("--peak-search", pa.peak_search,
                      "with --peak, the optimizer that draws remat's frontier: fast (default, "
                      "unless --options sets exact) or exact (the least recompute of any valid "
-                     "plan at each limit, proven, each within --peak-search-seconds)")
+                     "plan at each limit, proven, each within --peak-search-nodes)")
       ->check(CLI::IsMember({"fast", "exact"}))
       ->needs(peak);
+  pareto->add_option("--peak-search-nodes", pa.peak_search_nodes,
+                     "with --peak, the solver nodes of each exact search (default 20000); there "
+                     "are --points + 1 of them")
+      ->check(CLI::PositiveNumber)
+      ->needs(peak);
   pareto->add_option("--peak-search-seconds", pa.peak_search_seconds,
-                     "with --peak, the time limit of each exact search (default 60); there are "
-                     "--points + 1 of them")
+                     "with --peak, a wall-time safety net over each search (default: none)")
       ->check(kPositive)
       ->needs(peak);
   pareto->add_option("--points", pa.points,

@@ -162,6 +162,9 @@ void set_max_dist(PartitionOptions& o, std::string_view k, element v) {
 void set_peak(PartitionOptions& o, std::string_view k, element v) {
   o.peak_memory_budget = option_int(k, v);
 }
+void set_search_nodes(PartitionOptions& o, std::string_view k, element v) {
+  o.peak_search_nodes = option_int(k, v);
+}
 void set_quantization(PartitionOptions& o, std::string_view, element v) {
   o.activation_quantization = ActivationQuantizationOptions::from_json(simdjson::minify(v));
 }
@@ -297,6 +300,7 @@ constexpr OptionKey kOptionKeys[] = {
     {"backward_order", set_backward_order},
     {"memory_model", set_memory_model},
     {"peak_search_seconds", set_double<&PartitionOptions::peak_search_seconds>},
+    {"peak_search_nodes", set_search_nodes},
     {"profiled_runtimes", set_profiled},
     {"trace", set_bool<&PartitionOptions::trace>},
     {"visualize_memory_budget_pareto", set_bool<&PartitionOptions::visualize_memory_budget_pareto>},

@@ -764,6 +764,11 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result,
     else w.null();
     w.key("optimal");
     w.boolean(p.optimal);
+    w.key("solver_nodes");
+    w.integer(p.solver_nodes);
+    w.key("stopped_by");
+    if (p.stopped_by.empty()) w.null();
+    else w.string(p.stopped_by);
     w.key("seconds");
     w.number(finite_or_zero(p.seconds));
     w.end_object();

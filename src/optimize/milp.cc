@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <cmath>
 #include <string>
@@ -210,6 +211,8 @@ void configure(CbcModel& model, const Milp::Limits& limits, double scale) {
   // process's and so counts every thread solving beside this one.
   model.setUseElapsedTime(true);
   if (limits.seconds > 0) model.setMaximumSeconds(limits.seconds);
+  if (limits.nodes >= 0)
+    model.setMaximumNodes(static_cast<int>(std::min<int64_t>(limits.nodes, std::numeric_limits<int>::max())));
   model.setAllowableFractionGap(limits.relative_gap);
   model.setAllowableGap(limits.absolute_gap * scale);
   // CBC prunes every node that cannot beat the incumbent by this much
@@ -285,6 +288,7 @@ Milp::Result read_result(const CbcModel& model, const Program& d, double scale) 
   const bool has_solution = model.bestSolution() != nullptr;
   r.status = status_of(model, has_solution);
   r.nodes = model.getNodeCount();
+  r.timed_out = model.isSecondsLimitReached();
   if (r.status == Milp::Status::kInfeasible) {
     r.bound = Milp::kInfinity;  // no assignment: every value is a lower bound
     return r;

@@ -20,24 +20,32 @@
 //    a start). It never prints (CBC's log level 0) and never calls back.
 //      kOptimal     `objective` is the optimum within limits.relative_gap
 //                   and absolute_gap; `bound` is the proven lower bound.
-//      kFeasible    stopped by the time limit with a solution: `objective`
-//                   is its value, `bound` the best lower bound proven.
+//      kFeasible    stopped by a limit (nodes, or the time safety net) with
+//                   a solution: `objective` is its value, `bound` the best
+//                   lower bound proven.
 //      kInfeasible  proven: no assignment satisfies the rows (`objective`
 //                   and `bound` are kInfinity).
-//      kUnknown     no solution and no proof: stopped by the time limit,
-//                   or the relaxation is unbounded; `bound` is the best
+//      kUnknown     no solution and no proof: stopped by a limit, or the
+//                   relaxation is unbounded; `bound` is the best
 //                   proven lower bound (-kInfinity when none).
 //    bound <= objective always. `values` holds one value per variable when
 //    a solution exists (binaries exactly 0.0 or 1.0), else is empty;
 //    `objective` is the objective at `values`. `nodes` counts the branch and
-//    bound nodes, `seconds` the wall time of this call. CBC sees the
+//    bound nodes, `seconds` the wall time of this call; `timed_out` says the
+//    time safety net (limits.seconds) stopped it. CBC sees the
 //    objective scaled so its smallest nonzero coefficient is 1 (or, where
 //    the coefficients span more than 1e8, its largest is 1e8): a difference
 //    of the smallest coefficient decides, whatever the objective's unit
 //    (seconds, or flops beside pointwise ops); differences below 1e-8 of the
 //    largest coefficient may not.
-//  * Deterministic: the same program and limits give the same answer
-//    (CBC runs single-threaded); a time limit can change which answer.
+//  * Limits: `nodes` bounds the branch-and-bound nodes of one solve
+//    (counted work: the root's LP, cuts and heuristics run a fixed number
+//    of passes whatever the machine); `seconds` is a wall-time safety net,
+//    off by default.
+//  * Deterministic: the same program and limits give the same answer on any
+//    machine at any load (CBC runs single-threaded, and nothing it is
+//    configured with reads the clock) unless the `seconds` net stops it,
+//    which `timed_out` reports.
 //    CBC 2.10 keeps one process-wide random state (CoinDrand48, reseeded by
 //    every solve): solves that overlapped in time could take different
 //    paths and return another of several equally good solutions, so solves
@@ -65,7 +73,8 @@ class Milp {
   enum class Status : uint8_t { kOptimal, kFeasible, kInfeasible, kUnknown };
 
   struct Limits {
-    double seconds = 60.0;        // wall time for one solve; <= 0: none
+    int64_t nodes = -1;           // branch-and-bound nodes for one solve; < 0: none
+    double seconds = 0;           // wall-time safety net for one solve; <= 0: none
     double relative_gap = 1e-9;   // stop when (obj - bound) <= gap * max(|obj|, |bound|)
     double absolute_gap = 1e-9;   // or when obj - bound <= this
   };
@@ -77,6 +86,7 @@ class Milp {
     std::vector<double> values;
     int64_t nodes = 0;
     double seconds = 0;
+    bool timed_out = false;
   };
 
   Milp();

@@ -60,12 +60,13 @@ struct Verdict {
 
 class Search {
  public:
-  Search(const DecideContext& ctx, PlanSpace& space, int64_t limit, double seconds,
+  Search(const DecideContext& ctx, PlanSpace& space, int64_t limit, const Effort& effort,
          const Builder& build)
-      : ctx_(ctx), space_(space), limit_(limit), seconds_(seconds), build_(build),
+      : ctx_(ctx), space_(space), limit_(limit), seconds_(effort.seconds), build_(build),
         start_(Clock::now()),
-        effort_(space.vars().size() <= static_cast<size_t>(kPolishVars) ? kSmallSpaceEffort
-                                                                        : kLargeSpaceEffort) {}
+        effort_(space.vars().size() <= static_cast<size_t>(kLargeSpaceVars) ? kSmallSpaceEffort
+                                                                        : kLargeSpaceEffort),
+        nodes_(effort.nodes) {}
 
   Outcome run(PartitionOptions::PeakSearch mode) {
     if (mode == PartitionOptions::PeakSearch::kFast) {
@@ -83,14 +84,18 @@ class Search {
       if (space_.vars().size() <= static_cast<size_t>(kPolishVars)) {
         if (!best_) {
           max_rounds_ = rounds_ + kPolishRounds;
+          node_cap_ = nodes_used_ + kPolishNodes;
           bound = smallest_peak_bound(/*until_fits=*/true, kStallRounds);
         }
         max_rounds_ = rounds_ + kPolishRounds;
+        node_cap_ = nodes_used_ + kPolishNodes;
         exact(kPolishStallRounds);
+        stopped_by_.clear();  // fast's own counted end, not the caller's budget
       }
       if (!best_) unreachable(std::max(bound, fast_peak_bound()));
       return finish("fast");
     }
+    node_cap_ = nodes_;
     fast(limit_);  // an incumbent, and a first cut of hazards
     // Without one, the plans of least peak first, until one fits: the MILP
     // of least recompute can spend the whole time cutting off plans the
@@ -108,7 +113,37 @@ class Search {
  private:
   // --- building ------------------------------------------------------------
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-  double left() const { return std::max(0.0, seconds_ - elapsed()); }
+
+  // The limits of the next solve: what is left of the node budget (each
+  // solve counts at least one node, so rounds are bounded too) and of the
+  // time safety net; nullopt, with the reason in stopped_by_, when either
+  // is spent.
+  std::optional<Milp::Limits> solve_limits() {
+    if (nodes_used_ >= node_cap_) {
+      stopped_by_ = "nodes";
+      return std::nullopt;
+    }
+    Milp::Limits lim;
+    lim.nodes = node_cap_ - nodes_used_;
+    if (seconds_ > 0) {
+      lim.seconds = seconds_ - elapsed();
+      if (lim.seconds <= 0) {
+        stopped_by_ = "time";
+        return std::nullopt;
+      }
+    }
+    return lim;
+  }
+
+  // Counts a solve's work; notes which limit stopped it short of a proof.
+  void account(const Milp::Result& res) {
+    ++rounds_;
+    nodes_used_ += std::max<int64_t>(1, res.nodes);
+    solver_nodes_ += res.nodes;
+    const bool finished = res.status == Milp::Status::kOptimal || res.status == Milp::Status::kInfeasible;
+    if (res.timed_out) stopped_by_ = "time";
+    else if (!finished && nodes_used_ >= node_cap_) stopped_by_ = "nodes";
+  }
 
   // Builds a saved set once; records the smallest peak, the best fitting
   // plan, hazards (forbidding those saves) and the model check.
@@ -392,7 +427,7 @@ class Search {
   // recomputed). Both narrow fast's search only; exact searches the whole
   // space afterwards.
   //
-  // On spaces past kPolishVars torch's plans run first instead of last:
+  // On spaces past kLargeSpaceVars torch's plans run first instead of last:
   // their builds give the targets the corrections a first round's build
   // would, for builds the search makes anyway, and one round of cuts
   // (kLargeSpaceEffort) then tries to beat the plan they found. When none
@@ -402,7 +437,7 @@ class Search {
   void fast(int64_t limit) {
     const std::vector<Var> whole = space_.vars();
     Targets targets(space_.rows().size(), limit);
-    const bool large = space_.vars().size() > static_cast<size_t>(kPolishVars);
+    const bool large = space_.vars().size() > static_cast<size_t>(kLargeSpaceVars);
     bool checkpointed = false;
     if (large) {
       torch_plans(&targets, /*repairs=*/false);
@@ -1151,12 +1186,11 @@ class Search {
     int stalled = 0;
     while (rounds_ < max_rounds_) {
       sync_forbidden(p);
-      Milp::Limits lim;
-      lim.seconds = left();
-      if (lim.seconds <= 0) break;
+      const std::optional<Milp::Limits> lim = solve_limits();
+      if (!lim) break;
       dump_milp(p.milp);
-      const Milp::Result res = p.milp.solve(lim);
-      ++rounds_;
+      const Milp::Result res = p.milp.solve(*lim);
+      account(res);
       const bool sound = model_bounds_ && space_.model_is_bound();
       if (res.status == Milp::Status::kInfeasible) {
         // No valid plan beats the incumbent (or, without one, fits at all).
@@ -1208,13 +1242,13 @@ class Search {
     memory_rows(p, 0, peak);
     int64_t bound = fast_peak_bound();
     int stalled = 0;
-    while (left() > 0 && rounds_ < max_rounds_) {
+    while (rounds_ < max_rounds_) {
       sync_forbidden(p);
-      Milp::Limits lim;
-      lim.seconds = left();
+      const std::optional<Milp::Limits> lim = solve_limits();
+      if (!lim) break;
       dump_milp(p.milp);
-      const Milp::Result res = p.milp.solve(lim);
-      ++rounds_;
+      const Milp::Result res = p.milp.solve(*lim);
+      account(res);
       if (res.status == Milp::Status::kInfeasible || res.values.empty()) {
         if (res.status != Milp::Status::kInfeasible)
           bound = std::max<int64_t>(bound, static_cast<int64_t>(std::ceil(res.bound - 0.5)));
@@ -1240,26 +1274,7 @@ class Search {
 
   // The numbers of the message go into the error's fields as well
   // (remat/error.h), so callers need not parse it.
-  [[noreturn]] void unreachable(int64_t bound) const {
-    if (smallest_peak_ < 0)
-      throw BudgetUnreachableError(
-          fmt::format("peak_memory_budget: no plan fits {} ({} bytes): no valid plan was "
-                      "found without a mutation hazard",
-                      memory::size_text(limit_), limit_),
-          -1, bound);
-    // A bound of 0 proves nothing (the model was not a bound of this graph's
-    // plans, or nothing had to be saved): no claim then.
-    const std::string proof =
-        bound >= smallest_peak_ ? "no valid plan has a smaller peak (proven)"
-        : bound <= 0            ? "no lower bound was proven"
-                                : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)",
-                                              memory::size_text(bound), bound);
-    throw BudgetUnreachableError(
-        fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
-                    "reachable peak is {} ({} bytes); {}",
-                    memory::size_text(limit_), limit_, memory::size_text(smallest_peak_), smallest_peak_, proof),
-        smallest_peak_, bound <= 0 ? -1 : std::min(bound, smallest_peak_));
-  }
+  [[noreturn]] void unreachable(int64_t bound) const { throw_unreachable(limit_, smallest_peak_, bound); }
 
   Outcome finish(const char* mode) {
     Outcome out = std::move(*best_);
@@ -1269,6 +1284,8 @@ class Search {
     s.solver_rounds = rounds_;
     s.recompute_lower_bound = bound_;
     s.optimal = proven_;
+    s.solver_nodes = solver_nodes_;
+    s.stopped_by = proven_ ? "" : stopped_by_;
     s.seconds = elapsed();
     return out;
   }
@@ -1295,13 +1312,39 @@ class Search {
   int built_ = 0;
   int rounds_ = 0;
   int max_rounds_ = std::numeric_limits<int>::max();  // fast's polish bounds it
+  const int64_t nodes_;          // exact's node budget (the caller's)
+  int64_t node_cap_ = 0;         // solves stop when nodes_used_ reaches it
+  int64_t nodes_used_ = 0;       // nodes spent, each solve counting at least one
+  int64_t solver_nodes_ = 0;     // branch-and-bound nodes reported by the solver
+  std::string stopped_by_;       // PeakSearchSummary::stopped_by
 };
 
 }  // namespace
 
+void throw_unreachable(int64_t limit, int64_t smallest_peak, int64_t bound) {
+  if (smallest_peak < 0)
+    throw BudgetUnreachableError(
+        fmt::format("peak_memory_budget: no plan fits {} ({} bytes): no valid plan was "
+                    "found without a mutation hazard",
+                    memory::size_text(limit), limit),
+        -1, bound);
+  // A bound of 0 proves nothing (the model was not a bound of this graph's
+  // plans, or nothing had to be saved): no claim then.
+  const std::string proof =
+      bound >= smallest_peak ? "no valid plan has a smaller peak (proven)"
+      : bound <= 0           ? "no lower bound was proven"
+                             : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)",
+                                           memory::size_text(bound), bound);
+  throw BudgetUnreachableError(
+      fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
+                  "reachable peak is {} ({} bytes); {}",
+                  memory::size_text(limit), limit, memory::size_text(smallest_peak), smallest_peak, proof),
+      smallest_peak, bound <= 0 ? -1 : std::min(bound, smallest_peak));
+}
+
 Outcome minimize_recompute(const DecideContext& ctx, PlanSpace& space, int64_t limit,
-                           PartitionOptions::PeakSearch mode, double seconds, const Builder& build) {
-  return Search(ctx, space, limit, seconds, build).run(mode);
+                           PartitionOptions::PeakSearch mode, const Effort& effort, const Builder& build) {
+  return Search(ctx, space, limit, effort, build).run(mode);
 }
 
 }  // namespace remat::optimize

@@ -27,7 +27,7 @@
 //    built). Then the torch_plans search (memory/peak_budget.h: torch's own
 //    plans over kPeakSearchBudgets, then its repairs) runs, and its plan
 //    replaces fast's when it recomputes less or fast found none: fast is never
-//    worse than torch's plans. Spaces of more than kPolishVars vars get
+//    worse than torch's plans. Spaces of more than kLargeSpaceVars vars get
 //    kLargeSpaceEffort instead of kSmallSpaceEffort (one round, fewer steps and
 //    swaps: FastEffort), and the torch_plans search runs first there, without
 //    its repair path and without building the candidates the chained model
@@ -52,8 +52,9 @@
 //    found no smaller peak); then exact's loop runs from the plan for at most
 //    kPolishRounds solver rounds, stopping after kPolishStallRounds builds that
 //    found no cheaper plan (a polish: it only ever replaces the plan by a
-//    verified cheaper one, and reports optimal when it proves it; rounds, not
-//    seconds, so the answer does not depend on the machine).
+//    verified cheaper one, and reports optimal when it proves it). Each of
+//    the two spends at most kPolishNodes solver nodes: rounds and nodes, not
+//    seconds, so the answer does not depend on the machine.
 //  * exact: starts from fast's plan (when it fits) as the incumbent; when
 //    fast found none, from the first plan the smallest-peak search below
 //    builds that fits (it stops there), else none. Then a
@@ -72,18 +73,22 @@
 //    MILP solved again. The first
 //    solution that fits is optimal when the solver proved optimality and the
 //    model bounded every built plan's peak from below (it is checked each
-//    time). On time out the best verified plan is returned with the bound.
+//    time). When Effort::nodes run out (each solve counts at least one
+//    node), the best verified plan is returned with the bound and
+//    PeakSearchSummary::stopped_by "nodes".
 //    The smallest-peak search below adds lazy rows the same way, against
 //    its solution's peak.
 //  * Unreachable: Error(kBudgetUnreachable) naming the smallest simulated
 //    peak among the plans built and a proven lower bound of any valid
 //    plan's peak (exact: the MILP minimizing the model's peak, verified the
-//    same way, within the time limit, stopping early after kStallRounds
+//    same way, within the same node budget, stopping early after kStallRounds
 //    builds that found no smaller peak; fast: every row with only what
 //    every plan holds there). On spaces of at most kPolishVars vars fast
 //    reports the smallest-peak search it ran (above).
-//  * Deterministic for a given graph, options and limit (a time limit that
-//    stops the solver can change the answer).
+//  * Deterministic for a given graph, options and limit, on every machine at
+//    any load: every search stops on counted work (rounds, builds, solver
+//    nodes). Only Effort::seconds, a safety net off by default, reads the
+//    clock; when it stops a search, stopped_by says "time".
 //  * REMAT_MILP_DUMP_DIR set (benchmarks only): exact writes each program to
 //    DIR/<n>.mps (Milp::write_mps; n counts the process's solves) before solving it.
 #pragma once
@@ -100,9 +105,18 @@ namespace remat::optimize {
 
 inline constexpr int kFastRounds = 6;
 inline constexpr int kStallRounds = 25;
-inline constexpr int kPolishVars = 2000;
+// Spaces of at most kPolishVars vars get fast's MILP polish: past that one
+// root LP of exact's program costs seconds (a 2.7k-node transformer stack,
+// 1.4k vars: 5 s of CPU for the root alone), hundreds of plain partitions.
+inline constexpr int kPolishVars = 400;
+// Spaces of more than kLargeSpaceVars vars get fast's large-space path
+// (kLargeSpaceEffort, torch's plans first, checkpointed plans).
+inline constexpr int kLargeSpaceVars = 2000;
 inline constexpr int kPolishRounds = 60;
 inline constexpr int kPolishStallRounds = 25;
+// fast's polish (and its smallest-peak search) on small spaces: the solver
+// nodes each may spend, so fast stays a small multiple of a plain partition.
+inline constexpr int64_t kPolishNodes = 2000;
 // The objective's tie-break toward fewer saved bytes, in total, as a
 // fraction of the cheapest recomputation: it never outweighs recompute.
 inline constexpr double kTieBreak = 1e-4;
@@ -121,7 +135,7 @@ inline constexpr int kCheckpointBuilds = 4;
 
 // How much fast searches: its rounds (builds), the per-byte price's
 // bisection steps, the row prices' subgradient steps, the local search's
-// saves and swap candidates. Spaces of more than kPolishVars vars (no
+// saves and swap candidates. Spaces of more than kLargeSpaceVars vars (no
 // polish follows there) get kLargeSpaceEffort, cut so that a 10^4-node
 // graph stays within 5x a plain partition's time (bench/bench_memory.py's
 // synthetic rows: each cut and each build there costs a sizeable fraction of
@@ -145,8 +159,22 @@ struct Outcome {
   std::vector<NodeId> saved;  // prepared ids, graph order
 };
 
+// How much exact may search: `nodes`, branch-and-bound nodes over all its
+// solves, each solve counting at least one (counted work: the answer is the
+// same on every machine); `seconds`, a wall-time safety net (0: none).
+// PartitionOptions::peak_search_nodes / peak_search_seconds.
+struct Effort {
+  int64_t nodes = kDefaultPeakSearchNodes;
+  double seconds = 0;
+};
+
+// Throws the unreachable error of the contract above: no plan fits `limit`;
+// the smallest simulated peak built (-1: none without a hazard) and a
+// proven lower bound of any valid plan's peak (<= 0: none proven).
+[[noreturn]] void throw_unreachable(int64_t limit, int64_t smallest_peak, int64_t bound);
+
 // `ctx` is the context `space` was made from.
 Outcome minimize_recompute(const DecideContext& ctx, PlanSpace& space, int64_t limit,
-                           PartitionOptions::PeakSearch mode, double seconds, const Builder& build);
+                           PartitionOptions::PeakSearch mode, const Effort& effort, const Builder& build);
 
 }  // namespace remat::optimize

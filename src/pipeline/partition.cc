@@ -416,27 +416,122 @@ PartitionResult emit(PlanState& s) {
   return build_plan(s, std::move(saved), s.story, s.clock, std::move(s.trace));
 }
 
-// remat's optimizer under the peak limit (optimize/optimize.h): each plan
-// it tries is built by build_plan exactly as a plain plan, on a silent
-// clock, and reported as one stage, "peak_search".
-void optimized_on(PlanState& s, const DecideContext& ctx) {
+// One run of remat's optimizer under the peak limit (optimize/optimize.h):
+// each plan it tries is built by build_plan exactly as a plain plan, in the
+// backward order s.options names, on a silent clock. `joint_order`: the
+// model's backward rows follow the joint graph's order (under remat's
+// memory order they cannot: it keeps the forward's and the boundary's).
+optimize::Outcome search_plans(PlanState& s, const DecideContext& ctx, bool joint_order) {
   const Graph& g = s.prepared.graph;
   const PartitionOptions& options = s.options;
   const bool model_rows =
       !options.enable_activation_offloading && !options.activation_quantization.enabled;
-  // The model's backward rows assume the joint graph's order: under
-  // remat's memory order it keeps the forward's and the boundary's only.
-  const bool joint_order = options.backward_order == PartitionOptions::BackwardOrder::kAutograd;
   optimize::PlanSpace space(ctx, s.num_fwd_outputs, joint_order, model_rows);
   CutStory no_cut;
   no_cut.ban_reason.resize(s.joint_size);
-  optimize::Outcome out = optimize::minimize_recompute(
-      ctx, space, options.peak_memory_budget, options.peak_search, options.peak_search_seconds,
+  return optimize::minimize_recompute(
+      ctx, space, options.peak_memory_budget, options.peak_search,
+      optimize::Effort{options.peak_search_nodes, options.peak_search_seconds},
       [&](const std::vector<NodeId>& saved) {
         StageClock scratch;
         return build_plan(s, split_saved_values(g, saved, options.torch), no_cut, scratch,
                           PartitionTrace{});
       });
+}
+
+// Sets s.options.backward_order for a scope, and puts it back.
+class OrderScope {
+ public:
+  OrderScope(PlanState& s, PartitionOptions::BackwardOrder order) : s_(s), was_(s.options.backward_order) {
+    s_.options.backward_order = order;
+  }
+  ~OrderScope() { s_.options.backward_order = was_; }
+  OrderScope(const OrderScope&) = delete;
+  OrderScope& operator=(const OrderScope&) = delete;
+
+ private:
+  PlanState& s_;
+  PartitionOptions::BackwardOrder was_;
+};
+
+// Under remat's memory order the search's model sees no backward rows, so
+// alone it can do far worse than autograd's order (a U-Net at 8084 B
+// recomputed 6148 instead of 3). So the search also runs in autograd's
+// order, with its whole model, and that plan is built again in memory
+// order, which keeps a reordered backward only where it lowers the peak:
+// its peak can only drop, so it still fits. The better plan is kept (less
+// recompute, then the smaller peak): never worse than autograd's order.
+// Proofs: only the memory-order search's bound holds for memory-ordered
+// plans; it is kept for whichever plan wins.
+optimize::Outcome search_in_memory_order(PlanState& s, const DecideContext& ctx) {
+  const int64_t limit = s.options.peak_memory_budget;
+  std::optional<optimize::Outcome> own, autograd;
+  std::optional<BudgetUnreachableError> own_error, autograd_error;
+  try {
+    own = search_plans(s, ctx, /*joint_order=*/false);
+  } catch (const BudgetUnreachableError& e) {
+    own_error = e;
+  }
+  try {
+    OrderScope in_autograd(s, PartitionOptions::BackwardOrder::kAutograd);
+    autograd = search_plans(s, ctx, /*joint_order=*/true);
+  } catch (const BudgetUnreachableError& e) {
+    autograd_error = e;
+  }
+  if (autograd) {
+    StageClock scratch;
+    CutStory no_cut;
+    no_cut.ban_reason.resize(s.joint_size);
+    PartitionResult r = build_plan(s, split_saved_values(s.prepared.graph, autograd->saved, s.options.torch),
+                                   no_cut, scratch, PartitionTrace{});
+    if (r.hazards.empty() && r.memory.peak_bytes <= limit) {
+      r.peak_search = autograd->result.peak_search;
+      ++r.peak_search.plans_built;
+      autograd->result = std::move(r);
+    } else {
+      autograd.reset();
+    }
+  }
+  if (!own && !autograd) {
+    int64_t smallest = -1;
+    for (const auto* e : {&own_error, &autograd_error})
+      if (*e && e->value().smallest_peak() >= 0)
+        smallest = smallest < 0 ? e->value().smallest_peak() : std::min(smallest, e->value().smallest_peak());
+    // autograd's bound is of its own order's peaks: memory order may go lower.
+    optimize::throw_unreachable(limit, smallest, own_error ? own_error->proven_bound() : -1);
+  }
+  auto better = [](const PartitionResult& a, const PartitionResult& b) {
+    if (a.recompute_runtime != b.recompute_runtime) return a.recompute_runtime < b.recompute_runtime;
+    return a.memory.peak_bytes < b.memory.peak_bytes;
+  };
+  const bool take_autograd = autograd && (!own || better(autograd->result, own->result));
+  optimize::Outcome out = std::move(take_autograd ? *autograd : *own);
+  PeakSearchSummary& p = out.result.peak_search;
+  if (take_autograd) {
+    const double bound = own ? own->result.peak_search.recompute_lower_bound : -1;
+    p.recompute_lower_bound = bound;
+    p.optimal = bound >= 0 && out.result.recompute_runtime <= bound + 1e-9 * std::max(1.0, bound);
+  }
+  const optimize::Outcome* other = take_autograd ? (own ? &*own : nullptr) : (autograd ? &*autograd : nullptr);
+  if (other) {
+    const PeakSearchSummary& q = other->result.peak_search;
+    p.plans_built += q.plans_built;
+    p.solver_rounds += q.solver_rounds;
+    p.solver_nodes += q.solver_nodes;
+    p.seconds += q.seconds;
+    if (p.stopped_by.empty()) p.stopped_by = q.stopped_by;
+  }
+  return out;
+}
+
+// remat's optimizer under the peak limit, reported as one stage,
+// "peak_search"; the plan keeps the result and, as its decision, the saved
+// values of the plan chosen.
+void optimized_on(PlanState& s, const DecideContext& ctx) {
+  const Graph& g = s.prepared.graph;
+  const bool memory_order = s.options.backward_order == PartitionOptions::BackwardOrder::kMemory &&
+                            !s.options.enable_activation_offloading;
+  optimize::Outcome out = memory_order ? search_in_memory_order(s, ctx) : search_plans(s, ctx, true);
   s.clock.lap("peak_search");
   PartitionResult& r = out.result;
   r.seconds = s.clock.total();

@@ -329,6 +329,7 @@ TEST(Milp, TimeLimitReportsBoundAndGap) {
   Milp::Result r = m.solve(tiny);
   ASSERT_TRUE(r.status == Status::kFeasible || r.status == Status::kUnknown)
       << status_name(r.status);
+  EXPECT_TRUE(r.timed_out);
   EXPECT_LE(r.bound, r.objective);
   if (r.status == Status::kFeasible) {
     ASSERT_EQ(r.values.size(), static_cast<size_t>(m.num_variables()));
@@ -337,6 +338,31 @@ TEST(Milp, TimeLimitReportsBoundAndGap) {
   } else {
     EXPECT_TRUE(r.values.empty());
     EXPECT_EQ(r.objective, Milp::kInfinity);
+  }
+}
+
+// The node limit is counted work: a solve it stops is the same solve on
+// every run (the same solution, bound and node count), and says it was
+// not the time that stopped it.
+TEST(Milp, NodeLimitStopsTheSameWayEveryTime) {
+  Milp::Limits few;
+  few.nodes = 20;
+  Milp::Result first;
+  for (int run = 0; run < 3; ++run) {
+    Milp m = market_split(6, 60, 3);
+    const Milp::Result r = m.solve(few);
+    ASSERT_TRUE(r.status == Status::kFeasible || r.status == Status::kUnknown) << status_name(r.status);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_LE(r.nodes, few.nodes + 1);
+    EXPECT_LE(r.bound, r.objective);
+    if (run == 0) {
+      first = r;
+      continue;
+    }
+    EXPECT_EQ(r.status, first.status);
+    EXPECT_EQ(r.nodes, first.nodes);
+    EXPECT_EQ(r.values, first.values);
+    EXPECT_EQ(r.bound, first.bound);
   }
 }
 

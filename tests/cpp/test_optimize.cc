@@ -13,20 +13,24 @@
 // its own, a value the forward computes only to save it, nodes the backward
 // makes at their own place) without counting a value twice; each pass's
 // simulated timeline is read at that pass's rows; policies and options hold.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 #include <limits>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analyze/analyze.h"
 #include "decide/decide.h"
 #include "memory/bytes.h"
 #include "memory/peak_budget.h"
+#include "optimize/optimize.h"
 #include "optimize/space.h"
 #include "random_mlp.h"
 #include "remat/error.h"
@@ -144,7 +148,6 @@ PartitionResult partition_at(const JointGraph& j, int64_t limit, Search search,
   o.memory_model = model;
   o.peak_memory_budget = limit;
   o.peak_search = search;
-  o.peak_search_seconds = 30;
   return min_cut_rematerialization_partition(j, o);
 }
 
@@ -303,7 +306,7 @@ TEST(Optimize, ExactIsNeverWorseThanTorchsPlansOrFast) {
 // x_i = x_{i-1} + relu(x_{i-1} @ w_i), `layers` deep, with its backward
 // (bench/synthetic.py's graph, whose transposes own their storage too):
 // three vars a layer, so 999 layers (10^4 nodes) make a space past
-// kPolishVars, where fast gets its large-space effort.
+// kLargeSpaceVars, where fast gets its large-space effort.
 JointGraph residual_mlp(int layers, int64_t batch) {
   constexpr int64_t kDim = 64;
   TestGraph t;
@@ -703,12 +706,91 @@ TEST(Optimize, PeakSearchOptionsAreValidated) {
   for (Search s : {Search::kExact, Search::kFast, Search::kTorchPlans})
     EXPECT_EQ(peak_search_from_name(peak_search_name(s)), s);
   PartitionOptions o;
-  o.peak_search_seconds = 0;
+  EXPECT_EQ(o.peak_search_seconds, 0) << "no time limit unless the caller sets one";
+  o.validate();
+  o.peak_search_seconds = -1;
   EXPECT_THROW(o.validate(), Error);
-  const PartitionOptions parsed = read_options(R"({"peak_search": "exact", "peak_search_seconds": 5})");
+  o.peak_search_seconds = 0;
+  o.peak_search_nodes = 0;
+  EXPECT_THROW(o.validate(), Error);
+  const PartitionOptions parsed =
+      read_options(R"({"peak_search": "exact", "peak_search_seconds": 5, "peak_search_nodes": 7})");
   EXPECT_EQ(parsed.peak_search, Search::kExact);
   EXPECT_EQ(parsed.peak_search_seconds, 5);
+  EXPECT_EQ(parsed.peak_search_nodes, 7);
   EXPECT_THROW(read_options(R"({"peak_search": "optimal"})"), Error);
+}
+
+// The plan and its summary, less the time it took.
+std::string plan_key(const PartitionResult& r) {
+  const PeakSearchSummary& p = r.peak_search;
+  std::string key = fmt::format("{} {} {} {} {} {} {} {} {} |", p.search, p.plans_built, p.solver_rounds,
+                                p.recompute_lower_bound, p.optimal, p.solver_nodes, p.stopped_by,
+                                r.recompute_runtime, r.memory.peak_bytes);
+  for (NodeId id : r.saved_values) key += fmt::format(" {}", id);
+  return key;
+}
+
+// Searches stop on counted work: builds that take a thousand times longer
+// (as on a loaded machine, or another rank's slower host) give the same
+// plan, the same proof and the same counts, with no time limit set.
+TEST(Optimize, TheSameGraphGivesTheSamePlanHoweverSlowTheMachine) {
+  const JointGraph j = random_mlp(small_seeds().front());
+  PartitionOptions o;
+  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+  const Graph& g = plan.prepared();
+  MinCutInputs in = min_cut_inputs(g, j, o);
+  const DecideContext ctx = in.context(g, o);
+  const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+  for (Search mode : {Search::kFast, Search::kExact}) {
+    std::string first;
+    for (int delay_us : {0, 20000}) {
+      optimize::PlanSpace space(ctx, j.num_fwd_outputs, true, true);
+      const optimize::Outcome out = optimize::minimize_recompute(
+          ctx, space, plain - 1, mode, optimize::Effort{},
+          [&](const std::vector<NodeId>& saved) {
+            std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+            std::vector<NodeId> ids;
+            for (NodeId p : saved) ids.push_back(g.node(p).origin);
+            return emit_partition(plan_min_cut_rematerialization_partition(j, o), ids);
+          });
+      const std::string key = plan_key(out.result);
+      if (first.empty()) first = key;
+      else EXPECT_EQ(key, first) << peak_search_name(mode) << " changed with the builds' speed";
+    }
+  }
+}
+
+// When the counted budget runs out before a proof, the result says so; the
+// time safety net, when set and spent, says so too.
+TEST(Optimize, TheSummarySaysWhichLimitCutTheSearchShort) {
+  for (uint32_t seed = 0; seed < 60; ++seed) {
+    const JointGraph j = random_mlp(seed);
+    const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+    PartitionOptions o;
+    o.peak_memory_budget = plain - plain / 20;
+    o.peak_search = Search::kExact;
+    o.peak_search_nodes = 1;
+    PartitionResult r;
+    try {
+      r = min_cut_rematerialization_partition(j, o);
+    } catch (const BudgetUnreachableError&) {
+      continue;
+    }
+    if (r.peak_search.optimal) {
+      EXPECT_EQ(r.peak_search.stopped_by, "") << "a proven plan was not cut short";
+      continue;
+    }
+    EXPECT_EQ(r.peak_search.stopped_by, "nodes") << "seed " << seed;
+    EXPECT_LE(r.peak_search.solver_rounds, 1) << "one node allows one solve";
+    o.peak_search_nodes = kDefaultPeakSearchNodes;
+    o.peak_search_seconds = 1e-9;  // spent before the first solve
+    r = min_cut_rematerialization_partition(j, o);
+    EXPECT_EQ(r.peak_search.stopped_by, "time");
+    EXPECT_EQ(r.peak_search.solver_rounds, 0);
+    return;
+  }
+  GTEST_SKIP() << "no random MLP needed more than one solve";
 }
 
 }  // namespace

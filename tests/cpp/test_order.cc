@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -148,7 +149,7 @@ TEST(MemoryOrder, PeakSearchesPlanAgainstTheOrderThatRuns) {
                       PartitionOptions::PeakSearch::kExact}) {
     o.peak_search = search;
     o.peak_memory_budget = top - top / 10;
-    o.peak_search_seconds = 3;
+    o.peak_search_nodes = 200;
     try {
       const PartitionResult r = min_cut_rematerialization_partition(j, o);
       EXPECT_LE(r.memory.peak_bytes, o.peak_memory_budget) << peak_search_name(search);
@@ -157,6 +158,54 @@ TEST(MemoryOrder, PeakSearchesPlanAgainstTheOrderThatRuns) {
       EXPECT_GT(e.smallest_peak(), o.peak_memory_budget) << e.what();
     }
   }
+}
+
+// The least recompute at `limit` under `order` (nullopt: unreachable); at
+// a limit of 1 byte, the smallest reachable peak (as a negative number).
+std::optional<double> searched(const JointGraph& j, PartitionOptions::BackwardOrder order,
+                               PartitionOptions::PeakSearch search, int64_t limit, int64_t* smallest = nullptr) {
+  PartitionOptions o;
+  o.backward_order = order;
+  o.peak_search = search;
+  o.peak_search_nodes = 200;  // the rule holds whatever the budget; this keeps the test short
+  o.peak_memory_budget = limit;
+  try {
+    return min_cut_rematerialization_partition(j, o).recompute_runtime;
+  } catch (const BudgetUnreachableError& e) {
+    if (smallest) *smallest = e.smallest_peak();
+    return std::nullopt;
+  }
+}
+
+// remat's memory order never makes a limited plan worse than autograd's:
+// at every limit across the range it recomputes no more, and its smallest
+// reachable peak is no higher (its model alone sees no backward rows, so it
+// also searches in autograd's order and keeps the better plan).
+TEST(MemoryOrder, APeakLimitedPlanIsNeverWorseThanInAutogradsOrder) {
+  using Order = PartitionOptions::BackwardOrder;
+  using Search = PartitionOptions::PeakSearch;
+  int compared = 0;
+  for (uint32_t seed : {0u, 2u, 3u}) {
+    const JointGraph j = testing::random_mlp(seed);
+    const int64_t top = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+    for (Search search : {Search::kFast, Search::kExact}) {
+      if (search == Search::kExact && seed != 0) continue;  // time: one is enough
+      int64_t bottom = 0, bottom_memory = 0;
+      searched(j, Order::kAutograd, search, 1, &bottom);
+      searched(j, Order::kMemory, search, 1, &bottom_memory);
+      EXPECT_LE(bottom_memory, bottom) << "seed " << seed << " " << peak_search_name(search);
+      for (int step = 0; step <= 2; ++step) {
+        const int64_t limit = bottom + (top - bottom) * step / 2;
+        const std::optional<double> a = searched(j, Order::kAutograd, search, limit);
+        if (!a) continue;
+        const std::optional<double> m = searched(j, Order::kMemory, search, limit);
+        ASSERT_TRUE(m.has_value()) << "seed " << seed << " at " << limit;
+        EXPECT_LE(*m, *a * (1 + 1e-12)) << "seed " << seed << " at " << limit << " " << peak_search_name(search);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 8);
 }
 
 }  // namespace

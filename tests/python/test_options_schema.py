@@ -31,7 +31,8 @@ EXAMPLES = {
                                         "quant_type": "torch.float8_e4m3fn",
                                         "use_scaling": True}},
     "fp8_off": {"activation_quantization": None},
-    "peak_search": {"peak_memory_budget": 0, "peak_search": "exact", "peak_search_seconds": 5},
+    "peak_search": {"peak_memory_budget": 0, "peak_search": "exact", "peak_search_seconds": 5,
+                    "peak_search_nodes": 100},
     "backward_order": {"backward_order": "memory"},
 }
 
@@ -45,7 +46,8 @@ BAD = {
     "negative distance": ({"max_dist_from_bw": -1}, "max_dist_from_bw"),
     "quantization key": ({"activation_quantization": {"size": 1}}, "activation_quantization.size"),
     "peak search name": ({"peak_search": "greedy"}, "peak_search"),
-    "peak search seconds": ({"peak_search_seconds": 0}, "peak_search_seconds"),
+    "peak search seconds": ({"peak_search_seconds": -1}, "peak_search_seconds"),
+    "peak search nodes": ({"peak_search_nodes": 0}, "peak_search_nodes"),
     "backward order": ({"backward_order": "fifo"}, "backward_order"),
 }
 

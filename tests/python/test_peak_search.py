@@ -24,10 +24,11 @@ peak minus one byte), these rules hold:
 * the Python setting validates its arguments, keeps the bare-``nbytes`` form
   (torch_plans), and the drop-in passes the search only with a limit.
 
-The rules comparing exact with the others run where exact finishes within
-seconds (EXACT_CASES): a search its time limit stops depends on the
-machine's speed. Where it does not (SLOW_CASES), exact runs for 2 s and only
-the rules that hold whatever the time are pinned. A graph the running
+The rules comparing exact with the others run where exact proves its plan
+within its default node budget (EXACT_CASES). Where it does not
+(SLOW_CASES), exact runs SLOW_NODES solver nodes and only the rules that
+hold whatever the budget are pinned (searches stop on counted work, so
+either way the plans are the same on every machine). A graph the running
 release leaves no room (its smallest reachable peak is the runtime-optimized
 one) is skipped; test_most_listed_graphs_leave_room fails when more than two
 are. Plans are cached per
@@ -108,15 +109,14 @@ CASES = EXACT_CASES + SLOW_CASES
 PROVEN_CASES = [
     "transformer_block_inductor", "transformer_block", "resnet_basic_block_inductor", "gru_unrolled",
 ]
-# An EXACT_CASES limit where exact is known not to prove within
-# EXACT_SECONDS (mlp_gelu_d3_inductor's smallest reachable peak, above): it
-# runs SLOW_SECONDS there, as a SLOW_CASES search does. No rule is lost:
+# An EXACT_CASES limit where exact is known not to prove quickly
+# (mlp_gelu_d3_inductor's smallest reachable peak, above): it runs
+# SLOW_NODES there, as a SLOW_CASES search does. No rule is lost:
 # those comparing with exact's optimum skip a limit it did not prove, and
 # the rest hold whatever the time. It saved 18 s under each release.
 SLOW_SMALLEST = {"mlp_gelu_d3_inductor"}
 SEARCHES = ("torch_plans", "fast", "exact")
-EXACT_SECONDS = 20
-SLOW_SECONDS = 2
+SLOW_NODES = 200  # solver nodes of exact where it does not prove quickly
 REL = 1e-9  # float sums of the same estimates in another order
 
 Outcome = Union["remat.torch.Partition", remat.BudgetUnreachableError]
@@ -142,8 +142,9 @@ def _plan(name: str, search: str, limit: int) -> Outcome:
     options = {"peak_memory_budget": limit}
     if limit:
         slow = name not in EXACT_CASES or (name in SLOW_SMALLEST and limit > 1 and limit == _bounds(name)[1])
-        seconds = SLOW_SECONDS if slow else EXACT_SECONDS
-        options.update(peak_search=search, peak_search_seconds=seconds)
+        options.update(peak_search=search)
+        if slow:
+            options.update(peak_search_nodes=SLOW_NODES)
     joint = cap.fresh_joint()
     with replay_context(cap), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # hazard warnings: test_hazards.py
@@ -363,7 +364,7 @@ def test_a_compiled_model_trains_as_eager_under_exact(rt, monkeypatch):
         fn = model
         if mode == "exact":
             fn = compile_case(case, model, make_backend(case, rt.min_cut_rematerialization_partition), inputs)
-        with rt.peak_memory_budget(smallest, search="exact", seconds=EXACT_SECONDS):
+        with rt.peak_memory_budget(smallest, search="exact"):
             loss = loss_of(fn(*inputs))
             loss.backward()
         torch._dynamo.reset()
@@ -384,6 +385,11 @@ def test_a_compiled_model_trains_as_eager_under_exact(rt, monkeypatch):
     ({"seconds": float("nan")}, "seconds"),
     ({"seconds": True}, "seconds"),
     ({"seconds": "60"}, "seconds"),
+    ({"nodes": 0}, "nodes"),
+    ({"nodes": -3}, "nodes"),
+    ({"nodes": 1.5}, "nodes"),
+    ({"nodes": True}, "nodes"),
+    ({"nodes": None}, "nodes"),
 ])
 def test_bad_search_options_raise_invalid_option_error_naming_the_argument(rt, kwargs, argument):
     with pytest.raises(remat.InvalidOptionError, match=rf"\b{argument}\b"):
@@ -391,27 +397,31 @@ def test_bad_search_options_raise_invalid_option_error_naming_the_argument(rt, k
     with pytest.raises(remat.InvalidOptionError, match=rf"\b{argument}\b"):
         with rt.peak_memory_budget(1 << 20, **kwargs):
             pass
-    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("torch_plans", 60)
+    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("torch_plans", None, 20000)
 
 
 def test_a_bare_limit_searches_torch_plans_and_the_drop_in_passes_the_search_only_with_a_limit(rt):
     try:
         assert "peak_search" not in rt.options_from_torch()
         rt.set_peak_memory_budget(4096, "fast", 5)
-        assert rt.get_peak_memory_budget() == 4096 and rt.get_peak_search() == ("fast", 5.0)
+        assert rt.get_peak_memory_budget() == 4096 and rt.get_peak_search() == ("fast", 5.0, 20000)
         opts = rt.options_from_torch()
-        assert (opts["peak_search"], opts["peak_search_seconds"]) == ("fast", 5.0)
+        assert (opts["peak_search"], opts["peak_search_seconds"], opts["peak_search_nodes"]) == ("fast", 5.0, 20000)
+        with rt.peak_memory_budget(4096, "exact", nodes=50):
+            opts = rt.options_from_torch()
+            # No time limit unless asked for: the plan must not depend on the machine.
+            assert opts["peak_search_nodes"] == 50 and "peak_search_seconds" not in opts
         with rt.peak_memory_budget(2048):
             assert rt.get_peak_memory_budget() == 2048
-            assert rt.get_peak_search() == ("torch_plans", 60.0)
+            assert rt.get_peak_search() == ("torch_plans", None, 20000)
             assert rt.options_from_torch()["peak_search"] == "torch_plans"
             with rt.peak_memory_budget(None, search="exact"):
                 assert rt.get_peak_memory_budget() == 0
                 assert "peak_search" not in rt.options_from_torch()
-        assert rt.get_peak_search() == ("fast", 5.0)
+        assert rt.get_peak_search() == ("fast", 5.0, 20000)
     finally:
         rt.set_peak_memory_budget(None)
-    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("torch_plans", 60.0)
+    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("torch_plans", None, 20000)
 
 
 def test_the_result_carries_the_search_summary_only_under_a_limit(rt):
@@ -422,7 +432,7 @@ def test_the_result_carries_the_search_summary_only_under_a_limit(rt):
     summary = p.peak_search
     assert summary is p.result["peak_search"]
     assert set(summary) == {"search", "plans_built", "solver_rounds", "recompute_lower_bound",
-                            "optimal", "seconds"}
+                            "optimal", "solver_nodes", "stopped_by", "seconds"}
     assert summary["search"] == "exact" and summary["plans_built"] >= 1
     if summary["optimal"]:  # up to the MILP's tie-break, under 0.5
         assert 0 <= p.result["recompute_runtime"] - summary["recompute_lower_bound"] <= 1e-3 * max(1.0, p.result["recompute_runtime"])

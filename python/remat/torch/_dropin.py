@@ -132,7 +132,9 @@ def options_from_torch(**overrides: Any) -> dict:
         # options stay what they were before the search existed.
         search = get_peak_search()
         opts["peak_search"] = search.search
-        opts["peak_search_seconds"] = search.seconds
+        opts["peak_search_nodes"] = search.nodes
+        if search.seconds is not None:  # a safety net only when asked for
+            opts["peak_search_seconds"] = search.seconds
     if get_backward_order() != "autograd":
         # Only when asked: torch's order needs no option.
         opts["backward_order"] = get_backward_order()
@@ -156,7 +158,8 @@ class Partition:
     def peak_search(self) -> Optional[dict]:
         """How the plan under a peak-memory limit was found: the result's
         "peak_search" ({search, plans_built, solver_rounds,
-        recompute_lower_bound (None if unknown), optimal, seconds}); None
+        recompute_lower_bound (None if unknown), optimal, solver_nodes,
+        stopped_by (None, "nodes" or "time"), seconds}); None
         when no limit was set."""
         return self.result.get("peak_search")
 

@@ -8,18 +8,23 @@ Contract:
       backward reads it). Both graphs are exported in one pass so their
       storage identities agree. `num_fwd_outputs` defaults to the forward's
       outputs minus the backward's saved-value placeholders.
-  peak_memory_budget(nbytes, search="torch_plans", seconds=60, backward_order="autograd",
-                     memory_model="auto") /
-  set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=..., memory_model=...) /
+  peak_memory_budget(nbytes, search="torch_plans", seconds=None, backward_order="autograd",
+                     memory_model="auto", nodes=20000) /
+  set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=..., memory_model=...,
+                         nodes=...) /
   get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting /
   get_backward_order() -> str / get_memory_model() -> str:
       remat's own setting, read by the drop-in partitioners
       (options_from_torch: "peak_memory_budget", and "peak_search" /
-      "peak_search_seconds" when a limit is set) and never written into
-      torch._functorch.config. 0 or None: no limit. `search` is how the plan
-      is found (PartitionOptions::PeakSearch, docs/memory.md): "torch_plans"
-      (torch's budget plans), "fast" or "exact" (remat's optimizer over every
-      valid plan); `seconds` bounds "exact"'s search. `backward_order`
+      "peak_search_nodes" / "peak_search_seconds" when a limit is set) and
+      never written into torch._functorch.config. 0 or None: no limit.
+      `search` is how the plan is found (PartitionOptions::PeakSearch,
+      docs/memory.md): "torch_plans" (torch's budget plans), "fast" or
+      "exact" (remat's optimizer over every valid plan); `nodes` bounds
+      "exact"'s search in solver nodes (counted work: the same plan on every
+      machine and rank); `seconds`, None by default, is a wall-time safety
+      net over the search (a search it cuts short says so in the result's
+      peak_search "stopped_by", and may then differ between machines). `backward_order`
       "memory" lets the engine reorder the backward where that lowers the
       simulated peak (PartitionOptions::BackwardOrder; the "backward_order"
       option, with or without a limit). `memory_model` is how the peak is
@@ -117,10 +122,11 @@ MEMORY_MODELS = ("auto", "aten", "inductor")
 
 class PeakSearchSetting(NamedTuple):
     """How a peak_memory_budget plan is searched: the engine's "peak_search"
-    and "peak_search_seconds" options."""
+    and "peak_search_seconds" options, and "peak_search_nodes"."""
 
     search: str = "torch_plans"
-    seconds: float = 60.0
+    seconds: Optional[float] = None  # None: no time limit
+    nodes: int = 20000  # remat::kDefaultPeakSearchNodes
 
 
 class _Setting(NamedTuple):
@@ -134,8 +140,8 @@ _setting = threading.local()
 _global_setting: list[_Setting] = [_Setting(0, PeakSearchSetting())]
 
 
-def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 60,
-           backward_order: str = "autograd", memory_model: str = "auto") -> _Setting:
+def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: Optional[float] = None,
+           backward_order: str = "autograd", memory_model: str = "auto", nodes: int = 20000) -> _Setting:
     if nbytes is None:
         nbytes = 0
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
@@ -148,10 +154,14 @@ def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 
             f"got {search!r}")
     # bool is an int to Python but never a duration; inf and nan cannot go
     # through the options JSON.
-    if (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-            or not math.isfinite(seconds) or seconds <= 0):
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or not math.isfinite(seconds) or seconds <= 0):
         raise remat.InvalidOptionError(
-            f"peak_memory_budget: seconds: expected a finite number of seconds > 0, got {seconds!r}")
+            f"peak_memory_budget: seconds: expected a finite number of seconds > 0, or None (no time "
+            f"limit), got {seconds!r}")
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes <= 0:
+        raise remat.InvalidOptionError(
+            f"peak_memory_budget: nodes: expected a number of solver nodes > 0, got {nodes!r}")
     if not isinstance(backward_order, str) or backward_order not in BACKWARD_ORDERS:
         raise remat.InvalidOptionError(
             f"peak_memory_budget: backward_order: expected one of {', '.join(map(repr, BACKWARD_ORDERS))}, "
@@ -160,16 +170,17 @@ def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: float = 
         raise remat.InvalidOptionError(
             f"peak_memory_budget: memory_model: expected one of {', '.join(map(repr, MEMORY_MODELS))}, "
             f"got {memory_model!r}")
-    return _Setting(nbytes, PeakSearchSetting(search, float(seconds)), backward_order, memory_model)
+    search_setting = PeakSearchSetting(search, None if seconds is None else float(seconds), nodes)
+    return _Setting(nbytes, search_setting, backward_order, memory_model)
 
 
 def set_peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
-                           seconds: float = 60, backward_order: str = "autograd",
-                           memory_model: str = "auto") -> None:
+                           seconds: Optional[float] = None, backward_order: str = "autograd",
+                           memory_model: str = "auto", nodes: int = 20000) -> None:
     """Sets the peak-memory limit (bytes) remat's partitioners plan against,
     how they search for the plan, the backward's order and the memory model;
     0/None clears the limit."""
-    _global_setting[0] = _check(nbytes, search, seconds, backward_order, memory_model)
+    _global_setting[0] = _check(nbytes, search, seconds, backward_order, memory_model, nodes)
 
 
 def _current() -> _Setting:
@@ -183,7 +194,7 @@ def get_peak_memory_budget() -> int:
 
 
 def get_peak_search() -> PeakSearchSetting:
-    """The search in force with that limit: (search, seconds), from the same
+    """The search in force with that limit: (search, seconds, nodes), from the same
     place as get_peak_memory_budget()."""
     return _current().search
 
@@ -202,14 +213,15 @@ def get_memory_model() -> str:
 
 @contextlib.contextmanager
 def peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
-                       seconds: float = 60, backward_order: str = "autograd",
-                       memory_model: str = "auto") -> Iterator[None]:
+                       seconds: Optional[float] = None, backward_order: str = "autograd",
+                       memory_model: str = "auto", nodes: int = 20000) -> Iterator[None]:
     """Within the block (this thread), remat's partitioners plan against `nbytes`
-    of peak memory, the plan found by `search` ("exact": within `seconds`),
+    of peak memory, the plan found by `search` ("exact": within `nodes`
+    solver nodes; `seconds`, when given, a wall-time safety net),
     the backward in `backward_order` ("memory": reordered where that lowers
     the simulated peak), the peak counted under `memory_model` ("auto":
     inductor's for graphs inductor compiles, aten's otherwise)."""
-    value = _check(nbytes, search, seconds, backward_order, memory_model)
+    value = _check(nbytes, search, seconds, backward_order, memory_model, nodes)
     stack = getattr(_setting, "stack", None)
     if stack is None:
         stack = _setting.stack = []
