@@ -29,7 +29,7 @@ Four parts, each measured in one run:
   unreachable where exact finds a plan; fast at most 5x a plain min-cut on
   ~10^4-node synthetic graphs (at the middle of torch_plans' reachable
   range and of fast's, which checkpointed plans extend). exact's programs are
-  written out (REMAT_MILP_DUMP_DIR, src/optimize/optimize.h) and solved
+  written out (REMAT_MILP_DUMP_DIR, src/optimize/search.h) and solved
   again by CBC as remat runs it (bench/cpp/milp_bench.cc), the `cbc`
   command and HiGHS (bench/milp_solvers.py, under --highs-python).
 
@@ -457,7 +457,7 @@ def _child(cap, limit: int, search: str, seconds: float, dump: str | None) -> di
     env = dict(os.environ)
     if dump is not None:
         os.makedirs(dump, exist_ok=True)
-        env["REMAT_MILP_DUMP_DIR"] = dump  # exact writes each program there (optimize.h)
+        env["REMAT_MILP_DUMP_DIR"] = dump  # exact writes each program there (optimize/search.h)
     with replay_context(cap):
         opts = rt.options_from_torch(peak_memory_budget=limit, peak_search=search, peak_search_seconds=seconds)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

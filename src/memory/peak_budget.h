@@ -25,7 +25,7 @@
 //    nothing or after kRepairSteps steps. The answer is the first state of
 //    the path that fits.
 //    With `repairs` false (the fast search's first pass on large graphs,
-//    optimize.h), a limit no candidate meets is unreachable at once: the
+//    optimize/fast.h), a limit no candidate meets is unreachable at once: the
 //    candidates set aside are not built and no repair path runs. A
 //    `bound` given (that pass's tighter lower bound of a saved set's peak,
 //    optimize/space.h chained_peak) sets aside the candidates it puts over

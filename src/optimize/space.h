@@ -235,7 +235,7 @@ class PlanSpace {
   // Row r's plan-dependent terms, its `extra` terms last. The MILP relaxes
   // two terms of row_values: a saved value (or what its views hold) kept
   // alive past its saved range by a recomputed user made later, and a value
-  // kept alive in the forward by a saved optional_fw user (optimize.cc adds
+  // kept alive in the forward by a saved optional_fw user (exact.cc adds
   // them back lazily).
   std::vector<RowTerm> row_terms(uint32_t r) const;
   int var_of(NodeId n) const { return n < var_of_.size() ? var_of_[n] : -1; }
@@ -290,7 +290,7 @@ class PlanSpace {
   // the backward's placeholders of saved values, and values of the backward
   // region the forward computes to save them, which after the forward's last
   // row count toward the return's, where the model makes them). Where it
-  // exceeds row_values, fast lowers that row's target (optimize.cc).
+  // exceeds row_values, fast lowers that row's target (fast.h correct).
   std::vector<int64_t> simulated_rows(const PartitionResult& r) const;
 
   // The saved set of a plan as the pipeline takes it (prepared ids, graph

@@ -1,0 +1,350 @@
+// optimize/fast.cc — fast's priced min-cuts, local search and corrections.
+// Contract: optimize/fast.h.
+#include "optimize/fast.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "decide/maxflow.h"
+#include "optimize/checkpoint.h"
+#include "optimize/torch_plans.h"
+
+namespace remat::optimize {
+namespace {
+
+// One fast search: the cuts' network, built by the first cut, and the
+// effort the space's size gets.
+class Fast {
+ public:
+  explicit Fast(Search& s)
+      : s_(s), space_(s.space()), limit_(s.limit()),
+        effort_(space_.vars().size() <= static_cast<size_t>(kLargeSpaceVars) ? kSmallSpaceEffort
+                                                                        : kLargeSpaceEffort) {}
+
+ private:
+  // The min-cut over the space where recomputing var k costs its estimate
+  // and saving it costs save_cost[k] (both in estimator units): the plan
+  // minimizing their sum (space.h's validity as infinite edges).
+  std::optional<std::vector<uint8_t>> priced_cut(const std::vector<double>& save_cost) const {
+    const auto& vars = space_.vars();
+    const auto& deps = space_.deps();
+    const size_t n = vars.size();
+    double total = 0;
+    for (size_t k = 0; k < n; ++k) total += vars[k].cost + save_cost[k];
+    // Capacities stay far below 2^62 whatever the units; the +1 on each
+    // finite edge breaks ties toward fewer recomputations and saves.
+    const double unit = total > 0 ? 1e12 / total : 0;
+    const uint32_t src = 0, snk = 1;
+    auto in = [](size_t k) { return static_cast<uint32_t>(2 + 2 * k); };
+    auto out = [](size_t k) { return static_cast<uint32_t>(3 + 2 * k); };
+    // The network's edges are the same for every cut of the search (a
+    // value no longer saveable or recomputable only turns its edge
+    // infinite; the sink edge of a value not needed is there, at 0): built
+    // once, in one add_edges call, and given each cut's capacities (on
+    // 10^4-node graphs building it cost about a fifth of a cut).
+    std::vector<int64_t>& cap = priced_cap_;
+    cap.clear();
+    for (size_t k = 0; k < n; ++k) {
+      const Var& v = vars[k];
+      cap.push_back(v.can_recompute ? std::llround(v.cost * unit) + 1 : MaxFlow::kInfinite);
+      cap.push_back(v.can_save ? std::llround(save_cost[k] * unit) + 1 : MaxFlow::kInfinite);
+      cap.push_back(v.needed ? MaxFlow::kInfinite : 0);
+      cap.insert(cap.end(), deps[k].size(), MaxFlow::kInfinite);
+    }
+    if (!priced_net_) {
+      std::vector<uint32_t> tail, head;
+      for (size_t k = 0; k < n; ++k) {
+        for (uint32_t u : {src, in(k), out(k)}) tail.push_back(u);
+        for (uint32_t w : {in(k), out(k), snk}) head.push_back(w);
+        for (uint32_t u : deps[k]) {
+          tail.push_back(out(u));
+          head.push_back(in(k));
+        }
+      }
+      priced_net_.emplace(static_cast<uint32_t>(2 + 2 * n));
+      priced_net_->add_edges(tail, head, cap);
+    } else {
+      priced_net_->set_capacities(cap);
+    }
+    MaxFlow& flow = *priced_net_;
+    if (!flow.run(src, snk)) return std::nullopt;  // nothing valid exists
+    const std::vector<uint8_t> side = flow.source_side(CutSide::kSinkMinimal);
+    std::vector<uint8_t> saved(n, 0);
+    for (size_t k = 0; k < n; ++k) saved[k] = side[in(k)] && !side[out(k)];
+    return saved;
+  }
+
+  // Estimator units per byte that make all bytes weigh as much as all costs.
+  double byte_price() const {
+    double cost = 0, bytes = 0;
+    for (const Var& v : space_.vars()) {
+      cost += v.cost;
+      bytes += static_cast<double>(v.bytes);
+    }
+    return bytes > 0 ? std::max(cost, 1.0) / bytes : 0;
+  }
+
+  // How far a plan's model rows exceed their targets (<= 0: it fits).
+  static int64_t excess(const std::vector<int64_t>& values, const Targets& targets) {
+    int64_t worst = std::numeric_limits<int64_t>::min();
+    for (size_t r = 0; r < values.size(); ++r) worst = std::max(worst, values[r] - targets[r]);
+    return values.empty() ? 0 : worst;
+  }
+
+  // What the cuts found: the cheapest plan whose model fits the targets,
+  // and the plan exceeding them least.
+  struct Found {
+    std::optional<std::vector<uint8_t>> fitting;
+    double fitting_cost = 0;
+    std::optional<std::vector<uint8_t>> closest;
+    int64_t closest_excess = 0;
+    // The plan's model rows, or nullopt when the plan is invalid.
+    bool offer(const PlanSpace& space, const std::vector<uint8_t>& saved, const Targets& targets,
+               std::vector<int64_t>* rows = nullptr) {
+      std::optional<Assignment> a = space.implied_recompute(saved);
+      if (!a) return false;
+      std::vector<int64_t> values = space.row_values(a->saved, a->recomputed);
+      const int64_t e = excess(values, targets);
+      if (!closest || e < closest_excess) {
+        closest = saved;
+        closest_excess = e;
+      }
+      if (e <= 0 && (!fitting || a->cost < fitting_cost)) {
+        fitting = saved;
+        fitting_cost = a->cost;
+      }
+      if (rows) *rows = std::move(values);
+      return e <= 0;
+    }
+  };
+
+  // One price per byte for every saved value, bisected in log space.
+  void uniform_prices(const Targets& targets, Found& found) const {
+    const double unit = byte_price();
+    auto at = [&](double price) {
+      std::vector<double> save_cost(space_.vars().size());
+      for (size_t k = 0; k < save_cost.size(); ++k)
+        save_cost[k] = price * unit * static_cast<double>(space_.vars()[k].bytes);
+      std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
+      return s && found.offer(space_, *s, targets);
+    };
+    if (at(1e-6) || !at(1e6)) return;
+    double lo = std::log(1e-6), hi = std::log(1e6);
+    for (int step = 0; step < effort_.bisect_steps; ++step) {
+      const double mid = 0.5 * (lo + hi);
+      (at(std::exp(mid)) ? hi : lo) = mid;
+    }
+  }
+
+  // A price per memory row (Lagrange multipliers of the rows), raised where
+  // a row exceeds its target and lowered where it has room (a projected
+  // subgradient step); a saved value pays the prices of the rows it is
+  // alive in. Each step is one cut.
+  void row_prices(const Targets& targets, Found& found) const {
+    const auto& rows = space_.rows();
+    const auto& vars = space_.vars();
+    const double unit = byte_price();
+    if (rows.empty() || unit == 0 || limit_ <= 0) return;
+    std::vector<double> mu(rows.size(), 0), prefix(rows.size() + 1, 0);
+    const uint32_t between = space_.between();
+    for (int step = 0; step < effort_.price_steps; ++step) {
+      for (size_t r = 0; r < rows.size(); ++r) prefix[r + 1] = prefix[r] + mu[r];
+      std::vector<double> save_cost(vars.size());
+      for (size_t k = 0; k < vars.size(); ++k) {
+        const Var& v = vars[k];
+        const double fw = prefix[between + 1] - prefix[v.saved_from];
+        const double bw = v.saved_to > between + 1 ? prefix[v.saved_to] - prefix[between + 1] : 0;
+        save_cost[k] = static_cast<double>(v.bytes) * (fw + bw);
+      }
+      std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
+      std::vector<int64_t> values;
+      if (!s) return;
+      found.offer(space_, *s, targets, &values);
+      if (values.empty()) return;
+      const double size = 2.0 * std::pow(0.93, step);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const double e = static_cast<double>(values[r] - targets[r]) / static_cast<double>(limit_);
+        mu[r] = std::max(0.0, mu[r] + size * unit * e);
+      }
+    }
+  }
+
+  // Local search from a fitting plan: each of the effort's greedy_saves
+  // costliest recomputed values is saved instead if the model still fits;
+  // if it does not, with the one saved value recomputed instead (among the
+  // swap_candidates largest) that makes it fit at the least cost, when
+  // that still costs less.
+  std::vector<uint8_t> greedy_saves(std::vector<uint8_t> saved, const Targets& targets) const {
+    std::optional<Assignment> a = space_.implied_recompute(saved);
+    if (!a) return saved;
+    saved = a->saved;
+    const auto& vars = space_.vars();
+    std::vector<uint32_t> order;
+    for (uint32_t k = 0; k < a->recomputed.size(); ++k)
+      if (a->recomputed[k] && vars[k].can_save && vars[k].cost > 1) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t x, uint32_t y) { return vars[x].cost > vars[y].cost; });
+    if (order.size() > static_cast<size_t>(effort_.greedy_saves)) order.resize(effort_.greedy_saves);
+    double cost = a->cost;
+    // The plan's cost and whether its model fits (nullopt: invalid).
+    auto judge = [&](const std::vector<uint8_t>& s) -> std::optional<std::pair<double, bool>> {
+      std::optional<Assignment> b = space_.implied_recompute(s);
+      if (!b) return std::nullopt;
+      return std::make_pair(b->cost, excess(space_.row_values(b->saved, b->recomputed), targets) <= 0 &&
+                                         fits_before(b->saved, b->recomputed));
+    };
+    for (uint32_t k : order) {
+      if (saved[k]) continue;
+      std::vector<uint8_t> next = saved;
+      next[k] = 1;
+      const auto j = judge(next);
+      if (!j || j->first >= cost) continue;
+      if (j->second) {
+        saved = std::move(next);
+        cost = j->first;
+        continue;
+      }
+      std::vector<uint32_t> drops;
+      for (uint32_t d = 0; d < next.size(); ++d)
+        if (next[d] && d != k && vars[d].can_recompute && vars[d].bytes > 0) drops.push_back(d);
+      std::stable_sort(drops.begin(), drops.end(),
+                       [&](uint32_t x, uint32_t y) { return vars[x].bytes > vars[y].bytes; });
+      if (drops.size() > static_cast<size_t>(effort_.swap_candidates)) drops.resize(effort_.swap_candidates);
+      std::optional<std::vector<uint8_t>> best;
+      double best_cost = cost;
+      for (uint32_t d : drops) {
+        std::vector<uint8_t> swapped = next;
+        swapped[d] = 0;
+        const auto js = judge(swapped);
+        if (js && js->second && js->first < best_cost) {
+          best = std::move(swapped);
+          best_cost = js->first;
+        }
+      }
+      if (best) {
+        saved = std::move(*best);
+        cost = best_cost;
+      }
+    }
+    return saved;
+  }
+
+  // Whether the instants just before backward nodes fit the limit too
+  // (fast's targets are per row; these get the plain limit).
+  bool fits_before(const std::vector<uint8_t>& saved, const std::vector<uint8_t>& recomputed) const {
+    const std::vector<int64_t> before = space_.values(saved, recomputed, /*before=*/true);
+    for (size_t r = space_.between() + 1; r < before.size(); ++r)
+      if (before[r] > limit_) return false;
+    return true;
+  }
+
+ public:
+  // fast's search. After a plan that does not fit, two corrections for
+  // what the model does not see (recomputations' own intermediates, values
+  // alive until a recomputation reads them): each row's target drops by
+  // the amount the simulation exceeded the model there, and the largest
+  // storages alive at the simulated peak change sides for the rest of the
+  // search (a value the backward recomputed is saved, a saved value
+  // recomputed). Both narrow fast's search only; exact searches the whole
+  // space afterwards.
+  //
+  // On spaces past kLargeSpaceVars torch's plans run first instead of last:
+  // their builds give the targets the corrections a first round's build
+  // would, for builds the search makes anyway, and one round of cuts
+  // (kLargeSpaceEffort) then tries to beat the plan they found. When none
+  // of torch's plans fits, the checkpointed plans (checkpoint.h)
+  // before torch's repair path: on a deep stack only they reach far below
+  // torch's plans, and the repair path costs a build per move.
+  void run() {
+    const std::vector<Var> whole = space_.vars();
+    Targets targets(space_.rows().size(), limit_);
+    const bool large = space_.vars().size() > static_cast<size_t>(kLargeSpaceVars);
+    bool checkpointed = false;
+    if (large) {
+      torch_plans(s_, &targets, /*repairs=*/false);
+      if (!s_.best()) checkpointed = checkpoints(s_);
+      if (!s_.best()) torch_plans(s_, &targets);
+    }
+    // A checkpointed plan is final: the round's cuts price what plans save,
+    // not the long recomputed chains that set these plans' peaks, so what
+    // they offer below the checkpointed plan's recompute overshoots.
+    for (int round = 0; round < effort_.rounds && !checkpointed; ++round) {
+      Found found;
+      uniform_prices(targets, found);
+      if (!found.fitting || found.fitting_cost > 0) row_prices(targets, found);
+      std::optional<std::vector<uint8_t>> plan =
+          found.fitting ? greedy_saves(*found.fitting, targets) : found.closest;
+      if (!plan || !could_beat_best(*plan)) break;
+      const Verdict v = s_.evaluate(*plan);
+      if (v.fits) break;
+      if (v.hazards) continue;
+      correct(space_, *plan, v, limit_, targets);
+      if (!found.fitting && !repair(*plan, v)) break;
+    }
+    space_.restore(whole);
+    for (uint32_t k : s_.hazardous()) space_.forbid_save(k);
+    // The screen assumed the chained model a lower bound; a build that
+    // showed otherwise may mean a torch plan that fits went unbuilt: the
+    // whole torch_plans search runs (its plan replaces fast's when it
+    // recomputes less), so fast stays never worse than torch's plans.
+    if (!large || !s_.chained_bounds()) torch_plans(s_, nullptr);
+  }
+
+ private:
+  // Whether building `saved` could give a plan recomputing less than the
+  // best so far: the model's cost is a lower bound of the measured one.
+  bool could_beat_best(const std::vector<uint8_t>& saved) const {
+    if (!s_.best()) return true;
+    std::optional<Assignment> a = space_.implied_recompute(saved);
+    return a && a->cost < s_.best()->result.recompute_runtime;
+  }
+
+  // Moves the largest storages at the peak to the other side; false when
+  // none can move.
+  bool repair(const std::vector<uint8_t>& saved, const Verdict& v) {
+    std::optional<Assignment> a = space_.implied_recompute(saved);
+    if (!a) return false;
+    int moved = 0;
+    for (const auto& [k, backward] : v.at_peak) {
+      if (moved == kFastRepairMoves) break;
+      const Var& var = space_.vars()[k];
+      if (backward && a->recomputed[k] && var.can_save && var.can_recompute) {
+        space_.forbid_recompute(k);
+        ++moved;
+      } else if (!backward && a->saved[k] && var.can_recompute && var.can_save) {
+        space_.forbid_save(k);
+        ++moved;
+      }
+    }
+    return moved > 0;
+  }
+
+  Search& s_;
+  PlanSpace& space_;
+  const int64_t limit_;
+  const FastEffort effort_;
+  // priced_cut's network, built by its first cut, and its capacities.
+  mutable std::optional<MaxFlow> priced_net_;
+  mutable std::vector<int64_t> priced_cap_;
+};
+
+}  // namespace
+
+// Lowers each row's target by what the simulation of `saved` showed
+// above the model there.
+void correct(const PlanSpace& space, const std::vector<uint8_t>& saved, const Verdict& v, int64_t limit,
+             Targets& targets) {
+  std::optional<Assignment> a = space.implied_recompute(saved);
+  if (!a) return;
+  const std::vector<int64_t> model = space.row_values(a->saved, a->recomputed);
+  for (size_t r = 0; r < targets.size(); ++r) {
+    const int64_t sim = v.rows[r];
+    if (sim > model[r]) targets[r] = std::min(targets[r], limit - (sim - model[r]));
+  }
+}
+
+void fast(Search& s) { Fast(s).run(); }
+
+}  // namespace remat::optimize

@@ -1,0 +1,95 @@
+// optimize/fast.h — fast, the peak-limited search by priced min-cuts
+// (PartitionOptions::PeakSearch kFast, and exact's incumbent).
+//
+// Contract:
+//  * Each cut is a min-cut over the space (X_in -> X_out costs what saving X
+//    is priced at, source -> X_in costs X's recompute estimate, dependencies
+//    and "needed" are infinite): the plan minimizing recompute plus priced
+//    saves. Two pricings: one price per byte, bisected; then, unless that
+//    found a fitting plan recomputing nothing, one price per memory row (the
+//    rows' Lagrange multipliers, projected subgradient steps), a saved value
+//    paying the rows it lives in. A plan fits the targets when every model
+//    row (space.h row_values) is within its row's target.
+//  * A round keeps the cheapest plan whose model fits the targets, then runs
+//    a local search: each of the greedy_saves costliest recomputed values is
+//    saved instead when the model still fits (the instants just before
+//    backward nodes within the plain limit), or when recomputing one saved
+//    value instead (among the swap_candidates largest) makes it fit for less.
+//    Without a fitting plan the round takes the plan exceeding its targets
+//    least. The plan is built (Search::evaluate) unless its model cost is not
+//    below the best built plan's measured recompute (the model's cost is a
+//    lower bound of the measured one); the search stops at a plan that fits.
+//  * A build that does not fit corrects what the model does not see
+//    (recomputations' own intermediates, values alive until a recomputation
+//    reads them): each row's target drops by what the simulation exceeded
+//    the model there (correct()), and, when no plan fit the targets, the
+//    kFastRepairMoves largest storages alive at its simulated peak change
+//    sides for the rest of the search (recomputed -> saved, saved ->
+//    recomputed; when none can, the search stops). A hazardous build only
+//    forbids its saves (search.h). Then the round runs again, at most
+//    FastEffort::rounds rounds.
+//    Both narrow fast's search only: the space's vars are restored after it
+//    (less the saves hazards forbade), so exact searches the whole space.
+//  * Spaces of at most kLargeSpaceVars vars get kSmallSpaceEffort; larger ones
+//    kLargeSpaceEffort (one round, fewer steps and swaps), and there the
+//    torch_plans search (optimize/torch_plans.h) runs first, screened and
+//    without its repair path: each of its builds that does not fit corrects
+//    the targets as fast's own do, and the round tries to beat its plan.
+//    When none of torch's plans fits there, the checkpointed plans
+//    (optimize/checkpoint.h), and only when those fit nothing either the
+//    torch_plans search with its repairs. A checkpointed plan that fits is
+//    final: no round runs (the cuts price what plans save, not the long
+//    recomputed chains that set these plans' peaks).
+//  * Then, on small spaces, or when a build showed the screen's premise false
+//    (Search::chained_bounds), the whole torch_plans search runs, its plan
+//    replacing fast's when it recomputes less or fast found none: fast is
+//    never worse than torch's plans.
+//  * fast only builds and offers plans (Search::best); it never throws for
+//    an unreachable limit (the caller does, optimize.cc).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "optimize/search.h"
+
+namespace remat::optimize {
+
+inline constexpr int kFastRounds = 6;
+inline constexpr int kFastRepairMoves = 3;
+inline constexpr int kPriceSteps = 60;
+inline constexpr int kGreedySaves = 64;
+inline constexpr int kSwapCandidates = 64;
+inline constexpr int kBisectSteps = 20;
+
+// How much fast searches: its rounds (builds), the per-byte price's
+// bisection steps, the row prices' subgradient steps, the local search's
+// saves and swap candidates. Spaces of more than kLargeSpaceVars vars (no
+// polish follows there) get kLargeSpaceEffort, cut so that a 10^4-node
+// graph stays within 5x a plain partition's time (bench/bench_memory.py's
+// synthetic rows: each cut and each build there costs a sizeable fraction of
+// a plain partition).
+struct FastEffort {
+  int rounds;
+  int bisect_steps;
+  int price_steps;
+  int greedy_saves;
+  int swap_candidates;
+};
+inline constexpr FastEffort kSmallSpaceEffort{kFastRounds, kBisectSteps, kPriceSteps, kGreedySaves,
+                                              kSwapCandidates};
+inline constexpr FastEffort kLargeSpaceEffort{1, 5, 4, 8, 8};
+
+// Per row, the most its model value may be: the limit less what the
+// simulation showed the model misses there (fast's correction).
+using Targets = std::vector<int64_t>;
+
+// Lowers each row's target by what the simulation of `saved` (v.rows)
+// showed above the model there.
+void correct(const PlanSpace& space, const std::vector<uint8_t>& saved, const Verdict& v, int64_t limit,
+             Targets& targets);
+
+// fast's search under s.limit(); its plan, if any, is s.best().
+void fast(Search& s);
+
+}  // namespace remat::optimize

@@ -1,0 +1,46 @@
+// optimize/torch_plans.cc — torch's own plans inside fast.
+// Contract: optimize/torch_plans.h.
+#include "optimize/torch_plans.h"
+
+#include <algorithm>
+
+#include "memory/peak_budget.h"
+#include "remat/error.h"
+
+namespace remat::optimize {
+
+void torch_plans(Search& s, Targets* targets, bool repairs) {
+  PlanSpace& space = s.space();
+  const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+    PartitionResult r = s.build_unkeyed(saved);
+    if (targets && r.hazards.empty() && r.memory.peak_bytes > s.limit()) {
+      Verdict v;
+      v.rows = space.simulated_rows(r);
+      correct(space, space.saved_flags(saved), v, s.limit(), *targets);
+    }
+    return r;
+  };
+  try {
+    // Without repairs (fast's first pass on a large space), candidates the
+    // model with whole recomputed chains puts over the limit are set aside
+    // unbuilt: on a deep stack every torch plan recomputing a layer's
+    // values keeps the chain back to a saved one alive (about 40% of
+    // fast's time at the middle of its range on the 10^4-node residual
+    // MLP went to building them).
+    PeakBound screen;
+    if (!repairs) {
+      s.screen_with_chained_model();
+      screen = [&](const std::vector<NodeId>& saved) { return space.chained_peak(space.saved_flags(saved)); };
+    }
+    PartitionResult r = solve_peak_budget(s.ctx(), s.limit(), build, nullptr, repairs, screen);
+    std::vector<NodeId> saved;
+    for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
+      for (NodeId j : *list) saved.push_back(space.prepared_of(j));
+    std::sort(saved.begin(), saved.end());
+    s.offer(std::move(r), std::move(saved));
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kBudgetUnreachable) throw;
+  }
+}
+
+}  // namespace remat::optimize
