@@ -24,6 +24,12 @@
 //    command line's writer, so every file remat writes from Python is
 //    written as the CLI writes its own; no_cut_report renders a
 //    NoFiniteCutError's diagnosis page (remat::html_no_cut_report).
+//  * partition_saving(joint_json, options_json, saved) is a plan replay, not
+//    a partitioner: the min-cut pipeline's extraction, rewrites and memory
+//    simulation on exactly the saved values named (remat::emit_partition
+//    with the decision replaced), the same result document as partition().
+//    For oracles and tests that enumerate plans; a name that is no node of
+//    the joint graph is an InvalidOptionError naming it.
 //  * unmatched_op_keys(joint_json, options_json) -> list[str] is
 //    remat::unmatched_op_keys: the options' "ops" keys no operator of the
 //    graph has (remat.partition warns about them, as the command line does).
@@ -339,6 +345,41 @@ nb::bytes partition(nb::bytes joint_json, nb::bytes options_json, const std::str
   return to_bytes(out);
 }
 
+// The plan that saves exactly `saved_names` (joint node names, in the order
+// torch would pass them on), built as the min-cut partitioner builds its
+// own. The decision it replaces is made first (emit_partition needs a
+// plan), so a peak_memory_budget, which would search for a plan only to
+// have it replaced, is refused.
+nb::bytes partition_saving(nb::bytes joint_json, nb::bytes options_json,
+                           const std::vector<std::string>& saved_names, nb::object knapsack_solver,
+                           nb::object runtime_estimator) {
+  std::string out;
+  const remat::OptionHooks hooks = engine_hooks(PyHooks(knapsack_solver, runtime_estimator));
+  {
+    nb::gil_scoped_release release;
+    remat::JointGraph joint = remat::read_joint_graph(view_of(joint_json));
+    remat::PartitionOptions options = remat::read_options(view_of(options_json), hooks, &joint);
+    if (options.peak_memory_budget > 0)
+      throw remat::Error(remat::ErrorCode::kInvalidOption,
+                         "partition_saving: the saved values are given; peak_memory_budget "
+                         "would search for them (leave it out)");
+    std::vector<remat::NodeId> saved;
+    saved.reserve(saved_names.size());
+    for (size_t i = 0; i < saved_names.size(); ++i) {
+      const remat::NodeId id = joint.graph.find(saved_names[i]);
+      if (id == remat::kNoNode)
+        throw remat::Error(remat::ErrorCode::kInvalidOption,
+                           "partition_saving: saved value #" + std::to_string(i) + " '" +
+                               saved_names[i] + "' is not a node of the joint graph");
+      saved.push_back(id);
+    }
+    remat::PartitionResult result = remat::emit_partition(
+        remat::plan_min_cut_rematerialization_partition(joint, options), std::move(saved));
+    out = remat::write_result(joint, result, /*timings=*/true);
+  }
+  return to_bytes(out);
+}
+
 using PointTuples = std::vector<std::tuple<double, double, double>>;
 
 std::vector<remat::MemoryBudgetPoint> points_of(const PointTuples& tuples) {
@@ -565,6 +606,11 @@ NB_MODULE(_remat, m) {
         nb::arg("runtime_estimator") = nb::none(), nb::arg("offload_node_runtime") = nb::none(),
         nb::arg("size_check") = nb::none(), nb::arg("rank_group") = nb::none(),
         "Partitions a joint graph; returns the partition-result document.");
+  m.def("partition_saving", &partition_saving, nb::arg("joint_json"), nb::arg("options_json"),
+        nb::arg("saved"), nb::arg("knapsack_solver") = nb::none(),
+        nb::arg("runtime_estimator") = nb::none(),
+        "A plan replay (for oracles and tests): the min-cut pipeline's plan that saves\n"
+        "exactly `saved` (joint node names); returns the partition-result document.");
   m.def("pareto", &pareto, nb::arg("joint_json"), nb::arg("options_json"),
         nb::arg("resolution") = 1e-3, nb::arg("budgets") = std::vector<double>{},
         nb::arg("knapsack_solver") = nb::none(), nb::arg("runtime_estimator") = nb::none(),

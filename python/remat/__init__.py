@@ -36,6 +36,7 @@ __all__ = [
     "DropInError",
     "BudgetUnreachableError",
     "partition",
+    "partition_saving",
     "pareto",
     "plans",
     "peak_frontier",
@@ -166,6 +167,41 @@ def partition(
     out = _ext().partition(joint, options, partitioner,
                            knapsack_solver, runtime_estimator, offload_node_runtime, size_check,
                            rank_group)
+    if as_json:
+        return out
+    import orjson
+
+    return orjson.loads(out)
+
+
+def partition_saving(
+    joint: JsonLike,
+    saved: list[str],
+    options: JsonLike | None = None,
+    *,
+    as_json: bool = True,
+    knapsack_solver: Callable[[list, float, list], tuple] | None = None,
+    runtime_estimator: Callable[[int], float] | None = None,
+) -> bytes | dict:
+    """The plan that saves exactly `saved`: a plan replay, not a partitioner.
+
+    `saved` names joint-graph nodes the forward can compute, in the order
+    torch would pass them on; the min-cut pipeline builds the forward and
+    backward that save them (what nothing reads is pruned, what the backward
+    needs and is not saved is recomputed) and simulates the step. Returns
+    partition()'s result document. For oracles and tests that enumerate
+    plans (tests/python/test_optimizer_oracle.py); `options` as for
+    partition(), without peak_memory_budget (InvalidOptionError: that would
+    search for a saved set). A name that is no node of the graph, or a node
+    the forward cannot compute or DCE/CSE removed, raises InvalidOptionError
+    naming it.
+    """
+    if isinstance(saved, (str, bytes)):
+        raise TypeError("partition_saving: `saved` is a list of node names, not one name")
+    joint, options = _to_bytes(joint), _to_bytes(options or {})
+    _warn_unmatched_ops(joint, options)
+    out = _ext().partition_saving(joint, options, [str(name) for name in saved],
+                                  knapsack_solver, runtime_estimator)
     if as_json:
         return out
     import orjson
