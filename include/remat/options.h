@@ -43,10 +43,6 @@ using CustomKnapsackFn = std::function<std::pair<std::vector<int>, std::vector<i
 // order, before the solver. Exceptions propagate unchanged.
 using CustomRuntimeEstimatorFn = std::function<double(NodeId joint_node)>;
 
-// PartitionOptions::peak_search_nodes' default: about a minute of CBC on the
-// programs of a 10^4-node graph on one core (docs/memory.md measures it).
-inline constexpr int64_t kDefaultPeakSearchNodes = 20000;
-
 // The runtime, in milliseconds, that torch's reload prefetch credits one
 // backward node with: `benchmark_node(node)` for a compute node (an op with a
 // flop formula), 0 otherwise. Asked only for nodes copied from the joint
@@ -200,9 +196,12 @@ struct PartitionOptions {
   enum class PeakSearch : uint8_t { kTorchPlans, kFast, kExact };
   PeakSearch peak_search = PeakSearch::kTorchPlans;
   // How much kExact's solver may search, in branch-and-bound nodes over all
-  // its solves (> 0): counted work, so the same graph, options and limit
-  // give the same plan on every machine, at any load, on every rank.
-  int64_t peak_search_nodes = kDefaultPeakSearchNodes;
+  // its solves: counted work, so the same graph, options and limit give the
+  // same plan on every machine, at any load, on every rank. 0 (default):
+  // sized to the program, since a node of a large program costs far more
+  // than one of a small: 2*10^6 / (rows + columns of its first program),
+  // between 100 and 20000 (optimize/search.h auto_node_budget).
+  int64_t peak_search_nodes = 0;
   // A wall-time safety net over the whole peak search, in seconds; 0: none
   // (the default). When it stops a search, PeakSearchSummary::stopped_by
   // says "time" and the plan may then differ between machines.

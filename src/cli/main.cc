@@ -209,8 +209,9 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
       ->check(CLI::IsMember({"torch_plans", "fast", "exact"}));
   part->add_option("--peak-search-nodes", ps.peak_search_nodes,
                    "how much --peak-search exact may search: branch-and-bound nodes over all its "
-                   "solves (default 20000); counted work, so every machine returns the same plan; "
-                   "when they run out the best plan found is returned with its gap")
+                   "solves (default: sized to the program, 2e6 / (rows + columns), between 100 and "
+                   "20000); counted work, so every machine returns the same plan; when they run "
+                   "out the best plan found is returned with its gap")
       ->check(CLI::PositiveNumber);
   part->add_option("--peak-search-seconds", ps.peak_search_seconds,
                    "a wall-time safety net over the peak search (default: none); a search it cuts "
@@ -287,8 +288,8 @@ CLI::App* add_pareto(CLI::App& app, remat::cli::CommonSettings& common,
       ->check(CLI::IsMember({"fast", "exact"}))
       ->needs(peak);
   pareto->add_option("--peak-search-nodes", pa.peak_search_nodes,
-                     "with --peak, the solver nodes of each exact search (default 20000); there "
-                     "are --points + 1 of them")
+                     "with --peak, the solver nodes of each exact search (default: sized to the "
+                     "program); there are --points + 1 of them")
       ->check(CLI::PositiveNumber)
       ->needs(peak);
   pareto->add_option("--peak-search-seconds", pa.peak_search_seconds,

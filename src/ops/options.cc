@@ -90,9 +90,10 @@ void PartitionOptions::validate() const {
                 fmt::format("peak_search_seconds must be a number of seconds >= 0 (0: no time limit), got {}",
                             peak_search_seconds));
   }
-  if (peak_search_nodes <= 0) {
+  if (peak_search_nodes < 0) {
     throw Error(ErrorCode::kInvalidOption,
-                fmt::format("peak_search_nodes must be a number of solver nodes > 0, got {}",
+                fmt::format("peak_search_nodes must be a number of solver nodes >= 0 (0: sized to the "
+                            "program), got {}",
                             peak_search_nodes));
   }
   if (max_dist_from_bw < 0) {

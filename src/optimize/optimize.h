@@ -71,10 +71,11 @@ struct Outcome {
 
 // How much exact may search: `nodes`, branch-and-bound nodes over all its
 // solves, each solve counting at least one (counted work: the answer is the
-// same on every machine); `seconds`, a wall-time safety net (0: none).
+// same on every machine; 0: sized to its first program, search.h
+// auto_node_budget); `seconds`, a wall-time safety net (0: none).
 // PartitionOptions::peak_search_nodes / peak_search_seconds.
 struct Effort {
-  int64_t nodes = kDefaultPeakSearchNodes;
+  int64_t nodes = 0;
   double seconds = 0;
 };
 

@@ -30,7 +30,12 @@ std::string flags_key(const std::vector<uint8_t>& flags) { return std::string(fl
 Search::Search(const DecideContext& ctx, PlanSpace& space, int64_t limit, const Effort& effort,
                const Builder& build)
     : ctx_(ctx), space_(space), limit_(limit), seconds_(effort.seconds), build_(build), start_(Clock::now()),
-      node_cap_(effort.nodes) {}
+      node_cap_(effort.nodes > 0 ? effort.nodes : -1) {}
+
+int64_t auto_node_budget(int rows, int columns) {
+  const int64_t size = std::max<int64_t>(1, int64_t{rows} + columns);
+  return std::clamp(kAutoNodeWork / size, kAutoNodesMin, kAutoNodesMax);
+}
 
 // Builds a saved set once; records the smallest peak, the best fitting
 // plan, hazards (forbidding those saves) and the model check.
@@ -111,6 +116,7 @@ double Search::left() const { return std::max(0.0, seconds_ - elapsed()); }
 
 std::optional<Milp::Result> Search::solve(Milp& milp) {
   if (rounds_ >= max_rounds_) return std::nullopt;
+  if (node_cap_ < 0) node_cap_ = nodes_used_ + auto_node_budget(milp.num_rows(), milp.num_variables());
   if (nodes_used_ >= node_cap_) {
     stopped_by_ = "nodes";
     return std::nullopt;

@@ -28,7 +28,8 @@
 //    safety net. solve() runs one solver round when allow_rounds' caps (of
 //    rounds, none until called, and of nodes, Effort::nodes until then)
 //    and the safety net (Effort::seconds from the start of the search; 0:
-//    none) allow it; the round's node limit is what is left of the cap
+//    none) allow it (Effort::nodes 0: the first solve sizes the cap,
+//    auto_node_budget of its program); the round's node limit is what is left of the cap
 //    (each round counts at least one node, so the nodes bound the rounds
 //    too), its time limit what is left of the net. When the nodes or the
 //    net stop a round short of a proof, stopped() names which ("nodes",
@@ -84,6 +85,16 @@ struct Proof {
   double bound = -1;
   bool optimal = false;
 };
+
+// Effort::nodes 0: the node budget for a program of `rows` rows and
+// `columns` columns, kAutoNodeWork / (rows + columns) clamped to
+// [kAutoNodesMin, kAutoNodesMax]. A node's LP grows with the program: on a
+// 2.7k-node transformer stack's program (7k rows, 2.8k columns) a node cost
+// about 0.1 s of CPU, on the corpus's (a few hundred) about a millisecond.
+inline constexpr int64_t kAutoNodeWork = 2'000'000;
+inline constexpr int64_t kAutoNodesMin = 100;
+inline constexpr int64_t kAutoNodesMax = 20000;
+int64_t auto_node_budget(int rows, int columns);
 
 class Search {
  public:
@@ -151,7 +162,7 @@ class Search {
   int built_ = 0;
   int rounds_ = 0;
   int max_rounds_ = std::numeric_limits<int>::max();  // allow_rounds caps it
-  int64_t node_cap_;           // solves stop when nodes_used_ reaches it
+  int64_t node_cap_;           // solves stop when nodes_used_ reaches it; < 0: sized at the first
   int64_t nodes_used_ = 0;     // nodes spent, each solve counting at least one
   int64_t solver_nodes_ = 0;   // branch-and-bound nodes the solver reported
   std::string stopped_by_;     // PeakSearchSummary::stopped_by

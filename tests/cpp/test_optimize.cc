@@ -31,6 +31,7 @@
 #include "memory/bytes.h"
 #include "memory/peak_budget.h"
 #include "optimize/optimize.h"
+#include "optimize/search.h"
 #include "optimize/space.h"
 #include "random_mlp.h"
 #include "remat/error.h"
@@ -707,11 +708,12 @@ TEST(Optimize, PeakSearchOptionsAreValidated) {
     EXPECT_EQ(peak_search_from_name(peak_search_name(s)), s);
   PartitionOptions o;
   EXPECT_EQ(o.peak_search_seconds, 0) << "no time limit unless the caller sets one";
+  EXPECT_EQ(o.peak_search_nodes, 0) << "sized to the program";
   o.validate();
   o.peak_search_seconds = -1;
   EXPECT_THROW(o.validate(), Error);
   o.peak_search_seconds = 0;
-  o.peak_search_nodes = 0;
+  o.peak_search_nodes = -1;
   EXPECT_THROW(o.validate(), Error);
   const PartitionOptions parsed =
       read_options(R"({"peak_search": "exact", "peak_search_seconds": 5, "peak_search_nodes": 7})");
@@ -719,6 +721,21 @@ TEST(Optimize, PeakSearchOptionsAreValidated) {
   EXPECT_EQ(parsed.peak_search_seconds, 5);
   EXPECT_EQ(parsed.peak_search_nodes, 7);
   EXPECT_THROW(read_options(R"({"peak_search": "optimal"})"), Error);
+}
+
+// Without a node budget from the caller, exact's is sized to its program:
+// a node of a large program costs far more than one of a small, so the
+// budget shrinks as the program grows, within its floor and ceiling.
+TEST(Optimize, TheAutomaticNodeBudgetShrinksAsTheProgramGrows) {
+  EXPECT_EQ(optimize::auto_node_budget(60, 40), optimize::kAutoNodesMax);
+  EXPECT_EQ(optimize::auto_node_budget(6973, 2811), optimize::kAutoNodeWork / (6973 + 2811));
+  EXPECT_EQ(optimize::auto_node_budget(1 << 20, 1 << 20), optimize::kAutoNodesMin);
+  int64_t last = optimize::kAutoNodesMax;
+  for (int size = 16; size < (1 << 22); size *= 2) {
+    const int64_t b = optimize::auto_node_budget(size, size);
+    EXPECT_LE(b, last);
+    last = b;
+  }
 }
 
 // The plan and its summary, less the time it took.
@@ -783,7 +800,7 @@ TEST(Optimize, TheSummarySaysWhichLimitCutTheSearchShort) {
     }
     EXPECT_EQ(r.peak_search.stopped_by, "nodes") << "seed " << seed;
     EXPECT_LE(r.peak_search.solver_rounds, 1) << "one node allows one solve";
-    o.peak_search_nodes = kDefaultPeakSearchNodes;
+    o.peak_search_nodes = 0;
     o.peak_search_seconds = 1e-9;  // spent before the first solve
     r = min_cut_rematerialization_partition(j, o);
     EXPECT_EQ(r.peak_search.stopped_by, "time");

@@ -14,7 +14,7 @@ Contract:
   simulate_memory(forward, backward, num_fwd_outputs=None, memory_model="aten") -> dict:
       the simulated peak memory of any forward/backward pair (torch's plans too)
   peak_memory_budget(nbytes, search="torch_plans", seconds=None, backward_order="autograd",
-                     memory_model="auto", nodes=20000) /
+                     memory_model="auto", nodes=None) /
   set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=..., memory_model=...,
                          nodes=...) /
   get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting /

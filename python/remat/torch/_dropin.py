@@ -132,7 +132,8 @@ def options_from_torch(**overrides: Any) -> dict:
         # options stay what they were before the search existed.
         search = get_peak_search()
         opts["peak_search"] = search.search
-        opts["peak_search_nodes"] = search.nodes
+        if search.nodes is not None:  # else the engine's, sized to the program
+            opts["peak_search_nodes"] = search.nodes
         if search.seconds is not None:  # a safety net only when asked for
             opts["peak_search_seconds"] = search.seconds
     if get_backward_order() != "autograd":

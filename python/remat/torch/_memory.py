@@ -9,7 +9,7 @@ Contract:
       storage identities agree. `num_fwd_outputs` defaults to the forward's
       outputs minus the backward's saved-value placeholders.
   peak_memory_budget(nbytes, search="torch_plans", seconds=None, backward_order="autograd",
-                     memory_model="auto", nodes=20000) /
+                     memory_model="auto", nodes=None) /
   set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=..., memory_model=...,
                          nodes=...) /
   get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting /
@@ -22,7 +22,7 @@ Contract:
       docs/memory.md): "torch_plans" (torch's budget plans), "fast" or
       "exact" (remat's optimizer over every valid plan); `nodes` bounds
       "exact"'s search in solver nodes (counted work: the same plan on every
-      machine and rank); `seconds`, None by default, is a wall-time safety
+      machine and rank; None: sized to the program, the engine's default); `seconds`, None by default, is a wall-time safety
       net over the search (a search it cuts short says so in the result's
       peak_search "stopped_by", and may then differ between machines). `backward_order`
       "memory" lets the engine reorder the backward where that lowers the
@@ -126,7 +126,7 @@ class PeakSearchSetting(NamedTuple):
 
     search: str = "torch_plans"
     seconds: Optional[float] = None  # None: no time limit
-    nodes: int = 20000  # remat::kDefaultPeakSearchNodes
+    nodes: Optional[int] = None  # None: the engine's, sized to the program
 
 
 class _Setting(NamedTuple):
@@ -141,7 +141,7 @@ _global_setting: list[_Setting] = [_Setting(0, PeakSearchSetting())]
 
 
 def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: Optional[float] = None,
-           backward_order: str = "autograd", memory_model: str = "auto", nodes: int = 20000) -> _Setting:
+           backward_order: str = "autograd", memory_model: str = "auto", nodes: Optional[int] = None) -> _Setting:
     if nbytes is None:
         nbytes = 0
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
@@ -159,9 +159,10 @@ def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: Optional
         raise remat.InvalidOptionError(
             f"peak_memory_budget: seconds: expected a finite number of seconds > 0, or None (no time "
             f"limit), got {seconds!r}")
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes <= 0:
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes <= 0):
         raise remat.InvalidOptionError(
-            f"peak_memory_budget: nodes: expected a number of solver nodes > 0, got {nodes!r}")
+            f"peak_memory_budget: nodes: expected a number of solver nodes > 0, or None (sized to the "
+            f"program), got {nodes!r}")
     if not isinstance(backward_order, str) or backward_order not in BACKWARD_ORDERS:
         raise remat.InvalidOptionError(
             f"peak_memory_budget: backward_order: expected one of {', '.join(map(repr, BACKWARD_ORDERS))}, "
@@ -176,7 +177,7 @@ def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: Optional
 
 def set_peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
                            seconds: Optional[float] = None, backward_order: str = "autograd",
-                           memory_model: str = "auto", nodes: int = 20000) -> None:
+                           memory_model: str = "auto", nodes: Optional[int] = None) -> None:
     """Sets the peak-memory limit (bytes) remat's partitioners plan against,
     how they search for the plan, the backward's order and the memory model;
     0/None clears the limit."""
@@ -214,7 +215,7 @@ def get_memory_model() -> str:
 @contextlib.contextmanager
 def peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
                        seconds: Optional[float] = None, backward_order: str = "autograd",
-                       memory_model: str = "auto", nodes: int = 20000) -> Iterator[None]:
+                       memory_model: str = "auto", nodes: Optional[int] = None) -> Iterator[None]:
     """Within the block (this thread), remat's partitioners plan against `nbytes`
     of peak memory, the plan found by `search` ("exact": within `nodes`
     solver nodes; `seconds`, when given, a wall-time safety net),
