@@ -26,6 +26,8 @@ proving optimality or reporting a gap within 60 s on ~10k nodes.
     python bench/bench_scale.py --write-docs     # also docs/scale.{md,json}
     python bench/bench_scale.py --quick          # the smallest graph, tiny limits and seconds
     python bench/bench_scale.py --from-json docs/scale.json --write-docs
+    python bench/bench_scale.py --json a.json ...; ... --json b.json ...
+    python bench/bench_scale.py --from-json a.json --from-json b.json --write-docs
 """
 
 from __future__ import annotations
@@ -363,14 +365,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exact-max-nodes", type=int, default=10**9, help="run exact only on graphs this small")
     ap.add_argument("--note", default="", help="a paragraph for docs/scale.md (e.g. which commit)")
     ap.add_argument("--write-docs", action="store_true", help="write docs/scale.md and docs/scale.json")
-    ap.add_argument("--from-json", help="render a saved docs/scale.json instead of running")
+    ap.add_argument("--json", help="also save the raw rows here, graph by graph")
+    ap.add_argument("--from-json", action="append",
+                    help="render saved rows (--json, docs/scale.json) instead of running; given more than "
+                         "once, the runs' graphs in one table (the first run's settings)")
     args = ap.parse_args(argv)
     if args.quick:
         args.repeat, args.limits, args.seconds, args.floor_seconds = 1, 2, 0.5, 0.5
         args.timeout = min(args.timeout, 20.0)
     if args.from_json:
-        with open(args.from_json) as f:
-            data = json.load(f)
+        runs = []
+        for path in args.from_json:
+            with open(path) as f:
+                runs.append(json.load(f))
+        data = {**runs[0], "graphs": [g for run in runs for g in run["graphs"]]}
     else:
         exe = remat_command()
         if exe is None:
@@ -386,13 +394,17 @@ def main(argv: list[str] | None = None) -> int:
         data = {"machine": machine(), "remat": exe, "note": args.note, "settings": settings, "graphs": []}
         for p in paths:
             data["graphs"].append(bench_graph(exe, p, args))
-            if args.write_docs:  # saved graph by graph, so a long run is never lost
-                write(os.path.join(ROOT, "docs", "scale.json"), json.dumps(data, indent=1) + "\n")
+            for path in saved_json(args):  # graph by graph, so a long run is never lost
+                write(path, json.dumps(data, indent=1) + "\n")
     print(floors(data["graphs"]) + "\n\n" + markdown(data["graphs"]) + "\n\n" + targets(data["graphs"]))
     if args.write_docs:
         write(os.path.join(ROOT, "docs", "scale.json"), json.dumps(data, indent=1) + "\n")
         write(os.path.join(ROOT, "docs", "scale.md"), doc(data))
     return 0
+
+
+def saved_json(args: argparse.Namespace) -> list[str]:
+    return ([args.json] if args.json else []) + ([os.path.join(ROOT, "docs", "scale.json")] if args.write_docs else [])
 
 
 def write(path: str, text: str) -> None:
