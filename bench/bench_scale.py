@@ -379,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             with open(path) as f:
                 runs.append(json.load(f))
         data = {**runs[0], "graphs": [g for run in runs for g in run["graphs"]]}
+        data["note"] = args.note or data.get("note", "")
     else:
         exe = remat_command()
         if exe is None:

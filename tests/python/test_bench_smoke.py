@@ -1,6 +1,8 @@
 """Keeps the benchmark harness working: bench/bench_partition.py on tiny
-graphs. It asserts only that torch and remat produce identical graphs; speed
-is measured by running the benchmark itself, never in tests."""
+graphs, bench/bench_small_dynamic.py, and bench/bench_scale.py on its
+smallest stored graph. It asserts only that torch and remat produce identical
+graphs and that the tables have their rows and columns; speed is measured by
+running the benchmark itself, never in tests."""
 
 from __future__ import annotations
 
