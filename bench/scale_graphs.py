@@ -128,11 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="store the graphs under bench/graphs/")
     ap.add_argument("--only", action="append", choices=sorted(FAMILIES), help="these families only")
+    ap.add_argument("--min-blocks", type=int, default=0, help="skip stacks shallower than this")
     ap.add_argument("--max-blocks", type=int, default=None, help="skip stacks deeper than this")
     args = ap.parse_args(argv)
     total = 0
     for family, blocks in GRAPHS:
-        if (args.only and family not in args.only) or (args.max_blocks and blocks > args.max_blocks):
+        if (args.only and family not in args.only) or blocks < args.min_blocks or \
+                (args.max_blocks and blocks > args.max_blocks):
             continue
         t = time.perf_counter()
         data = capture(family, blocks)
