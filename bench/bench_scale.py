@@ -298,7 +298,7 @@ def targets(graphs: list[dict]) -> str:
 
 
 def built(exe: str) -> str:
-    """When the command was built (its file's time, UTC): which build gave the numbers."""
+    """When the command was built (its file's time, kept by the pinned copy, UTC)."""
     return datetime.datetime.fromtimestamp(os.stat(exe).st_mtime, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
@@ -317,8 +317,6 @@ def doc(data: dict) -> str:
     m, s = data["machine"], data["settings"]
     note = f"\n{data['note']}\n" if data.get("note") else ""
     built_at = f" (built {data['remat_built']} UTC)" if data.get("remat_built") else ""
-    if data.get("remat_rebuilt"):
-        built_at += f" (rebuilt {data['remat_rebuilt']} UTC during the run: later rows come from that build)"
     skip = (",\nand fast skipped at a graph's smaller limits once it timed out at a\nlarger one"
             " (--skip-after-timeout)" if s.get("skip_after_timeout") else "")
     return f"""# The peak-memory optimizer at scale
@@ -397,27 +395,39 @@ def main(argv: list[str] | None = None) -> int:
         if exe is None:
             log("no remat command (set REMAT_BUILD_DIR or install remat)")
             return 1
-        paths = args.graph or stored_graphs()
-        if args.max_nodes is not None:
-            paths = [p for p in paths if graph_nodes(p) <= args.max_nodes]
-        if args.quick:
-            paths = paths[:1]
-        settings = {k: getattr(args, k) for k in ("repeat", "limits", "seconds", "floor_seconds", "timeout",
-                                                   "exact_max_nodes", "skip_after_timeout")}
-        data = {"machine": machine(), "remat": exe, "remat_built": built(exe), "note": args.note,
-                "settings": settings, "graphs": []}
-        for p in paths:
-            data["graphs"].append(bench_graph(exe, p, args))
-            if built(exe) != data["remat_built"]:
-                data["remat_rebuilt"] = built(exe)  # the rows after this mix two builds
-                log(f"{exe} was rebuilt during the run (after {graph_name(p)})")
-            for path in saved_json(args):  # graph by graph, so a long run is never lost
-                write(path, json.dumps(data, indent=1) + "\n")
+        with tempfile.TemporaryDirectory() as pin:
+            data = run_all(exe, pinned(exe, pin), args)
     print(floors(data["graphs"]) + "\n\n" + markdown(data["graphs"]) + "\n\n" + targets(data["graphs"]))
     if args.write_docs:
         write(os.path.join(ROOT, "docs", "scale.json"), json.dumps(data, indent=1) + "\n")
         write(os.path.join(ROOT, "docs", "scale.md"), doc(data))
     return 0
+
+
+def pinned(exe: str, folder: str) -> str:
+    """A copy of the command that the run uses throughout: a build folder
+    relinked mid-run (by someone else) would otherwise mix two builds."""
+    copy = os.path.join(folder, os.path.basename(exe))
+    shutil.copy2(exe, copy)
+    return copy
+
+
+def run_all(exe: str, pinned_exe: str, args: argparse.Namespace) -> dict:
+    """Every graph, timed with `pinned_exe`; `exe` is what the rows name."""
+    paths = args.graph or stored_graphs()
+    if args.max_nodes is not None:
+        paths = [p for p in paths if graph_nodes(p) <= args.max_nodes]
+    if args.quick:
+        paths = paths[:1]
+    settings = {k: getattr(args, k) for k in ("repeat", "limits", "seconds", "floor_seconds", "timeout",
+                                               "exact_max_nodes", "skip_after_timeout")}
+    data = {"machine": machine(), "remat": exe, "remat_built": built(pinned_exe), "note": args.note,
+            "settings": settings, "graphs": []}
+    for p in paths:
+        data["graphs"].append(bench_graph(pinned_exe, p, args))
+        for path in saved_json(args):  # graph by graph, so a long run is never lost
+            write(path, json.dumps(data, indent=1) + "\n")
+    return data
 
 
 def saved_json(args: argparse.Namespace) -> list[str]:
