@@ -296,6 +296,8 @@ def targets(graphs: list[dict]) -> str:
         f"- where exact proved nothing: fast's recompute at most the plan exact found at "
         f"{sum(r['fast']['recompute'] <= r['exact']['recompute'] for r in both)} of {len(both)} limits "
         f"where both returned a plan",
+        f"- fast beaten by its own plan from another limit (that plan fits this limit with less "
+        f"recompute): {', '.join(beaten(graphs)) or 'nowhere'}",
         f"- exact proved optimality or a recompute bound above 0 on the ~10k-node graphs: {answered} of "
         f"{len(big)} limits",
     ])
@@ -304,6 +306,18 @@ def targets(graphs: list[dict]) -> str:
 def built(exe: str) -> str:
     """When the command was built (its file's time, kept by the pinned copy, UTC)."""
     return datetime.datetime.fromtimestamp(os.stat(exe).st_mtime, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def beaten(graphs: list[dict]) -> list[str]:
+    """`graph @ limit MiB` wherever fast returned more recompute than a plan
+    it returned at another limit whose peak fits this one."""
+    out = []
+    for g in graphs:
+        plans = [(r["limit"], r["fast"]) for r in g.get("rows", []) if r["fast"]["status"] == "ok"]
+        for limit, fast in plans:
+            if any(f["peak"] <= limit and f["recompute"] < fast["recompute"] for _, f in plans):
+                out.append(f"{g['graph']} @ {_mib(limit)} MiB")
+    return out
 
 
 def machine() -> dict:
