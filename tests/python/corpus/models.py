@@ -712,3 +712,78 @@ def _build_cases() -> list[Case]:
 CASES: list[Case] = _build_cases()
 CASES_BY_NAME: dict[str, Case] = {case.name: case for case in CASES}
 assert len(CASES_BY_NAME) == len(CASES), "duplicate case names"
+
+
+# --------------------------------------------------------------------------- blocks for deep stacks
+# bench/scale_graphs.py stacks these (nn.Sequential of N) into the large joint
+# graphs of the scale benchmark; each maps its input's shape to itself so any
+# number of them chain. Not corpus cases: graph structure, not size, is what
+# the parity suite covers, and these keep it cheap.
+
+
+def _conv_bn_relu(cin: int, cout: int) -> nn.Module:
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class UNet(nn.Module):
+    """A small U-Net: ``depth`` levels down (conv, train-mode BatchNorm, ReLU,
+    then a 2x2 max pool, doubling the channels), a bottleneck, and as many
+    levels up (nearest upsampling, concatenation with the level's skip, conv),
+    back to ``channels`` channels at the input's size (its height and width
+    divisible by 2**depth)."""
+
+    def __init__(self, channels: int = 4, depth: int = 2) -> None:
+        super().__init__()
+        ch = [channels * 2**i for i in range(depth + 1)]
+        self.down = nn.ModuleList(_conv_bn_relu(ch[i], ch[i + 1]) for i in range(depth))
+        self.mid = _conv_bn_relu(ch[depth], ch[depth])
+        # Deepest level first: its input is the level below's output and the skip.
+        self.up = nn.ModuleList(_conv_bn_relu(2 * ch[i + 1], ch[i]) for i in reversed(range(depth)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        skips = []
+        for down in self.down:
+            x = down(x)
+            skips.append(x)
+            x = F.max_pool2d(x, 2)
+        x = self.mid(x)
+        for up, skip in zip(self.up, reversed(skips)):
+            x = F.interpolate(x, scale_factor=2.0, mode="nearest")
+            x = up(torch.cat([x, skip], dim=1))
+        return x
+
+
+class SwiGLU(nn.Module):
+    """Mixtral's expert MLP: w2(silu(w1 x) * w3 x)."""
+
+    def __init__(self, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class MoEBlock(nn.Module):
+    """A residual mixture-of-experts layer in Mixtral's manner (RMSNorm, a
+    linear router, softmax, top-k, weights renormalized over the chosen
+    experts), mixed densely: every expert runs on every token and a gate
+    tensor, zero outside each token's top k, weighs its output. No shape
+    depends on the data, so torch.compile captures one graph."""
+
+    def __init__(self, dim: int = 16, experts: int = 4, top_k: int = 2, hidden: int = 32) -> None:
+        super().__init__()
+        self.top_k = top_k
+        self.norm = nn.RMSNorm(dim)
+        self.router = nn.Linear(dim, experts, bias=False)
+        self.experts = nn.ModuleList(SwiGLU(dim, hidden) for _ in range(experts))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm(x)
+        probs = self.router(h).softmax(-1)
+        weights, chosen = probs.topk(self.top_k, dim=-1)
+        gates = torch.zeros_like(probs).scatter(-1, chosen, weights / weights.sum(-1, keepdim=True))
+        mixed = sum(gates[..., i : i + 1] * expert(h) for i, expert in enumerate(self.experts))
+        return x + mixed
