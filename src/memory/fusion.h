@@ -34,6 +34,22 @@
 //    (copy_until); when the forward saves p, it saves the copy. kNoNode:
 //    no copy. (On CUDA, inductor decides the layout by heuristics this
 //    does not follow.)
+//  * view_copy[v]: on CPU, where the graph convolves (inductor keeps the
+//    activations channels-last), a view folding a 4-d activation's
+//    channels into its batch ((N, C, H, W) to (N*C, H*W), as max-pool's
+//    backward does) is a copy of its own: a fresh buffer, its base read
+//    there. The layout inductor picks is not in the graph (the backward's
+//    inputs take the strides the compiled forward gave them), so this is
+//    the conservative side: it may count a copy of a tensor inductor left
+//    contiguous.
+//  * in_kernel[n]: n is materialized and computed by a generated kernel
+//    (a pointwise op, a reduction, a view copy); external[n]: by an extern
+//    or fallback kernel (matmul, convolution, scatter). inductor fuses the
+//    generated nodes between two extern kernels into kernels that allocate
+//    all their outputs before the wrapper frees what they read, so the
+//    simulator releases the values such nodes read last only at the next
+//    extern kernel (or the graph's end). Where inductor splits them into
+//    several kernels this holds inputs a little longer: the safe side.
 // Not modelled: inductor's fan-out realization heuristics (a pointwise
 // value with many readers may be realized, and then fused away again by
 // the scheduler), its reordering of kernels for peak memory, and
@@ -57,6 +73,9 @@ struct InductorFusion {
   std::vector<NodeId> last_read;
   std::vector<NodeId> copy_from;
   std::vector<NodeId> copy_until;
+  std::vector<uint8_t> view_copy;
+  std::vector<uint8_t> in_kernel;
+  std::vector<uint8_t> external;
 };
 
 InductorFusion inductor_fusion(const Graph& g);
@@ -69,6 +88,14 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
 // Whether inductor lowers n into loop bodies it can inline (the first
 // condition of `fused` above), for callers reasoning on a joint graph.
 bool inductor_fusible(const Graph& g, NodeId n);
+
+// Whether inductor lowers n as a copy of its first argument that a scatter
+// kernel (inductor's or a fallback) then mutates: scatter, scatter_add,
+// scatter_reduce, index_put, as_strided_scatter. The copy is the result's
+// buffer, so the copied tensor needs no buffer of its own; and a mutated
+// buffer is never overwritten in place by a later kernel (inductor's
+// inplace_buffers skips mutation outputs).
+bool inductor_scatters_into_copy(const Graph& g, NodeId n);
 
 // Whether n's kernel may write its result in place of an input (`inplace`
 // above when materialized): fusible, not a view or getitem, one tensor,
