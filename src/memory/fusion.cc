@@ -3,8 +3,9 @@
 // Contract: memory/fusion.h. Three linear passes: backward over the nodes
 // to find the values something needs as a buffer (users come after their
 // producers), forward to decide `fused` (a view follows its base, which
-// comes first), backward again for `runs_at` and `last_read`; one more for
-// the convolutions' layout copies.
+// comes first; each inlined value carries the buffers its expression loads,
+// for the fan-out rule), backward again for `runs_at` and `last_read`; two
+// more for the convolutions' layout copies and the views that copy.
 #include "memory/fusion.h"
 
 #include <algorithm>

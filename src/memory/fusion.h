@@ -14,8 +14,13 @@
 //    tensor, is not smaller than its largest tensor input (inductor
 //    realizes reductions: their results are read by other kernels), and
 //    nothing that needs a buffer reads it: not the output node, not a
-//    non-fusible op, not a node with several tensors. A view is fused
-//    exactly when its base is (it only renames its base's indices).
+//    non-fusible op, not a node with several tensors (a scatter's copied
+//    first argument excepted: it is evaluated into the copy). A view is
+//    fused exactly when its base is (it only renames its base's indices).
+//    And inductor's fan-out rule: a value more than one node reads is
+//    stored once when its inlined expression loads more than 4 buffers
+//    (realize_reads_threshold) or, on CPU, computes exp, log, log10,
+//    log1p, log2, sigmoid or tanh; then it is not fused.
 //  * runs_at[n]: the node at which what n computes is last evaluated: n
 //    itself when it is materialized; for a fused node, the latest runs_at
 //    of its users (inlined into each consumer's kernel, it is recomputed
@@ -50,12 +55,15 @@
 //    simulator releases the values such nodes read last only at the next
 //    extern kernel (or the graph's end). Where inductor splits them into
 //    several kernels this holds inputs a little longer: the safe side.
-// Not modelled: inductor's fan-out realization heuristics (a pointwise
-// value with many readers may be realized, and then fused away again by
-// the scheduler), its reordering of kernels for peak memory, and
-// workspaces of extern kernels. docs/memory.md measures what that leaves
-// (tests/python/test_inductor_memory.py checks it against compiled steps).
-// Linear in the graph's size.
+// Not modelled: the fan-out rule's large-body case (an inlined expression
+// of more than 50 ops on CPU, 30 elsewhere) and a stored value the
+// scheduler fuses away again, its reordering of kernels for peak memory,
+// its reuse of a freed buffer for a later one of the same size (the
+// freed one lives until then), and workspaces of extern kernels.
+// docs/memory.md measures what that leaves (tests/python/
+// test_inductor_memory.py and bench/bench_inductor_memory.py --limits
+// check it against compiled steps). Linear in the graph's size, times
+// the 5 reads kept per inlined value.
 #pragma once
 
 #include <cstdint>

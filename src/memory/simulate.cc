@@ -5,7 +5,9 @@
 // tensor of the storage counts once, from the moment it runs until FX code
 // would release it; inputs, constants, the caller's outputs and gradients are
 // pinned instead. Each record remembers when it was allocated and released,
-// so the storages alive at the peak are found without a second pass.
+// so the storages alive at the peak are found without a second pass. Under
+// inductor's model, what generated kernels read last is released at the
+// next extern kernel (memory/fusion.h in_kernel).
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
