@@ -250,6 +250,31 @@ TEST(InductorMemory, WhatGeneratedKernelsReadLastIsFreedAtTheNextExternKernel) {
   EXPECT_EQ(aten.forward_timeline[4], 208);  // op by op, m went after the sum
 }
 
+// On CPU inductor keeps a convolution's output channels-last, so a view
+// folding its channels into its batch, (N, C, H, W) to (N*C, H*W), is a
+// copy; one keeping the batch, (N, C*H*W), stays a view here. y [2, 4, 4,
+// 4] float32 = 512 bytes.
+std::vector<int64_t> conv_then_view(std::vector<int64_t> view_shape) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {2, 3, 4, 4});
+  Ref w = f.placeholder("primals_2", {4, 3, 3, 3});
+  Ref y = f.call("aten.convolution.default",
+                 {x, w, nullptr, A::list({1, 1}), A::list({1, 1}), A::list({1, 1}), false, A::list({0, 0}), 1},
+                 {2, 4, 4, 4});
+  Ref v = f.call("aten.view.default", {y, A::list({view_shape[0], view_shape[1]})}, view_shape);
+  f.output({A::tuple({v})});
+  Pair p{f.build(), trivial_backward()};
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+}
+
+TEST(InductorMemory, OnCpuAViewFoldingAConvolutionsChannelsIntoItsBatchIsACopy) {
+  const std::vector<int64_t> folded = conv_then_view({8, 16}), kept = conv_then_view({2, 64});
+  ASSERT_EQ(folded.size(), kept.size());
+  // x, w | y | v | output: only the view differs.
+  EXPECT_EQ(folded[3], kept[3] + 512);
+  EXPECT_EQ(folded[2], kept[2]);
+}
+
 TEST(InductorMemory, TheModelHasANameInTheOptions) {
   EXPECT_STREQ(memory_model_name(MemoryModel::kAten), "aten");
   EXPECT_STREQ(memory_model_name(MemoryModel::kInductor), "inductor");
