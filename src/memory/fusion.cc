@@ -3,12 +3,15 @@
 // Contract: memory/fusion.h. Three linear passes: backward over the nodes
 // to find the values something needs as a buffer (users come after their
 // producers), forward to decide `fused` (a view follows its base, which
-// comes first), backward again for `runs_at` and `last_read`; one more for
-// the convolutions' layout copies.
+// comes first; each inlined value carries the buffers its expression loads,
+// for the fan-out rule), backward again for `runs_at` and `last_read`; two
+// more for the convolutions' layout copies and the views that copy.
 #include "memory/fusion.h"
 
 #include <algorithm>
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "graph/query.h"
 #include "memory/bytes.h"
@@ -66,7 +69,115 @@ void find_layout_copies(const Graph& g, InductorFusion& f) {
   }
 }
 
+// Whether scatter-like u reads v as another argument than the copied self
+// (index, src, values).
+bool read_besides_self(const Graph& g, NodeId u, NodeId v) {
+  for (size_t i = 1; i < 4; ++i)
+    if (node_arg(g, u, i) == v) return true;
+  return false;
+}
+
+// What inductor's fan-out rule (below) needs of a value inlined so far: the
+// distinct buffers its inlined expression loads (capped: only "more than
+// kRealizeReads" matters, and a union of capped sets still tells that) and
+// whether it evaluates a transcendental op.
+constexpr size_t kRealizeReads = 4;  // inductor's realize_reads_threshold
+
+struct InlinedExpr {
+  std::vector<NodeId> reads;  // sorted buffer roots, at most kRealizeReads + 1
+  bool heavy = false;
+};
+
+// The buffer a materialized value lives in: a view's is its base's; a
+// getitem picks a buffer of its own (each result of an extern kernel is one).
+NodeId buffer_root(const Graph& g, NodeId v) {
+  while (renames(g, v) && !is_getitem(g, v)) {
+    const NodeId base = base_of(g, v);
+    if (base == kNoNode) break;
+    v = base;
+  }
+  return v;
+}
+
+void add_read(InlinedExpr& e, NodeId buffer) {
+  if (e.reads.size() > kRealizeReads) return;
+  const auto at = std::lower_bound(e.reads.begin(), e.reads.end(), buffer);
+  if (at == e.reads.end() || *at != buffer) e.reads.insert(at, buffer);
+}
+
+// Ops inductor's CPU fan-out rule calls heavy: a value computing one of them
+// is stored once rather than recomputed in each reader (torch >= 2.13's
+// list; 2.11's is exp and sigmoid).
+bool heavy_on_cpu(const Graph& g, NodeId n) {
+  static const char* const kHeavy[] = {"aten.exp.default",   "aten.log.default",     "aten.log10.default",
+                                       "aten.log1p.default", "aten.log2.default",    "aten.sigmoid.default",
+                                       "aten.tanh.default"};
+  for (const char* name : kHeavy)
+    if (target_is(g, n, name)) return true;
+  return false;
+}
+
+bool on_cpu(const Graph& g, NodeId n) {
+  const auto ts = g.tensors(n);
+  return ts.size() == 1 && device_type(g.str(ts[0].device)) == "cpu";
+}
+
+// inductor's fan-out realization (GraphLowering.run_node's mark_reuse): a
+// pointwise value that more than one node reads is stored in a buffer of
+// its own, instead of inlined into every reader, when its inlined
+// expression loads more than kRealizeReads buffers or, on CPU, computes a
+// heavy op. `readers`: its distinct readers that count.
+bool realized_on_reuse(const Graph& g, NodeId v, size_t readers, const InlinedExpr& e) {
+  if (readers < 2) return false;
+  return e.reads.size() > kRealizeReads || (e.heavy && on_cpu(g, v));
+}
+
+// Whether g runs a convolution (forward or backward) on CPU: inductor's
+// layout optimization then lays the net's activations out channels-last.
+bool convolves_on_cpu(const Graph& g) {
+  for (NodeId v = 0; v < g.size(); ++v) {
+    if (!target_is(g, v, "aten.convolution.default") && !target_is(g, v, "aten.convolution_backward.default"))
+      continue;
+    const NodeId x = node_arg(g, v, 0);
+    const auto ts = x == kNoNode ? std::span<const TensorMeta>{} : g.tensors(x);
+    if (ts.size() == 1 && device_type(g.str(ts[0].device)) == "cpu") return true;
+  }
+  return false;
+}
+
+// A view that folds a 4-d activation's channels into its batch, (N, C, H, W)
+// to (N*C, H*W): a view of contiguous memory, but a copy of the
+// channels-last buffer inductor keeps such an activation in (max-pool's
+// backward scatters over that shape). Views of what was 2-d (a matmul's
+// result) stay views.
+void find_view_copies(const Graph& g, InductorFusion& f) {
+  if (!convolves_on_cpu(g)) return;
+  for (NodeId v = 0; v < g.size(); ++v) {
+    if (!renames(g, v) || is_getitem(g, v)) continue;
+    const NodeId in = base_of(g, v);
+    if (in == kNoNode) continue;
+    const auto out = g.tensors(v), ins = g.tensors(in), roots = g.tensors(buffer_root(g, in));
+    if (out.size() != 1 || ins.size() != 1 || roots.size() != 1 || out[0].rank != 2 || ins[0].rank != 4 ||
+        roots[0].rank != 4)
+      continue;
+    const auto from = g.shape(ins[0]), to = g.shape(out[0]);
+    if (from[1].value > 1 && from[2].value * from[3].value > 1 && to[0].value == from[0].value * from[1].value)
+      f.view_copy[v] = 1;
+  }
+}
+
 }  // namespace
+
+bool inductor_scatters_into_copy(const Graph& g, NodeId n) {
+  static const char* const kScatters[] = {
+      "aten.scatter.src",          "aten.scatter.value",          "aten.scatter.reduce",
+      "aten.scatter.value_reduce", "aten.scatter_add.default",    "aten.scatter_reduce.two",
+      "aten.index_put.default",    "aten._unsafe_index_put.default", "aten.as_strided_scatter.default"};
+  if (g.node(n).kind != NodeKind::kCallFunction) return false;
+  for (const char* name : kScatters)
+    if (target_is(g, n, name)) return true;
+  return false;
+}
 
 bool inductor_fusible(const Graph& g, NodeId n) {
   if (g.node(n).kind != NodeKind::kCallFunction) return false;
@@ -100,17 +211,44 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
     const bool inlines = fusible[u] && !(renames(g, u) && needs_buffer[u]);
     if (inlines) continue;
     // The output node, an extern kernel, or a renaming something needs as
-    // a buffer: what it reads must be a buffer too.
-    for (NodeId v : g.inputs(u)) needs_buffer[v] = 1;
+    // a buffer: what it reads must be a buffer too; but the tensor a
+    // scatter copies is evaluated into that copy (it may be inlined).
+    const NodeId copied = inductor_scatters_into_copy(g, u) ? node_arg(g, u, 0) : kNoNode;
+    for (NodeId v : g.inputs(u))
+      if (v != copied || read_besides_self(g, u, v)) needs_buffer[v] = 1;
   }
+  std::vector<InlinedExpr> expr(n);
   for (NodeId v = 0; v < n; ++v) {
     if (!fusible[v]) continue;
     if (renames(g, v)) {
       const NodeId base = base_of(g, v);
       fused[v] = base != kNoNode && fused[base];
+      if (fused[v]) expr[v] = expr[base];
       continue;
     }
     fused[v] = !(needs_buffer[v] || g.node(v).tensors_count != 1 || shrinks(g, v));
+    if (!fused[v]) continue;
+    // What v's kernel body loads: its materialized inputs' buffers, and
+    // what its inlined inputs load.
+    InlinedExpr& e = expr[v];
+    e.heavy = heavy_on_cpu(g, v);
+    for (NodeId in : g.inputs(v)) {
+      if (!fused[in]) {
+        add_read(e, buffer_root(g, in));
+        continue;
+      }
+      e.heavy = e.heavy || expr[in].heavy;
+      for (NodeId r : expr[in].reads) add_read(e, r);
+    }
+    std::vector<NodeId> readers;
+    for (NodeId u : g.users(v))
+      if (g.node(u).kind == NodeKind::kOutput || reader_counts(u)) readers.push_back(u);
+    std::sort(readers.begin(), readers.end());
+    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+    if (realized_on_reuse(g, v, readers.size(), e)) {
+      fused[v] = 0;
+      e = InlinedExpr{};
+    }
   }
   return fused;
 }
@@ -124,9 +262,18 @@ InductorFusion inductor_fusion(const Graph& g) {
   f.last_read.assign(n, kNoNode);
   f.copy_from.assign(n, kNoNode);
   f.copy_until.assign(n, kNoNode);
+  f.view_copy.assign(n, 0);
   find_layout_copies(g, f);
-  for (NodeId v = 0; v < n; ++v)
+  find_view_copies(g, f);
+  f.in_kernel.assign(n, 0);
+  f.external.assign(n, 0);
+  for (NodeId v = 0; v < n; ++v) {
     f.inplace[v] = !f.fused[v] && inductor_may_write_in_place(g, v);
+    if (g.node(v).kind != NodeKind::kCallFunction || f.fused[v]) continue;
+    const bool fusible = inductor_fusible(g, v);
+    f.in_kernel[v] = f.view_copy[v] || (fusible && !renames(g, v));
+    f.external[v] = !fusible;
+  }
   for (NodeId v = static_cast<NodeId>(n); v-- > 0;) {
     const Node& node = g.node(v);
     if (node.kind == NodeKind::kOutput) continue;

@@ -14,8 +14,13 @@
 //    tensor, is not smaller than its largest tensor input (inductor
 //    realizes reductions: their results are read by other kernels), and
 //    nothing that needs a buffer reads it: not the output node, not a
-//    non-fusible op, not a node with several tensors. A view is fused
-//    exactly when its base is (it only renames its base's indices).
+//    non-fusible op, not a node with several tensors (a scatter's copied
+//    first argument excepted: it is evaluated into the copy). A view is
+//    fused exactly when its base is (it only renames its base's indices).
+//    And inductor's fan-out rule: a value more than one node reads is
+//    stored once when its inlined expression loads more than 4 buffers
+//    (realize_reads_threshold) or, on CPU, computes exp, log, log10,
+//    log1p, log2, sigmoid or tanh; then it is not fused.
 //  * runs_at[n]: the node at which what n computes is last evaluated: n
 //    itself when it is materialized; for a fused node, the latest runs_at
 //    of its users (inlined into each consumer's kernel, it is recomputed
@@ -34,12 +39,31 @@
 //    (copy_until); when the forward saves p, it saves the copy. kNoNode:
 //    no copy. (On CUDA, inductor decides the layout by heuristics this
 //    does not follow.)
-// Not modelled: inductor's fan-out realization heuristics (a pointwise
-// value with many readers may be realized, and then fused away again by
-// the scheduler), its reordering of kernels for peak memory, and
-// workspaces of extern kernels. docs/memory.md measures what that leaves
-// (tests/python/test_inductor_memory.py checks it against compiled steps).
-// Linear in the graph's size.
+//  * view_copy[v]: on CPU, where the graph convolves (inductor keeps the
+//    activations channels-last), a view folding a 4-d activation's
+//    channels into its batch ((N, C, H, W) to (N*C, H*W), as max-pool's
+//    backward does) is a copy of its own: a fresh buffer, its base read
+//    there. The layout inductor picks is not in the graph (the backward's
+//    inputs take the strides the compiled forward gave them), so this is
+//    the conservative side: it may count a copy of a tensor inductor left
+//    contiguous.
+//  * in_kernel[n]: n is materialized and computed by a generated kernel
+//    (a pointwise op, a reduction, a view copy); external[n]: by an extern
+//    or fallback kernel (matmul, convolution, scatter). inductor fuses the
+//    generated nodes between two extern kernels into kernels that allocate
+//    all their outputs before the wrapper frees what they read, so the
+//    simulator releases the values such nodes read last only at the next
+//    extern kernel (or the graph's end). Where inductor splits them into
+//    several kernels this holds inputs a little longer: the safe side.
+// Not modelled: the fan-out rule's large-body case (an inlined expression
+// of more than 50 ops on CPU, 30 elsewhere) and a stored value the
+// scheduler fuses away again, its reordering of kernels for peak memory,
+// its reuse of a freed buffer for a later one of the same size (the
+// freed one lives until then), and workspaces of extern kernels.
+// docs/memory.md measures what that leaves (tests/python/
+// test_inductor_memory.py and bench/bench_inductor_memory.py --limits
+// check it against compiled steps). Linear in the graph's size, times
+// the 5 reads kept per inlined value.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +81,9 @@ struct InductorFusion {
   std::vector<NodeId> last_read;
   std::vector<NodeId> copy_from;
   std::vector<NodeId> copy_until;
+  std::vector<uint8_t> view_copy;
+  std::vector<uint8_t> in_kernel;
+  std::vector<uint8_t> external;
 };
 
 InductorFusion inductor_fusion(const Graph& g);
@@ -69,6 +96,14 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
 // Whether inductor lowers n into loop bodies it can inline (the first
 // condition of `fused` above), for callers reasoning on a joint graph.
 bool inductor_fusible(const Graph& g, NodeId n);
+
+// Whether inductor lowers n as a copy of its first argument that a scatter
+// kernel (inductor's or a fallback) then mutates: scatter, scatter_add,
+// scatter_reduce, index_put, as_strided_scatter. The copy is the result's
+// buffer, so the copied tensor needs no buffer of its own; and a mutated
+// buffer is never overwritten in place by a later kernel (inductor's
+// inplace_buffers skips mutation outputs).
+bool inductor_scatters_into_copy(const Graph& g, NodeId n);
 
 // Whether n's kernel may write its result in place of an input (`inplace`
 // above when materialized): fusible, not a view or getitem, one tensor,

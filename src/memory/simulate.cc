@@ -5,7 +5,9 @@
 // tensor of the storage counts once, from the moment it runs until FX code
 // would release it; inputs, constants, the caller's outputs and gradients are
 // pinned instead. Each record remembers when it was allocated and released,
-// so the storages alive at the peak are found without a second pass.
+// so the storages alive at the peak are found without a second pass. Under
+// inductor's model, what generated kernels read last is released at the
+// next extern kernel (memory/fusion.h in_kernel).
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -355,8 +357,19 @@ class Simulator {
         if (copy != fw->layout_copy.end()) drop(copy->second);
       }
     }
+    // Under inductor: values the kernels since the last extern kernel read
+    // last, released when the next extern kernel (or the end) comes.
+    std::vector<NodeId> pending;
+    auto flush = [&]() {
+      for (NodeId p : pending) release(s, p);
+      pending.clear();
+    };
     for (NodeId v = 0; v < n; ++v) {
       const Node& node = g.node(v);
+      // A scatter's copy of its input is a generated kernel's: it joins the
+      // kernels before it, and the values they read go after it.
+      const bool scatters = inductor && memory::inductor_scatters_into_copy(g, v);
+      if (inductor && (node.kind == NodeKind::kOutput || fusion.external[v]) && !scatters) flush();
       switch (node.kind) {
         case NodeKind::kPlaceholder:
           if (link != nullptr && (*link)[v] != kNoNode) break;  // held above
@@ -374,6 +387,11 @@ class Simulator {
         case NodeKind::kCallFunction:
           if (inductor && s.pass == Pass::kForward) copy_layouts_for(s, v, fusion);
           if (inductor && fusion.fused[v]) break;  // inlined: no buffer
+          if (inductor && fusion.view_copy[v]) {  // a copy, not an alias
+            assign_fresh(s, v);
+            hold(s, v);
+            break;
+          }
           if (inductor && fusion.inplace[v])
             reuse_dying_input(s, v, released, count[v], count[v + 1], done);
           assign_computed(s, v);
@@ -383,8 +401,14 @@ class Simulator {
           break;
       }
       record(s, v);
-      for (uint32_t i = count[v]; i < count[v + 1]; ++i)
-        if (done.empty() || !done[i]) release(s, released[i]);
+      if (scatters) flush();
+      for (uint32_t i = count[v]; i < count[v + 1]; ++i) {
+        if (!done.empty() && done[i]) continue;
+        if (inductor && fusion.in_kernel[v])
+          pending.push_back(released[i]);
+        else
+          release(s, released[i]);
+      }
       if (inductor && s.pass == Pass::kForward) drop_layout_copies_after(s, v, fusion);
     }
     // Returning ends the frame: placeholders nothing used go too.
@@ -409,6 +433,9 @@ class Simulator {
       if (rec < 0) continue;
       const Storage& st = st_[static_cast<uint32_t>(rec)];
       if (st.pinned || st.died != kNever || st.bytes != bytes) continue;
+      // A scatter's result is a mutated buffer: inductor writes nothing
+      // in place of it.
+      if (st.pass == s.pass && st.owner != kNoNode && memory::inductor_scatters_into_copy(s.g, st.owner)) continue;
       // Every holder of the buffer must die here, or it is not free.
       std::vector<uint32_t> holders;
       for (uint32_t j = begin; j < end; ++j)

@@ -164,6 +164,117 @@ TEST(InductorMemory, NoCopyForChannelsLastOrOneChannelInputs) {
   }
 }
 
+// inductor's fan-out realization: d = p1 + ... + p5, read by two kernels
+// that would each inline it, loads five buffers (more than
+// realize_reads_threshold, 4), so inductor stores it once. With one
+// addend fewer it stays inlined.
+Pair fan_out(int addends) {
+  TestGraph f;
+  std::vector<Ref> p;
+  for (int i = 0; i < addends; ++i) p.push_back(f.placeholder("primals_" + std::to_string(i + 1), {4, 4}));
+  Ref d = p[0];
+  for (int i = 1; i < addends; ++i) d = f.call("aten.add.Tensor", {d, p[i]}, {4, 4});
+  Ref s = f.call("aten.sin.default", {d}, {4, 4});
+  Ref c = f.call("aten.cos.default", {d}, {4, 4});
+  Ref o = f.call("aten.mm.default", {s, c}, {4, 4});
+  f.output({A::tuple({o})});
+  return {f.build(), trivial_backward()};
+}
+
+TEST(InductorMemory, AValueTwoKernelsReadIsStoredWhenInliningItLoadsMoreThanFourBuffers) {
+  Pair five = fan_out(5);
+  const MemoryProfile ind = simulate_memory(five.fw, five.bw, 1, MemoryModel::kInductor);
+  // p1..p5 320 | three adds inlined | d stored +64 | sin +64 | cos takes
+  // d's buffer (it dies there) | mm +64, then sin and cos go | output
+  EXPECT_EQ(ind.forward_timeline,
+            (std::vector<int64_t>{64, 128, 192, 256, 320, 320, 320, 320, 384, 448, 448, 512, 384}));
+  Pair four = fan_out(4);
+  const MemoryProfile inl = simulate_memory(four.fw, four.bw, 1, MemoryModel::kInductor);
+  // p1..p4 256 | d inlined into sin and cos: no buffer | sin | cos | mm
+  EXPECT_EQ(inl.forward_timeline, (std::vector<int64_t>{64, 128, 192, 256, 256, 256, 256, 320, 384, 448, 320}));
+}
+
+// On CPU a value that computes a heavy op (exp, log, sigmoid, tanh, ...)
+// and that two kernels read is stored once, whatever it loads.
+TEST(InductorMemory, OnCpuAValueTwoKernelsReadIsStoredWhenItComputesAHeavyOp) {
+  for (const char* op : {"aten.exp.default", "aten.sin.default"}) {
+    TestGraph f;
+    Ref x = f.placeholder("primals_1", {4, 4});
+    Ref e = f.call(op, {x}, {4, 4});
+    Ref s = f.call("aten.sin.default", {e}, {4, 4});
+    Ref c = f.call("aten.cos.default", {e}, {4, 4});
+    Ref o = f.call("aten.mm.default", {s, c}, {4, 4});
+    f.output({A::tuple({o})});
+    Pair p{f.build(), trivial_backward()};
+    const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+    EXPECT_EQ(ind.forward_timeline[1], std::string(op) == "aten.exp.default" ? 128 : 64) << op;
+  }
+}
+
+// scatter_add(full, ...): inductor evaluates the zeros into the copy the
+// scatter mutates (no buffer of their own), and no later kernel writes in
+// place of a mutated buffer: relu(s) gets a buffer of its own.
+TEST(InductorMemory, AScatterWritesIntoACopyOfItsInputThatNoKernelOverwrites) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref idx = f.placeholder("primals_2", {4, 4});
+  f[idx].tensors[0].dtype = "int64";
+  f[idx].tensors[0].itemsize = 8;
+  Ref z = f.call("aten.full.default", {A::list({4, 4}), 0}, {4, 4});
+  Ref s = f.call("aten.scatter_add.default", {z, 1, idx, x}, {4, 4});
+  Ref r = f.call("aten.relu.default", {s}, {4, 4});
+  f.output({A::tuple({r})});
+  Pair p{f.build(), trivial_backward()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x 64 | idx 128 | zeros: in the copy | s +64 | relu +64, then s goes
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 192, 192, 256, 320, 256}));
+}
+
+// inductor fuses the generated nodes between two extern kernels and frees
+// what they read after its kernels run: m, read last by the sum, lives
+// while t is computed and goes when the second matmul comes.
+TEST(InductorMemory, WhatGeneratedKernelsReadLastIsFreedAtTheNextExternKernel) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+  Ref s = f.call("aten.sum.dim_IntList", {m, A::list({1})}, {4});
+  Ref t = f.call("aten.mul.Tensor", {x, x}, {4, 4});
+  Ref o = f.call("aten.mm.default", {t, w}, {4, 4});
+  f.output({A::tuple({o, s})});
+  Pair p{f.build(), trivial_backward()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x, w 128 | m +64 | s +16 | t +64 (m alive) | m goes, o +64, t goes | output
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 208, 272, 272, 208}));
+  const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
+  EXPECT_EQ(aten.forward_timeline[4], 208);  // op by op, m went after the sum
+}
+
+// On CPU inductor keeps a convolution's output channels-last, so a view
+// folding its channels into its batch, (N, C, H, W) to (N*C, H*W), is a
+// copy; one keeping the batch, (N, C*H*W), stays a view here. y [2, 4, 4,
+// 4] float32 = 512 bytes.
+std::vector<int64_t> conv_then_view(std::vector<int64_t> view_shape) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {2, 3, 4, 4});
+  Ref w = f.placeholder("primals_2", {4, 3, 3, 3});
+  Ref y = f.call("aten.convolution.default",
+                 {x, w, nullptr, A::list({1, 1}), A::list({1, 1}), A::list({1, 1}), false, A::list({0, 0}), 1},
+                 {2, 4, 4, 4});
+  Ref v = f.call("aten.view.default", {y, A::list({view_shape[0], view_shape[1]})}, view_shape);
+  f.output({A::tuple({v})});
+  Pair p{f.build(), trivial_backward()};
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+}
+
+TEST(InductorMemory, OnCpuAViewFoldingAConvolutionsChannelsIntoItsBatchIsACopy) {
+  const std::vector<int64_t> folded = conv_then_view({8, 16}), kept = conv_then_view({2, 64});
+  ASSERT_EQ(folded.size(), kept.size());
+  // x, w | y | v | output: only the view differs.
+  EXPECT_EQ(folded[3], kept[3] + 512);
+  EXPECT_EQ(folded[2], kept[2]);
+}
+
 TEST(InductorMemory, TheModelHasANameInTheOptions) {
   EXPECT_STREQ(memory_model_name(MemoryModel::kAten), "aten");
   EXPECT_STREQ(memory_model_name(MemoryModel::kInductor), "inductor");
