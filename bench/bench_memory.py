@@ -991,8 +991,8 @@ def write_docs(figs, syn, case, opt: dict | None = None) -> None:
             "listed; *torch recompute*: the estimated recompute of that plan; *best torch plan ≤ limit*: the "
             "least of any of torch's plans without a mutation hazard whose peak fits), remat under "
             "`peak_memory_budget` = P with `peak_search` torch_plans, fast and exact; and below torch's "
-            "smallest peak, at exact's smallest peak and halfway to it. exact runs with `peak_search_seconds` "
-            f"= {opt['exact_seconds']:g}; its lower bound is the recompute no valid plan goes below (proven, "
+            "smallest peak, at exact's smallest peak and halfway to it. exact runs with its node budget sized "
+            f"to the program and `peak_search_seconds` = {opt['exact_seconds']:g} as a safety net; its lower bound is the recompute no valid plan goes below (proven, "
             "as the engine reports it: see the notes). *fast / best torch*, *exact / best torch*: the "
             "search's recompute over the best torch plan's (below 1: remat needs less at the same peak; 0: "
             "it recomputes nothing). The first table summarizes them over torch's peaks (less, same, more: "
@@ -1091,7 +1091,7 @@ def main(argv=None) -> int:
                         "docs/memory.json")
     p.add_argument("--no-optimizer", action="store_true", help="skip the optimizer section")
     p.add_argument("--exact-seconds", type=float, default=None,
-                   help="peak_search_seconds for exact (default 60; 1 with --smoke)")
+                   help="peak_search_seconds for exact, a safety net beside its node budget (default 60; 1 with --smoke)")
     p.add_argument("--search-nodes", type=int, default=10000, help="synthetic graph size for fast's cost")
     p.add_argument("--search-batches", type=int, nargs="*", default=[32, 2048],
                    help="synthetic batch sizes for fast's cost")
