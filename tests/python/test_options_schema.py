@@ -47,7 +47,7 @@ BAD = {
     "quantization key": ({"activation_quantization": {"size": 1}}, "activation_quantization.size"),
     "peak search name": ({"peak_search": "greedy"}, "peak_search"),
     "peak search seconds": ({"peak_search_seconds": -1}, "peak_search_seconds"),
-    "peak search nodes": ({"peak_search_nodes": 0}, "peak_search_nodes"),
+    "peak search nodes": ({"peak_search_nodes": -1}, "peak_search_nodes"),
     "backward order": ({"backward_order": "fifo"}, "backward_order"),
 }
 
