@@ -328,6 +328,7 @@ class StringPool {
   std::vector<std::unique_ptr<char[]>> chunks_;
   char* chunk_next_ = nullptr;
   size_t chunk_left_ = 0;
+  size_t chunk_size_ = 0;  // the last chunk's planned size (chunks double)
   std::vector<std::string_view> views_;
   std::vector<Slot> table_;  // power-of-two size, at most half full
 };

@@ -17,6 +17,8 @@ namespace remat {
 namespace {
 
 constexpr uint32_t kEmpty = std::numeric_limits<uint32_t>::max();
+constexpr size_t kFirstChunk = 4 * 1024;
+constexpr size_t kLastChunk = 256 * 1024;
 
 uint64_t hash_of(std::string_view s) { return std::hash<std::string_view>{}(s); }
 uint32_t tag_of(uint64_t hash) { return static_cast<uint32_t>(hash >> 32); }
@@ -37,7 +39,7 @@ size_t StringPool::probe(std::string_view s, uint64_t hash) const {
 
 void StringPool::grow() {
   std::vector<Slot> old = std::move(table_);
-  table_.assign(std::max<size_t>(1024, 2 * old.size()), Slot{});
+  table_.assign(std::max<size_t>(64, 2 * old.size()), Slot{});
   const size_t mask = table_.size() - 1;
   for (const Slot& s : old) {
     if (s.index == kEmpty) continue;
@@ -71,8 +73,13 @@ StrId StringPool::intern(std::string_view s) {
   if (found.index != kEmpty) return base_ + found.index;
 
   if (s.size() > chunk_left_) {
-    const size_t size = std::max<size_t>(s.size(), 256 * 1024);
-    chunks_.push_back(std::make_unique<char[]>(size));
+    // Chunks double from 4 KiB to 256 KiB, uninitialized: a small graph's
+    // pools (several per call) each zeroed 256 KiB before, a tenth of its
+    // engine time.
+    const size_t next = chunks_.empty() ? kFirstChunk : std::min(kLastChunk, 2 * chunk_size_);
+    const size_t size = std::max(s.size(), next);
+    chunk_size_ = next;
+    chunks_.push_back(std::make_unique_for_overwrite<char[]>(size));
     chunk_next_ = chunks_.back().get();
     chunk_left_ = size;
   }

@@ -140,15 +140,18 @@ std::string op_category_names(uint8_t categories) {
 }
 
 const OpRegistry& OpRegistry::defaults() {
+  static const std::unordered_map<std::string, uint8_t> lists = [] {
+    std::unordered_map<std::string, uint8_t> by_key;
+    // fusible = recomputable | random, as get_default_op_list builds it.
+    for (std::string_view k : kDefaultRecomputable) by_key[std::string(k)] |= kRecomputableFusible;
+    for (std::string_view k : kDefaultRandom) by_key[std::string(k)] |= kCatRandom | kCatFusible;
+    for (std::string_view k : kDefaultView) by_key[std::string(k)] |= kCatView;
+    for (std::string_view k : kDefaultComputeIntensive) by_key[std::string(k)] |= kCatComputeIntensive;
+    return by_key;
+  }();
   static const OpRegistry reg = [] {
     OpRegistry r;
-    // fusible = recomputable | random, as get_default_op_list builds it.
-    for (std::string_view k : kDefaultRecomputable) r.by_key_[std::string(k)] |= kRecomputableFusible;
-    for (std::string_view k : kDefaultRandom) r.by_key_[std::string(k)] |= kCatRandom | kCatFusible;
-    for (std::string_view k : kDefaultView) r.by_key_[std::string(k)] |= kCatView;
-    for (std::string_view k : kDefaultComputeIntensive) {
-      r.by_key_[std::string(k)] |= kCatComputeIntensive;
-    }
+    r.defaults_ = &lists;
     return r;
   }();
   return reg;
@@ -164,7 +167,6 @@ void OpRegistry::add(std::string_view key, uint8_t categories) {
     it->second |= categories;
     return;
   }
-  by_key_[std::string(key)] |= categories;
   added_[std::string(key)] |= categories;
 }
 
@@ -176,8 +178,12 @@ uint8_t OpRegistry::added(std::string_view key) const {
 uint8_t OpRegistry::lookup(std::string_view key) const {
   const std::string k(key);
   if (auto it = overrides_.find(k); it != overrides_.end()) return it->second;
-  auto it = by_key_.find(k);
-  return it == by_key_.end() ? 0 : it->second;
+  uint8_t cats = 0;
+  if (defaults_ != nullptr) {
+    if (auto it = defaults_->find(k); it != defaults_->end()) cats = it->second;
+  }
+  if (auto it = added_.find(k); it != added_.end()) cats |= it->second;
+  return cats;
 }
 
 bool OpRegistry::has_override(std::string_view key) const {
