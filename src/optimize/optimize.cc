@@ -39,7 +39,9 @@ Outcome run_fast(Search& s) {
     }
     s.allow_rounds(kPolishRounds, kPolishNodes);
     proof = exact(s, kPolishStallRounds);
-    s.forget_stop();  // fast's own caps end its polish: not a cut short
+    // fast's own node caps end its polish: not a cut short (the caller's
+    // time safety net, when it stopped the polish, still says so).
+    if (s.stopped() == "nodes") s.forget_stop();
   }
   if (!s.best()) s.unreachable(std::max(bound, s.fast_peak_bound()));
   return s.finish("fast", proof);

@@ -805,6 +805,11 @@ TEST(Optimize, TheSummarySaysWhichLimitCutTheSearchShort) {
     r = min_cut_rematerialization_partition(j, o);
     EXPECT_EQ(r.peak_search.stopped_by, "time");
     EXPECT_EQ(r.peak_search.solver_rounds, 0);
+    // fast's polish stopping on its own node caps is no cut short, but the
+    // caller's time net stopping it is.
+    o.peak_search = Search::kFast;
+    r = min_cut_rematerialization_partition(j, o);
+    EXPECT_EQ(r.peak_search.stopped_by, "time");
     return;
   }
   GTEST_SKIP() << "no random MLP needed more than one solve";
