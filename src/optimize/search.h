@@ -26,13 +26,13 @@
 //    every plan built since simulated at least its chained peak.
 //  * Stopping, read here only: solver rounds, solver nodes and the time
 //    safety net. solve() runs one solver round when allow_rounds' caps (of
-//    rounds, none until called, and of nodes, Effort::nodes until then)
-//    and the safety net (Effort::seconds from the start of the search; 0:
-//    none) allow it (Effort::nodes 0: the first solve sizes the cap,
-//    auto_node_budget of its program); the round's node limit is what is left of the cap
-//    (each round counts at least one node, so the nodes bound the rounds
-//    too), its time limit what is left of the net. When the nodes or the
-//    net stop a round short of a proof, stopped() names which ("nodes",
+//    rounds, none until called, and of nodes, Effort::nodes until then; 0:
+//    the first solve sizes it, auto_node_budget of its program) and the
+//    safety net (Effort::seconds from the start of the search; 0: none)
+//    allow it. The round's node limit is what is left of the cap (each
+//    round counts at least one node, so the nodes bound the rounds too),
+//    its time limit what is left of the net. When the nodes or the net
+//    stop a round short of a proof, stopped() names which ("nodes",
 //    "time"); forget_stop() clears it. elapsed() goes into the summary.
 //  * REMAT_MILP_DUMP_DIR set (benchmarks only): solve() writes each program
 //    to DIR/<n>.mps (Milp::write_mps; n counts the process's solves) before
