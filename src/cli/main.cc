@@ -84,6 +84,16 @@ const CLI::Validator kPositive(
     },
     "NUMBER > 0");
 
+// A whole number > 0 (a count of solver nodes).
+const CLI::Validator kPositiveCount(
+    [](const std::string& text) {
+      int64_t v = 0;
+      return CLI::detail::lexical_cast(text, v) && v > 0
+                 ? std::string()
+                 : fmt::format("'{}' is not a whole number greater than 0", text);
+    },
+    "COUNT > 0");
+
 // --explain '' would otherwise mean "no --explain" silently.
 const CLI::Validator kNodeName(
     [](const std::string& name) {
@@ -212,7 +222,7 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "solves (default: sized to the program, 2e6 / (rows + columns), between 100 and "
                    "20000); counted work, so every machine returns the same plan; when they run "
                    "out the best plan found is returned with its gap")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveCount);
   part->add_option("--peak-search-seconds", ps.peak_search_seconds,
                    "a wall-time safety net over the peak search (default: none); a search it cuts "
                    "short says so (stopped_by \"time\") and may then differ between machines")
@@ -290,7 +300,7 @@ CLI::App* add_pareto(CLI::App& app, remat::cli::CommonSettings& common,
   pareto->add_option("--peak-search-nodes", pa.peak_search_nodes,
                      "with --peak, the solver nodes of each exact search (default: sized to the "
                      "program); there are --points + 1 of them")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositiveCount)
       ->needs(peak);
   pareto->add_option("--peak-search-seconds", pa.peak_search_seconds,
                      "with --peak, a wall-time safety net over each search (default: none)")
