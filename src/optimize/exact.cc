@@ -481,6 +481,13 @@ class Exact {
       if (!space_.vars()[k].can_save) p.milp.fix(p.s[k], 0);
   }
 
+  // One solver round of `p` with the saves forbidden so far fixed; nullopt
+  // when the rounds, the solver nodes or the time safety net are spent.
+  std::optional<Milp::Result> solve_next(Program& p) {
+    sync_forbidden(p);
+    return s_.solve(p.milp);
+  }
+
   std::vector<uint8_t> saved_of(const Program& p, const Milp::Result& res) const {
     std::vector<uint8_t> saved(p.s.size(), 0);
     for (size_t k = 0; k < p.s.size(); ++k) saved[k] = res.values[p.s[k]] > 0.5;
@@ -489,7 +496,8 @@ class Exact {
 
  public:
   // `stall`: stop after this many builds in a row found no cheaper plan
-  // that fits (fast's polish; exact searches until proof, rounds or time).
+  // that fits (fast's polish; exact searches until proof, or until its
+  // rounds or solver nodes are spent).
   Proof exact(int stall) {
     Proof proof;
     Program p = validity();
@@ -508,9 +516,8 @@ class Exact {
     }
     int stalled = 0;
     while (true) {
-      sync_forbidden(p);
-      const std::optional<Milp::Result> solved = s_.solve(p.milp);
-      if (!solved) break;  // the rounds or the time are spent
+      const std::optional<Milp::Result> solved = solve_next(p);
+      if (!solved) break;
       const Milp::Result& res = *solved;
       const bool sound = s_.model_bounds() && space_.model_is_bound();
       if (res.status == Milp::Status::kInfeasible) {
@@ -524,7 +531,7 @@ class Exact {
       // The objective's tie-break adds at most tie_break(): the recompute is
       // at least the solver's bound minus that.
       if (sound) proof.bound = std::max(proof.bound, std::max(0.0, res.bound - tie_break()));
-      if (res.values.empty()) break;  // out of time without a solution
+      if (res.values.empty()) break;  // a limit stopped it without a solution
       const std::vector<uint8_t> saved = saved_of(p, res);
       if (cut_by_model(p, saved, limit_)) continue;  // no build: the model already exceeds
       const double incumbent = s_.best() ? s_.best()->result.recompute_runtime : -1;
@@ -534,7 +541,7 @@ class Exact {
       // model's cost is a lower bound of the measured one; the tie-break
       // adds at most tie_break()); a plan that fits but costs more than the model
       // said stays the incumbent, is cut off, and the search goes on.
-      const double measured = s_.evaluate(saved).recompute;  // built already: its verdict
+      const double measured = v.recompute;
       if (v.fits && res.status == Milp::Status::kOptimal &&
           measured <= res.bound + 1e-6 * std::max(1.0, measured)) {
         proof.optimal = s_.model_bounds() && space_.model_is_bound();
@@ -552,7 +559,8 @@ class Exact {
   }
 
   // The smallest peak any valid plan reaches, bounded from below by the
-  // MILP over the model's peak (verified the same way, within the time).
+  // MILP over the model's peak (verified the same way, within the node
+  // budget).
   // `until_fits`: stop at the first plan that fits the limit (it is best()).
   // `stall`: stop after this many builds in a row found no smaller peak.
   int64_t smallest_peak_bound(bool until_fits, int stall) {
@@ -565,9 +573,8 @@ class Exact {
     int64_t bound = s_.fast_peak_bound();
     int stalled = 0;
     while (true) {
-      sync_forbidden(p);
-      const std::optional<Milp::Result> solved = s_.solve(p.milp);
-      if (!solved) break;  // the rounds or the time are spent
+      const std::optional<Milp::Result> solved = solve_next(p);
+      if (!solved) break;
       const Milp::Result& res = *solved;
       if (res.status == Milp::Status::kInfeasible || res.values.empty()) {
         if (res.status != Milp::Status::kInfeasible)
@@ -585,7 +592,7 @@ class Exact {
       const Verdict v = s_.evaluate(saved);
       if (until_fits && s_.best()) break;
       stalled = s_.smallest_peak() == before ? stalled + 1 : 0;
-      if (stalled == stall) break;  // the rest of the time would likely buy nothing
+      if (stalled == stall) break;  // the rest of the budget would likely buy nothing
       if (!s_.model_bounds()) return s_.fast_peak_bound();
       if (!v.hazards) no_good(p, saved);
     }
