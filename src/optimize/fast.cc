@@ -76,6 +76,19 @@ class Fast {
     return saved;
   }
 
+  // Per var, the bytes saving it keeps: its own, or for a view or alias
+  // (0 bytes of its own) its root's storage, which saving it keeps alive
+  // as saving the root would. The cut counts a root saved with its views
+  // more than once: it then prefers saving one of them, as memory does.
+  std::vector<int64_t> kept_bytes() const {
+    const auto& vars = space_.vars();
+    std::vector<int64_t> kept(vars.size());
+    for (size_t k = 0; k < vars.size(); ++k) kept[k] = vars[k].bytes;
+    for (size_t k = 0; k < vars.size(); ++k)
+      for (uint32_t a : vars[k].aliases) kept[a] = std::max(kept[a], vars[k].bytes);
+    return kept;
+  }
+
   // Estimator units per byte that make all bytes weigh as much as all costs.
   double byte_price() const {
     double cost = 0, bytes = 0;
@@ -100,6 +113,13 @@ class Fast {
     double fitting_cost = 0;
     std::optional<std::vector<uint8_t>> closest;
     int64_t closest_excess = 0;
+    // The valid plan exceeding the targets least (the cuts' nearest plan
+    // on the other side of the limit), and the cheapest valid plan: what
+    // mix() takes parts of.
+    std::optional<std::vector<uint8_t>> nearest_over;
+    int64_t nearest_over_excess = 0;
+    std::optional<std::vector<uint8_t>> cheapest;
+    double cheapest_cost = 0;
     // The plan's model rows, or nullopt when the plan is invalid.
     bool offer(const PlanSpace& space, const std::vector<uint8_t>& saved, const Targets& targets,
                std::vector<int64_t>* rows = nullptr) {
@@ -115,6 +135,14 @@ class Fast {
         fitting = saved;
         fitting_cost = a->cost;
       }
+      if (e > 0 && (!nearest_over || e < nearest_over_excess)) {
+        nearest_over = saved;
+        nearest_over_excess = e;
+      }
+      if (!cheapest || a->cost < cheapest_cost) {
+        cheapest = saved;
+        cheapest_cost = a->cost;
+      }
       if (rows) *rows = std::move(values);
       return e <= 0;
     }
@@ -123,15 +151,24 @@ class Fast {
   // One price per byte for every saved value, bisected in log space.
   void uniform_prices(const Targets& targets, Found& found) const {
     const double unit = byte_price();
+    const std::vector<int64_t> kept = kept_bytes();
     auto at = [&](double price) {
       std::vector<double> save_cost(space_.vars().size());
-      for (size_t k = 0; k < save_cost.size(); ++k)
-        save_cost[k] = price * unit * static_cast<double>(space_.vars()[k].bytes);
+      for (size_t k = 0; k < save_cost.size(); ++k) save_cost[k] = price * unit * static_cast<double>(kept[k]);
       std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
       return s && found.offer(space_, *s, targets);
     };
-    if (at(1e-6) || !at(1e6)) return;
-    double lo = std::log(1e-6), hi = std::log(1e6);
+    // The model's peak is not monotone in the price: the dearest saves
+    // recompute long chains whose values the backward rows hold. So a
+    // grid of prices first, then the bisection between the cheapest price
+    // that fits and the grid point below it.
+    if (at(kLowPrice)) return;
+    const double first = std::log(kLowPrice);
+    const double step_size = (std::log(kHighPrice) - first) / kPriceGrid;
+    int i = 1;
+    while (i <= kPriceGrid && !at(std::exp(first + step_size * i))) ++i;
+    if (i > kPriceGrid) return;  // nothing on the grid fits
+    double lo = first + step_size * (i - 1), hi = first + step_size * i;
     for (int step = 0; step < effort_.bisect_steps; ++step) {
       const double mid = 0.5 * (lo + hi);
       (at(std::exp(mid)) ? hi : lo) = mid;
@@ -149,6 +186,7 @@ class Fast {
     if (rows.empty() || unit == 0 || limit_ <= 0) return;
     std::vector<double> mu(rows.size(), 0), prefix(rows.size() + 1, 0);
     const uint32_t between = space_.between();
+    const std::vector<int64_t> kept = kept_bytes();
     for (int step = 0; step < effort_.price_steps; ++step) {
       for (size_t r = 0; r < rows.size(); ++r) prefix[r + 1] = prefix[r] + mu[r];
       std::vector<double> save_cost(vars.size());
@@ -156,7 +194,7 @@ class Fast {
         const Var& v = vars[k];
         const double fw = prefix[between + 1] - prefix[v.saved_from];
         const double bw = v.saved_to > between + 1 ? prefix[v.saved_to] - prefix[between + 1] : 0;
-        save_cost[k] = static_cast<double>(v.bytes) * (fw + bw);
+        save_cost[k] = static_cast<double>(kept[k]) * (fw + bw);
       }
       std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
       std::vector<int64_t> values;
@@ -188,13 +226,7 @@ class Fast {
                      [&](uint32_t x, uint32_t y) { return vars[x].cost > vars[y].cost; });
     if (order.size() > static_cast<size_t>(effort_.greedy_saves)) order.resize(effort_.greedy_saves);
     double cost = a->cost;
-    // The plan's cost and whether its model fits (nullopt: invalid).
-    auto judge = [&](const std::vector<uint8_t>& s) -> std::optional<std::pair<double, bool>> {
-      std::optional<Assignment> b = space_.implied_recompute(s);
-      if (!b) return std::nullopt;
-      return std::make_pair(b->cost, excess(space_.row_values(b->saved, b->recomputed), targets) <= 0 &&
-                                         fits_before(b->saved, b->recomputed));
-    };
+    auto judge = [&](const std::vector<uint8_t>& s) { return this->judge(s, targets); };
     for (uint32_t k : order) {
       if (saved[k]) continue;
       std::vector<uint8_t> next = saved;
@@ -229,6 +261,102 @@ class Fast {
       }
     }
     return saved;
+  }
+
+  // A plan's cost and whether its model fits the targets and the instants
+  // just before backward nodes the limit (nullopt: invalid).
+  std::optional<std::pair<double, bool>> judge(const std::vector<uint8_t>& s, const Targets& targets) const {
+    std::optional<Assignment> b = space_.implied_recompute(s);
+    if (!b) return std::nullopt;
+    return std::make_pair(b->cost, excess(space_.row_values(b->saved, b->recomputed), targets) <= 0 &&
+                                       fits_before(b->saved, b->recomputed));
+  }
+
+  // Takes parts of a cheaper plan into a fitting one. The vars where the
+  // two plans differ (saved or recomputed) fall into components, joined
+  // where one reads another; each component is a move of its own: the
+  // plan with that component as `cheaper` has it. Moves go cheapest per
+  // byte first; each one the model still fits is kept, and the plan after
+  // it appended to `steps` (which starts with the fitting plan).
+  //
+  // Why: one price per byte gives the same trade in every repeated layer
+  // (every layer recomputes its attention, or none does), so between two
+  // prices lies a limit that half the layers' trade reaches, and the cut
+  // cannot make it; nor can the local search's single values, when a
+  // multi-output op's getitems must all be saved for it not to be
+  // recomputed. A component is such a layer's trade.
+  void mix(std::vector<std::vector<uint8_t>>& steps, const std::vector<uint8_t>& cheaper,
+           const Targets& targets) const {
+    std::optional<Assignment> f = space_.implied_recompute(steps.back());
+    std::optional<Assignment> c = space_.implied_recompute(cheaper);
+    if (!f || !c || c->cost >= f->cost) return;
+    const auto& vars = space_.vars();
+    const size_t n = vars.size();
+    std::vector<uint32_t> parent(n);
+    for (uint32_t k = 0; k < n; ++k) parent[k] = k;
+    auto root = [&](uint32_t k) {
+      while (parent[k] != k) k = parent[k] = parent[parent[k]];
+      return k;
+    };
+    auto differs = [&](uint32_t k) { return f->saved[k] != c->saved[k] || f->recomputed[k] != c->recomputed[k]; };
+    for (uint32_t k = 0; k < n; ++k) {
+      if (!differs(k)) continue;
+      for (uint32_t d : space_.deps()[k])
+        if (differs(d)) parent[root(d)] = root(k);
+    }
+    // Per component: its vars, and what the move would gain (recompute
+    // saved) and cost (bytes newly saved), from the vars' own figures.
+    struct Move {
+      std::vector<uint32_t> vars;
+      double gain = 0;
+      int64_t bytes = 0;
+    };
+    std::vector<Move> moves;
+    std::vector<int> move_of(n, -1);
+    for (uint32_t k = 0; k < n; ++k) {
+      if (!differs(k)) continue;
+      const uint32_t r = root(k);
+      if (move_of[r] < 0) {
+        move_of[r] = static_cast<int>(moves.size());
+        moves.emplace_back();
+      }
+      Move& m = moves[move_of[r]];
+      m.vars.push_back(k);
+      m.gain += (f->recomputed[k] ? vars[k].cost : 0) - (c->recomputed[k] ? vars[k].cost : 0);
+      m.bytes += (c->saved[k] ? vars[k].bytes : 0) - (f->saved[k] ? vars[k].bytes : 0);
+    }
+    if (moves.size() < 2) return;  // the one move is the cheaper plan, which does not fit
+    std::erase_if(moves, [](const Move& m) { return m.gain <= 0; });
+    auto per_byte = [](const Move& m) { return m.gain / static_cast<double>(std::max<int64_t>(m.bytes, 1)); };
+    std::stable_sort(moves.begin(), moves.end(),
+                     [&](const Move& x, const Move& y) { return per_byte(x) > per_byte(y); });
+    if (moves.size() > static_cast<size_t>(kMixMoves)) moves.resize(kMixMoves);
+    double cost = f->cost;
+    std::vector<uint8_t> plan = f->saved;
+    for (const Move& m : moves) {
+      std::vector<uint8_t> next = plan;
+      for (uint32_t k : m.vars) next[k] = c->saved[k];
+      const auto j = judge(next, targets);
+      if (j && j->second && j->first < cost) {
+        plan = std::move(next);
+        cost = j->first;
+        steps.push_back(plan);
+      }
+    }
+  }
+
+  // The last of mix()'s steps that fits when built: the model is a lower
+  // bound and mix() trusts it, so the steps are bisected by builds (at
+  // most kMixBuilds), the first step taken to fit.
+  std::vector<uint8_t> settle(const std::vector<std::vector<uint8_t>>& steps) {
+    size_t lo = 0, hi = steps.size();  // steps[lo] taken to fit; steps[hi..] do not
+    for (int build = 0; build < kMixBuilds && hi - lo > 1; ++build) {
+      const size_t mid = build == 0 ? hi - 1 : lo + (hi - lo) / 2;
+      const Verdict v = s_.evaluate(steps[mid]);
+      (v.fits ? lo : hi) = mid;
+      if (v.fits && mid == steps.size() - 1) break;
+    }
+    return steps[lo];
   }
 
   // Whether the instants just before backward nodes fit the limit too
@@ -274,8 +402,13 @@ class Fast {
       Found found;
       uniform_prices(targets, found);
       if (!found.fitting || found.fitting_cost > 0) row_prices(targets, found);
-      std::optional<std::vector<uint8_t>> plan =
-          found.fitting ? greedy_saves(*found.fitting, targets) : found.closest;
+      std::optional<std::vector<uint8_t>> plan = found.closest;
+      if (found.fitting) {
+        std::vector<std::vector<uint8_t>> steps{*found.fitting};
+        for (const auto* cheaper : {&found.nearest_over, &found.cheapest})
+          if (*cheaper) mix(steps, **cheaper, targets);
+        plan = greedy_saves(settle(steps), targets);
+      }
       if (!plan || !could_beat_best(*plan)) break;
       const Verdict v = s_.evaluate(*plan);
       if (v.fits) break;

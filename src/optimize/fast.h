@@ -5,13 +5,24 @@
 //  * Each cut is a min-cut over the space (X_in -> X_out costs what saving X
 //    is priced at, source -> X_in costs X's recompute estimate, dependencies
 //    and "needed" are infinite): the plan minimizing recompute plus priced
-//    saves. Two pricings: one price per byte, bisected; then, unless that
-//    found a fitting plan recomputing nothing, one price per memory row (the
-//    rows' Lagrange multipliers, projected subgradient steps), a saved value
-//    paying the rows it lives in. A plan fits the targets when every model
-//    row (space.h row_values) is within its row's target.
-//  * A round keeps the cheapest plan whose model fits the targets, then runs
-//    a local search: each of the greedy_saves costliest recomputed values is
+//    saves. A saved view or alias is priced at its root's bytes (saving it
+//    keeps the root's storage). Two pricings: one price per byte, first on
+//    a grid of kPriceGrid + 1 prices (the model's peak is not monotone in
+//    the price), then bisected between the cheapest grid price that fits
+//    and the one below it; then, unless that found a fitting plan
+//    recomputing nothing, one price per memory row (the rows' Lagrange
+//    multipliers, projected subgradient steps), a saved value paying the
+//    rows it lives in. A plan fits the targets when every model row (space.h
+//    row_values) is within its row's target.
+//  * A round keeps the cheapest plan whose model fits the targets and mixes
+//    into it parts of the nearest plan over the targets and of the cheapest
+//    plan the cuts found: the vars where the two differ, in components
+//    joined where one reads another, each component taken (best recompute
+//    saved per byte first) while the model fits. One price per byte makes
+//    the same trade in every repeated layer; a mix makes it in some layers
+//    only. The mixed plans are bisected by builds (at most kMixBuilds) for
+//    the last that fits. Then a local search: each of the greedy_saves
+//    costliest recomputed values is
 //    saved instead when the model still fits (the instants just before
 //    backward nodes within the plain limit), or when recomputing one saved
 //    value instead (among the swap_candidates largest) makes it fit for less.
@@ -61,6 +72,15 @@ inline constexpr int kPriceSteps = 60;
 inline constexpr int kGreedySaves = 64;
 inline constexpr int kSwapCandidates = 64;
 inline constexpr int kBisectSteps = 20;
+// uniform prices: the range of prices per byte (in units of byte_price) and
+// the grid over it searched before the bisection.
+inline constexpr double kLowPrice = 1e-6;
+inline constexpr double kHighPrice = 1e6;
+inline constexpr int kPriceGrid = 12;
+// The most components mix() tries moving, best gain per byte first.
+inline constexpr int kMixMoves = 256;
+// The most builds that check mix()'s steps.
+inline constexpr int kMixBuilds = 6;
 
 // How much fast searches: its rounds (builds), the per-byte price's
 // bisection steps, the row prices' subgradient steps, the local search's

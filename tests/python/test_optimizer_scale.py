@@ -1,0 +1,79 @@
+"""The peak-memory optimizer on real deep stacks (remat issue 35): the stored
+benchmark graphs of ~2k nodes (bench/graphs, captured from corpus blocks made
+deep by bench/scale_graphs.py), where `fast` must reach below torch's own
+plans. The reference is torch's plans at the same limit (the `torch_plans`
+search, which builds torch's budget plans); the peaks are the plans'
+simulated peaks. Speed is measured by bench/bench_scale.py, never here.
+
+Contract:
+* At tight limits, where torch's plans recompute a matmul or a convolution in
+  every layer, fast's plan fits the limit, has no hazard and recomputes at
+  most half of what torch's best plan does. (Fails when fast's cuts price a
+  saved view at its own 0 bytes instead of its root's storage, or bisect the
+  price only between its two extremes: optimize/fast.h.)
+* At the plain partition's own peak on the transformer stack, fast recomputes
+  less than the plain plan: the cheap trade made in the layers where it fits.
+  One price per byte makes the same trade in every repeated layer (every
+  layer or none), so only taking parts of the cheaper plan layer by layer
+  (fast.h's mix) reaches it; without the mix fast returns the plain plan.
+"""
+
+from __future__ import annotations
+
+import gzip
+import pathlib
+
+import pytest
+
+remat = pytest.importorskip("remat")
+
+GRAPHS = pathlib.Path(__file__).resolve().parents[2] / "bench" / "graphs"
+MiB = 1 << 20
+
+# (graph, limit in MiB): limits of docs/scale.md's table where torch's plans
+# recompute a matmul in every layer.
+TIGHT = [
+    ("transformer_1995", 7.718),
+    ("transformer_1995", 6.587),
+]
+
+
+def _joint(name: str) -> bytes:
+    with gzip.open(GRAPHS / f"{name}.json.gz", "rb") as f:
+        return f.read()
+
+
+def _partition(joint: bytes, limit: int | None, search: str = "fast") -> dict:
+    options = {} if limit is None else {"peak_memory_budget": limit, "peak_search": search}
+    return remat.partition(joint, options, as_json=False)
+
+
+def _check_fits(result: dict, limit: int) -> None:
+    assert result["memory"]["peak_bytes"] <= limit
+    assert not result["hazards"]
+    assert result["peak_search"]["search"] == "fast"
+
+
+@pytest.mark.one_release
+@pytest.mark.parametrize("name,limit_mib", TIGHT, ids=[f"{n}@{m}MiB" for n, m in TIGHT])
+def test_fast_reaches_far_below_torchs_plans_at_tight_limits(name, limit_mib):
+    joint = _joint(name)
+    limit = int(limit_mib * MiB)
+    torch_plan = _partition(joint, limit, "torch_plans")
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert torch_plan["recompute_runtime"] > 0
+    assert fast["recompute_runtime"] <= 0.5 * torch_plan["recompute_runtime"], (
+        fast["recompute_runtime"], torch_plan["recompute_runtime"])
+
+
+@pytest.mark.one_release
+def test_fast_makes_a_layers_trade_where_it_fits_at_the_plain_peak():
+    joint = _joint("transformer_1995")
+    plain = _partition(joint, None)
+    limit = plain["memory"]["peak_bytes"]
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert plain["recompute_runtime"] > 0
+    assert fast["recompute_runtime"] < 0.8 * plain["recompute_runtime"], (
+        fast["recompute_runtime"], plain["recompute_runtime"])
