@@ -61,8 +61,10 @@ class PartitionPlan {
   // candidates, so the plan is built already: saved() is the chosen plan's
   // saved tensors, then sym nodes, then opaque values; emit_partition(plan)
   // returns that build, and a replacement rebuilds as for a min-cut plan.
-  // The one-call functions never sync such a plan (it is not torch's
-  // decision).
+  // The one-call functions sync such a plan as torch's decision (ranks of
+  // one job must run one plan): a rank whose own list is not the one
+  // picked rebuilds the picked one, its peak_search summary kept but no
+  // longer `optimal`, and its peak may then exceed its own limit.
   const std::vector<NodeId>& saved() const;
   // Which partitioner decided: "min_cut" or "default". Not always the one
   // called: the min-cut hands graphs whose backward needs nothing to the

@@ -679,9 +679,25 @@ PartitionOptions with_overrides(const JointGraph& joint, const PartitionOptions&
 }
 
 // The one-call functions: plan, agree when asked to, emit.
+// A peak-limited plan after the ranks agreed: this rank's own build when
+// the agreed list is its own; else the picked rank's list rebuilt here,
+// with this rank's search summary, no longer optimal (the proven bound
+// still holds: it bounds every plan within the limit).
+PartitionResult emit_agreed_peak_plan(PartitionPlan plan, std::vector<NodeId> saved) {
+  if (saved == plan.saved()) return emit_partition(std::move(plan));
+  PeakSearchSummary summary = PlanAccess::state(plan).built->peak_search;
+  summary.optimal = false;
+  PartitionResult r = emit_partition(std::move(plan), std::move(saved));
+  r.peak_search = std::move(summary);
+  return r;
+}
+
 PartitionResult plan_sync_emit(PartitionPlan plan, const PartitionOptions& options) {
-  // remat's own peak budget is not torch's decision: nothing to agree on.
-  if (options.sync_decision_cross_ranks && options.rank_group && options.peak_memory_budget <= 0) {
+  // A peak-limited plan is agreed on as torch's decision is: each rank's
+  // search is deterministic, but ranks whose graphs name the same nodes
+  // with other shapes (shards) search different plans, and the collectives
+  // need one.
+  if (options.sync_decision_cross_ranks && options.rank_group) {
     SyncOutcome o = sync_decision_cross_ranks(plan, *options.rank_group);
     PlanAccess::state(plan).clock.lap("sync");
     // torch logs the agreement's lines after deciding's, before extracting's.
@@ -689,8 +705,11 @@ PartitionResult plan_sync_emit(PartitionPlan plan, const PartitionOptions& optio
       std::vector<LogRecord>& log = PlanAccess::state(plan).trace.log;
       log.insert(log.end(), o.log.begin(), o.log.end());
     }
-    if (o.status == SyncOutcome::Status::kAgreed)
+    if (o.status == SyncOutcome::Status::kAgreed) {
+      if (options.peak_memory_budget > 0 && PlanAccess::state(plan).built)
+        return emit_agreed_peak_plan(std::move(plan), std::move(o.saved));
       return emit_partition(std::move(plan), std::move(o.saved));
+    }
   }
   return emit_partition(std::move(plan));
 }

@@ -69,7 +69,7 @@ def capture(name: str, fn: Callable, inputs: tuple) -> Joint:
 # --- models --------------------------------------------------------------------------
 
 
-def mlp_allreduce(width: int = 16, depth: int = 4):
+def mlp_allreduce(width: int = 16, depth: int = 4, batch: int = 8):
     """An MLP scaled by an all-reduced statistic: collectives in the forward."""
 
     def fn(x, buf, *ws):
@@ -81,7 +81,7 @@ def mlp_allreduce(width: int = 16, depth: int = 4):
         return h.sum()
 
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(8, width, generator=g, requires_grad=True)
+    x = torch.randn(batch, width, generator=g, requires_grad=True)
     ws = [torch.randn(width, width, generator=g, requires_grad=True) for _ in range(depth)]
     buf = torch.randn(width, generator=g)
     return fn, (x, buf, *ws)
@@ -310,6 +310,27 @@ def remat_with(**options: Any) -> Callable:
         return p.forward, p.backward
 
     return partition_fn
+
+
+def peak_range(joint: Joint, search: str = "fast") -> tuple[int, int]:
+    """remat's plain (unlimited) plan's simulated peak of `joint`, and the
+    smallest peak `search` reaches (BudgetUnreachableError's at 1 byte)."""
+    import remat
+    import remat.torch as rt
+
+    def peak(**options: Any) -> int:
+        module = joint.fresh()
+        with joint.fake_mode:
+            p = rt.partition(module, num_fwd_outputs=joint.kwargs["num_fwd_outputs"],
+                             static_lifetime_input_indices=joint.kwargs.get("static_lifetime_input_indices"),
+                             options=rt.options_from_torch(**options))
+        return int(p.result["memory"]["peak_bytes"])
+
+    try:
+        peak(peak_memory_budget=1, peak_search=search)
+    except remat.BudgetUnreachableError as e:
+        return peak(), int(e.smallest_peak)
+    raise AssertionError(f"{joint.name}: a 1-byte peak limit was met")
 
 
 def partitioners(kind: str) -> tuple[Callable, Callable]:

@@ -14,7 +14,8 @@ Joins a gloo group on 127.0.0.1:PORT (collectives time out after
 recording graphs, the collectives each sent (and on which group), the sync
 artifacts and debug lines (sync_models.run). Ranks are made to disagree:
 different memory budgets, different runtime estimates, different shard
-shapes, a MUST_SAVE tag on one rank. Every rank runs the same sequence, so
+shapes, a MUST_SAVE tag on one rank, remat's peak limits (the "peak_limits"
+scenario: remat only, unsynced and synced). Every rank runs the same sequence, so
 the collectives line up; before each partition a rank writes its step to
 OUT/rank<RANK>.step (sync_world watches it); at the end OUT/rank<RANK>.json.
 On SIGUSR1 a rank writes its threads' stacks to OUT/rank<RANK>.stack.
@@ -29,6 +30,7 @@ import os
 import sys
 import time
 import warnings
+from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -38,6 +40,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sync_models as sm  # noqa: E402
 
 BUDGETS = [0.05, 0.6, 0.2, 1.0]
+# Per rank, where remat's peak limit lies between the smallest peak fast
+# reaches (0) and the plain plan's (1): the ranks' searches find different
+# plans, and must agree on one.
+PEAK_FRACTIONS = [1.0, 0.2, 0.6, 0.4]
 SYNC = {"_sync_decision_cross_ranks": True}
 
 
@@ -62,6 +68,8 @@ class Scenario:
     config: dict
     switch: str = ""          # the release switch its flipped runs flip
     runs: tuple = ("unsynced", "torch", "remat", "mixed")
+    # remat's own options (a peak limit): remat only, unsynced and synced.
+    remat_options: Optional[dict] = None
 
 
 class Rank:
@@ -90,6 +98,9 @@ class Rank:
             "flipped": (flipped_fn, SYNC),
             "mixed_flipped": (flipped_fn if even else theirs_fn, SYNC),
         }
+        if s.remat_options is not None:  # remat's own search: torch has none
+            ours = sm.remat_with(**s.remat_options)
+            fns = {"unsynced": (ours, {}), "remat": (ours, SYNC)}
         out = {}
         for run in s.runs:
             self.step(f"{s.label}: {run}")
@@ -179,6 +190,8 @@ def _run(rank: int, world: int, port: str, out: str, timeout_s: float) -> None:
     me.step("capture")
     joints = {
         "mlp": sm.capture("mlp", *sm.mlp_allreduce(width=32, depth=6)),
+        # Activations outweigh the weights: room for remat's peak limits.
+        "wide": sm.capture("wide", *sm.mlp_allreduce(width=32, depth=6, batch=256)),
         "shards": sm.capture("shards", *sm.fsdp_like(width=16, batch=4 + 8 * rank)),
         "differ": sm.capture("differ", *sm.extra_op_on(1)),
         "none": sm.capture("none", *sm.no_collectives()),
@@ -209,6 +222,12 @@ def _run(rank: int, world: int, port: str, out: str, timeout_s: float) -> None:
         Scenario("sync_decision_compile_pg", "mlp", "min_cut", budget,
                  switch="sync_decision_compile_pg", runs=switch_runs[:-1]),
     ]
+    me.step("peak_range")
+    plain, smallest = sm.peak_range(joints["wide"])
+    peak_limit = {"peak_memory_budget": smallest + int((plain - smallest) * PEAK_FRACTIONS[rank % 4]),
+                  "peak_search": "fast"}
+    scenarios.append(Scenario("peak_limits", "wide", "min_cut", {}, runs=("unsynced", "remat"),
+                              remat_options=peak_limit))
     results: dict = {}
     for s in scenarios:
         results[s.label] = me.run(s, joints)

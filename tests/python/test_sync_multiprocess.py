@@ -7,7 +7,8 @@ every rank and scenario, torch's own partitioner with
 `_sync_decision_cross_ranks` and remat's must produce the same forward and
 backward graphs, send the same collectives with the same payloads on the
 same process group, and log the same trace artifact and debug lines; the
-ranks must really have disagreed without the sync, and agree with it. Ranks
+ranks must really have disagreed without the sync, and agree with it; so
+must ranks that searched under remat's own peak limits, one per rank. Ranks
 whose graphs differ keep their own decisions; a graph without collectives
 sends nothing. Ranks running remat and ranks running torch at the same time
 agree with each other in every scenario, under the running release, also
@@ -75,6 +76,23 @@ def test_ranks_that_disagreed_agree_on_the_smallest_decision(world):
     for label in ("budgets", "estimates", "shards"):
         unsynced = {results[label]["unsynced"]["forward"][-1] for results in world}
         assert len(unsynced) > 1, f"{label}: the ranks agreed without syncing"
+
+
+def test_ranks_with_different_peak_limits_agree_on_one_plan(world):
+    """remat's own peak limit, a different one per rank (sync_worker's
+    PEAK_FRACTIONS of each rank's plain peak): each rank's search finds its
+    own plan, and with the sync flag every rank runs the one picked by
+    torch's protocol (the smallest saved total), as for torch's decisions."""
+    runs = [results["peak_limits"] for results in world]
+    for rank, r in enumerate(runs):
+        assert r["unsynced"]["error"] == r["remat"]["error"] == "", f"rank {rank}"
+        assert r["unsynced"]["artifacts"] == [], f"rank {rank}"
+    picks = {_picked(r["remat"]["artifacts"][0]) for r in runs if len(r["remat"]["artifacts"]) == 1}
+    assert len(picks) == 1 and all(len(r["remat"]["artifacts"]) == 1 for r in runs)
+    (picked,) = picks
+    for r in runs:
+        assert r["remat"]["forward"][-1] == runs[picked]["unsynced"]["forward"][-1]
+    assert len({r["unsynced"]["forward"][-1] for r in runs}) > 1, "the ranks agreed without syncing"
 
 
 def test_ranks_with_different_graphs_keep_their_own_decisions(world):
