@@ -390,6 +390,7 @@ class Fast {
     Targets targets(space_.rows().size(), limit_);
     const bool large = space_.vars().size() > static_cast<size_t>(kLargeSpaceVars);
     bool checkpointed = false;
+    std::optional<std::vector<uint8_t>> cheapest;  // the rounds' cheapest cut
     if (large) {
       torch_plans(s_, &targets, /*repairs=*/false);
       if (!s_.best()) checkpointed = checkpoints(s_);
@@ -409,6 +410,7 @@ class Fast {
           if (*cheaper) mix(steps, **cheaper, targets);
         plan = greedy_saves(settle(steps), targets);
       }
+      if (found.cheapest) cheapest = found.cheapest;
       if (!plan || !could_beat_best(*plan)) break;
       const Verdict v = s_.evaluate(*plan);
       if (v.fits) break;
@@ -423,6 +425,14 @@ class Fast {
     // whole torch_plans search runs (its plan replaces fast's when it
     // recomputes less), so fast stays never worse than torch's plans.
     if (!large || !s_.chained_bounds()) torch_plans(s_, nullptr);
+    // The best plan, whichever search found it, takes parts of the
+    // cheapest plan the cuts found: torch's plans, too, make one trade in
+    // every layer.
+    if (s_.best() && cheapest) {
+      std::vector<std::vector<uint8_t>> steps{space_.saved_flags(s_.best()->saved)};
+      mix(steps, *cheapest, Targets(space_.rows().size(), limit_));
+      if (steps.size() > 1) settle(steps);
+    }
   }
 
  private:

@@ -55,6 +55,11 @@
 //    (Search::chained_bounds), the whole torch_plans search runs, its plan
 //    replacing fast's when it recomputes less or fast found none: fast is
 //    never worse than torch's plans.
+//  * Last, unless a checkpointed plan was final, the best plan (whichever
+//    search found it) is mixed with the cheapest plan the rounds' cuts
+//    found, against the plain limit, and the mixed plans are bisected by
+//    builds as a round's are: torch's plans too make one trade in every
+//    layer.
 //  * fast only builds and offers plans (Search::best); it never throws for
 //    an unreachable limit (the caller does, optimize.cc).
 #pragma once

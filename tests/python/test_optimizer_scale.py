@@ -16,6 +16,10 @@ Contract:
   One price per byte makes the same trade in every repeated layer (every
   layer or none), so only taking parts of the cheaper plan layer by layer
   (fast.h's mix) reaches it; without the mix fast returns the plain plan.
+* At a limit torch's cheap-ops plan fits with room, fast's best plan
+  recomputes at most 0.6x of it: the best plan, whichever search found it,
+  takes the cheapest plan's choices where they fit (fast.h's final mix;
+  without it fast keeps 95% of torch's recompute there).
 """
 
 from __future__ import annotations
@@ -77,3 +81,17 @@ def test_fast_makes_a_layers_trade_where_it_fits_at_the_plain_peak():
     assert plain["recompute_runtime"] > 0
     assert fast["recompute_runtime"] < 0.8 * plain["recompute_runtime"], (
         fast["recompute_runtime"], plain["recompute_runtime"])
+
+
+@pytest.mark.one_release
+def test_the_best_plan_takes_the_cheap_trade_where_it_fits():
+    """Whichever search found the best plan (here torch's, which recomputes
+    the cheap ops of every layer), fast mixes into it the cheapest plan's
+    choices where they fit, layer by layer (fast.h: the final mix)."""
+    joint = _joint("transformer_1995")
+    limit = int(8.85 * MiB)
+    torch_plan = _partition(joint, limit, "torch_plans")
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert fast["recompute_runtime"] <= 0.6 * torch_plan["recompute_runtime"], (
+        fast["recompute_runtime"], torch_plan["recompute_runtime"])
