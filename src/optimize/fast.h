@@ -73,10 +73,10 @@ namespace remat::optimize {
 
 inline constexpr int kFastRounds = 6;
 inline constexpr int kFastRepairMoves = 3;
-inline constexpr int kPriceSteps = 60;
+inline constexpr int kPriceSteps = 20;
 inline constexpr int kGreedySaves = 64;
 inline constexpr int kSwapCandidates = 64;
-inline constexpr int kBisectSteps = 20;
+inline constexpr int kBisectSteps = 8;
 // uniform prices: the range of prices per byte (in units of byte_price) and
 // the grid over it searched before the bisection.
 inline constexpr double kLowPrice = 1e-6;
