@@ -354,7 +354,6 @@ class Fast {
       const size_t mid = build == 0 ? hi - 1 : lo + (hi - lo) / 2;
       const Verdict v = s_.evaluate(steps[mid]);
       (v.fits ? lo : hi) = mid;
-      if (v.fits && mid == steps.size() - 1) break;
     }
     return steps[lo];
   }
