@@ -199,8 +199,9 @@ struct PartitionOptions {
   // its solves: counted work, so the same graph, options and limit give the
   // same plan on every machine, at any load, on every rank. 0 (default):
   // sized to the program, since a node of a large program costs far more
-  // than one of a small: 2*10^6 / (rows + columns of its first program),
-  // between 100 and 20000 (optimize/search.h auto_node_budget).
+  // than one of a small: the least of 2*10^6 / size and 2.2*10^14 / size^3
+  // (size = rows + columns of its first program), between 1 and 20000
+  // (optimize/search.h auto_node_budget).
   int64_t peak_search_nodes = 0;
   // A wall-time safety net over the whole peak search, in seconds; 0: none
   // (the default). When it stops a search, PeakSearchSummary::stopped_by

@@ -34,7 +34,10 @@ Search::Search(const DecideContext& ctx, PlanSpace& space, int64_t limit, const 
 
 int64_t auto_node_budget(int rows, int columns) {
   const int64_t size = std::max<int64_t>(1, int64_t{rows} + columns);
-  return std::clamp(kAutoNodeWork / size, kAutoNodesMin, kAutoNodesMax);
+  const double cubed = kAutoNodeWorkCubed / (static_cast<double>(size) * size * size);
+  const int64_t budget = cubed < static_cast<double>(kAutoNodeWork / size) ? static_cast<int64_t>(cubed)
+                                                                           : kAutoNodeWork / size;
+  return std::clamp(budget, kAutoNodesMin, kAutoNodesMax);
 }
 
 // Builds a saved set once; records the smallest peak, the best fitting

@@ -87,12 +87,17 @@ struct Proof {
 };
 
 // Effort::nodes 0: the node budget for a program of `rows` rows and
-// `columns` columns, kAutoNodeWork / (rows + columns) clamped to
-// [kAutoNodesMin, kAutoNodesMax]. A node's LP grows with the program: on a
-// 2.7k-node transformer stack's program (7k rows, 2.8k columns) a node cost
-// about 0.1 s of CPU, on the corpus's (a few hundred) about a millisecond.
+// `columns` columns (size = rows + columns): kAutoNodeWork / size, or
+// kAutoNodeWorkCubed / size^3 when that is less, clamped to
+// [kAutoNodesMin, kAutoNodesMax]. A node's LP grows faster than the
+// program: on a 2.7k-node transformer stack's program (7k rows, 2.8k
+// columns) a node cost about 0.1 s of CPU, on a 10^4-node one's (25k rows,
+// 10.5k columns) about 6 s, on the corpus's (a few hundred) about a
+// millisecond. The cubed term gives the large programs a few nodes
+// (5 at 35k), so that exact ends there within about a minute with a gap.
 inline constexpr int64_t kAutoNodeWork = 2'000'000;
-inline constexpr int64_t kAutoNodesMin = 100;
+inline constexpr double kAutoNodeWorkCubed = 2.2e14;
+inline constexpr int64_t kAutoNodesMin = 1;
 inline constexpr int64_t kAutoNodesMax = 20000;
 int64_t auto_node_budget(int rows, int columns);
 

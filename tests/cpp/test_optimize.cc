@@ -729,6 +729,8 @@ TEST(Optimize, PeakSearchOptionsAreValidated) {
 TEST(Optimize, TheAutomaticNodeBudgetShrinksAsTheProgramGrows) {
   EXPECT_EQ(optimize::auto_node_budget(60, 40), optimize::kAutoNodesMax);
   EXPECT_EQ(optimize::auto_node_budget(6973, 2811), optimize::kAutoNodeWork / (6973 + 2811));
+  // A 10^4-node stack's program: a few nodes (each costs seconds there).
+  EXPECT_EQ(optimize::auto_node_budget(24942, 10497), 4);
   EXPECT_EQ(optimize::auto_node_budget(1 << 20, 1 << 20), optimize::kAutoNodesMin);
   int64_t last = optimize::kAutoNodesMax;
   for (int size = 16; size < (1 << 22); size *= 2) {
