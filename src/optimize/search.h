@@ -94,7 +94,7 @@ struct Proof {
 // columns) a node cost about 0.1 s of CPU, on a 10^4-node one's (25k rows,
 // 10.5k columns) about 6 s, on the corpus's (a few hundred) about a
 // millisecond. The cubed term gives the large programs a few nodes
-// (5 at 35k), so that exact ends there within about a minute with a gap.
+// (4 at 35k), so that exact ends there within about a minute with a gap.
 inline constexpr int64_t kAutoNodeWork = 2'000'000;
 inline constexpr double kAutoNodeWorkCubed = 2.2e14;
 inline constexpr int64_t kAutoNodesMin = 1;

@@ -678,7 +678,6 @@ PartitionOptions with_overrides(const JointGraph& joint, const PartitionOptions&
   return out;
 }
 
-// The one-call functions: plan, agree when asked to, emit.
 // A peak-limited plan after the ranks agreed: this rank's own build when
 // the agreed list is its own; else the picked rank's list rebuilt here,
 // with this rank's search summary, no longer optimal (the proven bound
@@ -692,6 +691,7 @@ PartitionResult emit_agreed_peak_plan(PartitionPlan plan, std::vector<NodeId> sa
   return r;
 }
 
+// The one-call functions: plan, agree when asked to, emit.
 PartitionResult plan_sync_emit(PartitionPlan plan, const PartitionOptions& options) {
   // A peak-limited plan is agreed on as torch's decision is: each rank's
   // search is deterministic, but ranks whose graphs name the same nodes

@@ -80,7 +80,8 @@ def test_ranks_that_disagreed_agree_on_the_smallest_decision(world):
 
 def test_ranks_with_different_peak_limits_agree_on_one_plan(world):
     """remat's own peak limit, a different one per rank (sync_worker's
-    PEAK_FRACTIONS of each rank's plain peak): each rank's search finds its
+    PEAK_FRACTIONS of the way from fast's smallest peak to the plain
+    plan's): each rank's search finds its
     own plan, and with the sync flag every rank runs the one picked by
     torch's protocol (the smallest saved total), as for torch's decisions."""
     runs = [results["peak_limits"] for results in world]
