@@ -20,9 +20,9 @@
 //    joined where one reads another, each component taken (best recompute
 //    saved per byte first) while the model fits. One price per byte makes
 //    the same trade in every repeated layer; a mix makes it in some layers
-//    only. The mixed plans are bisected by builds (at most kMixBuilds) for
-//    the last that fits. Then a local search: each of the greedy_saves
-//    costliest recomputed values is
+//    only (at most kMixMoves components, best first). The mixed plans are
+//    bisected by builds (at most kMixBuilds) for the last that fits. Then a
+//    local search: each of the greedy_saves costliest recomputed values is
 //    saved instead when the model still fits (the instants just before
 //    backward nodes within the plain limit), or when recomputing one saved
 //    value instead (among the swap_candidates largest) makes it fit for less.
