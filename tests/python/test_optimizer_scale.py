@@ -6,7 +6,7 @@ search, which builds torch's budget plans); the peaks are the plans'
 simulated peaks. Speed is measured by bench/bench_scale.py, never here.
 
 Contract:
-* At tight limits, where torch's plans recompute a matmul or a convolution in
+* At tight limits, where torch's plans recompute a matmul in
   every layer, fast's plan fits the limit, has no hazard and recomputes at
   most half of what torch's best plan does. (Fails when fast's cuts price a
   saved view at its own 0 bytes instead of its root's storage, or bisect the
