@@ -220,8 +220,9 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
   part->add_option("--peak-search-nodes", ps.peak_search_nodes,
                    "how much --peak-search exact may search: branch-and-bound nodes over all its "
                    "solves (default: sized to the program, the least of 2e6 / size and 2.2e14 / "
-                   "size^3, size = rows + columns, between 1 and 20000); counted work, so every machine returns the same plan; when they run "
-                   "out the best plan found is returned with its gap")
+                   "size^3, size = rows + columns, between 1 and 20000); counted work, so every "
+                   "machine returns the same plan; when they run out the best plan found is "
+                   "returned with its gap")
       ->check(kPositiveCount);
   part->add_option("--peak-search-seconds", ps.peak_search_seconds,
                    "a wall-time safety net over the peak search (default: none); a search it cuts "
