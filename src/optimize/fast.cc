@@ -21,7 +21,8 @@ class Fast {
   explicit Fast(Search& s)
       : s_(s), space_(s.space()), limit_(s.limit()),
         effort_(space_.vars().size() <= static_cast<size_t>(kLargeSpaceVars) ? kSmallSpaceEffort
-                                                                        : kLargeSpaceEffort) {}
+                                                                        : kLargeSpaceEffort),
+        kept_(kept_bytes(space_)) {}
 
  private:
   // The min-cut over the space where recomputing var k costs its estimate
@@ -80,8 +81,9 @@ class Fast {
   // (0 bytes of its own) its root's storage, which saving it keeps alive
   // as saving the root would. The cut counts a root saved with its views
   // more than once: it then prefers saving one of them, as memory does.
-  std::vector<int64_t> kept_bytes() const {
-    const auto& vars = space_.vars();
+  // (Bytes and aliases never change during a search: computed once.)
+  static std::vector<int64_t> kept_bytes(const PlanSpace& space) {
+    const auto& vars = space.vars();
     std::vector<int64_t> kept(vars.size());
     for (size_t k = 0; k < vars.size(); ++k) kept[k] = vars[k].bytes;
     for (size_t k = 0; k < vars.size(); ++k)
@@ -151,10 +153,9 @@ class Fast {
   // One price per byte for every saved value, bisected in log space.
   void uniform_prices(const Targets& targets, Found& found) const {
     const double unit = byte_price();
-    const std::vector<int64_t> kept = kept_bytes();
     auto at = [&](double price) {
       std::vector<double> save_cost(space_.vars().size());
-      for (size_t k = 0; k < save_cost.size(); ++k) save_cost[k] = price * unit * static_cast<double>(kept[k]);
+      for (size_t k = 0; k < save_cost.size(); ++k) save_cost[k] = price * unit * static_cast<double>(kept_[k]);
       std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
       return s && found.offer(space_, *s, targets);
     };
@@ -186,7 +187,6 @@ class Fast {
     if (rows.empty() || unit == 0 || limit_ <= 0) return;
     std::vector<double> mu(rows.size(), 0), prefix(rows.size() + 1, 0);
     const uint32_t between = space_.between();
-    const std::vector<int64_t> kept = kept_bytes();
     for (int step = 0; step < effort_.price_steps; ++step) {
       for (size_t r = 0; r < rows.size(); ++r) prefix[r + 1] = prefix[r] + mu[r];
       std::vector<double> save_cost(vars.size());
@@ -194,7 +194,7 @@ class Fast {
         const Var& v = vars[k];
         const double fw = prefix[between + 1] - prefix[v.saved_from];
         const double bw = v.saved_to > between + 1 ? prefix[v.saved_to] - prefix[between + 1] : 0;
-        save_cost[k] = static_cast<double>(kept[k]) * (fw + bw);
+        save_cost[k] = static_cast<double>(kept_[k]) * (fw + bw);
       }
       std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
       std::vector<int64_t> values;
@@ -467,6 +467,7 @@ class Fast {
   PlanSpace& space_;
   const int64_t limit_;
   const FastEffort effort_;
+  const std::vector<int64_t> kept_;  // kept_bytes(space_)
   // priced_cut's network, built by its first cut, and its capacities.
   mutable std::optional<MaxFlow> priced_net_;
   mutable std::vector<int64_t> priced_cap_;
