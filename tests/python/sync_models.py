@@ -301,29 +301,32 @@ def run(partition_fn: Callable, joint: Joint, *, expect_error: bool = False, **c
 def remat_with(**options: Any) -> Callable:
     """remat's min-cut drop-in with these engine options on top of the running
     config's (say torch_switches={"sync_canonical_names": False})."""
-    import remat.torch as rt
-
     def partition_fn(joint_module, _joint_inputs, **kwargs):
-        p = rt.partition(joint_module, num_fwd_outputs=kwargs["num_fwd_outputs"],
-                         static_lifetime_input_indices=kwargs.get("static_lifetime_input_indices"),
-                         options=rt.options_from_torch(**options))
+        p = _remat_partition(joint_module, kwargs, options)
         return p.forward, p.backward
 
     return partition_fn
+
+
+def _remat_partition(joint_module: fx.GraphModule, kwargs: dict, options: dict) -> Any:
+    """remat.torch.partition of a joint graph captured with `kwargs`, with
+    these engine options on top of the running config's."""
+    import remat.torch as rt
+
+    return rt.partition(joint_module, num_fwd_outputs=kwargs["num_fwd_outputs"],
+                        static_lifetime_input_indices=kwargs.get("static_lifetime_input_indices"),
+                        options=rt.options_from_torch(**options))
 
 
 def peak_range(joint: Joint, search: str = "fast") -> tuple[int, int]:
     """remat's plain (unlimited) plan's simulated peak of `joint`, and the
     smallest peak `search` reaches (BudgetUnreachableError's at 1 byte)."""
     import remat
-    import remat.torch as rt
 
     def peak(**options: Any) -> int:
         module = joint.fresh()
         with joint.fake_mode:
-            p = rt.partition(module, num_fwd_outputs=joint.kwargs["num_fwd_outputs"],
-                             static_lifetime_input_indices=joint.kwargs.get("static_lifetime_input_indices"),
-                             options=rt.options_from_torch(**options))
+            p = _remat_partition(module, joint.kwargs, options)
         return int(p.result["memory"]["peak_bytes"])
 
     try:
