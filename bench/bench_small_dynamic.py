@@ -143,7 +143,10 @@ def _clone(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 def _empty_caches() -> None:
     _fx_to_json._TARGETS.clear()
     _fx_to_json._EXPRS.clear()
+    _fx_to_json._RAW_NAMES.clear()
+    _fx_to_json._SYMBOL_TEXT.clear()
     _release._table.cache_clear()
+    _release._native.cache_clear()
 
 
 def _checked_import(result: dict, joint_gm: torch.fx.GraphModule, handles: list) -> tuple:

@@ -1,10 +1,11 @@
 """The exporter's process-wide caches (remat/torch/_fx_to_json.py).
 
-Contract pinned here: an op target's name and facts and a symbolic
-expression's printed form are computed once per process, not once per
-export (on small dynamic-shape graphs they were the drop-in's largest fixed
-cost, bench/bench_small_dynamic.py); the size hints are not cached across
-exports, since each graph's ShapeEnv has its own.
+Contract pinned here: an op target's name and facts, a symbolic
+expression's printed form and a raw expression's free symbols are computed
+once per process, not once per export (on small dynamic-shape graphs they
+were the drop-in's largest fixed cost, bench/bench_small_dynamic.py); the
+size hints are not cached across exports, since each graph's ShapeEnv has
+its own.
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ def _hints(doc: dict) -> set:
 @pytest.mark.one_release
 def test_op_facts_and_expressions_are_computed_once_per_process(monkeypatch):
     joint = _joint(5)
-    _fx_to_json._TARGETS.clear()
-    _fx_to_json._EXPRS.clear()
+    caches = (_fx_to_json._TARGETS, _fx_to_json._EXPRS, _fx_to_json._RAW_NAMES)
+    for cache in caches:
+        cache.clear()
     first = _export(joint)
-    assert _fx_to_json._TARGETS and _fx_to_json._EXPRS
+    assert all(caches)
 
     def computed_again(*_args):
         raise AssertionError("an op's facts or an expression's text was computed again")

@@ -49,7 +49,7 @@ original_node = _fx_to_json._Exporter.node
 
 # step -> (what to patch, replacement, exception type expected as __cause__)
 INJECTIONS = {
-    "options": (lambda mp: mp.setattr(_dropin, "options_from_torch", _raise(KeyError("cse"))), KeyError),
+    "options": (lambda mp: mp.setattr(_dropin, "_options_from_torch", _raise(KeyError("cse"))), KeyError),
     "export": (lambda mp: mp.setattr(_fx_to_json._Exporter, "value", _raise(TypeError("not serializable"))),
                TypeError),
     "export_serialize": (lambda mp: mp.setattr(_fx_to_json._Exporter, "node", _bad_record), TypeError),

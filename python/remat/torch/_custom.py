@@ -182,10 +182,15 @@ def hooks(joint_module: fx.GraphModule, num_fwd_outputs: int,
     for option, kwarg, make in (
             ("activation_memory_budget_solver", "knapsack_solver", _knapsack_hook),
             ("activation_memory_budget_runtime_estimator", "runtime_estimator", _estimator_hook)):
+        # options_from_torch wrote "custom" for anything but a named one
+        # (a callable, or the "profile" estimator): only then is the flag
+        # read again, here.
+        if opts.get(option) != "custom":
+            continue
         value = getattr(config, option)
         if value == "profile" and kwarg == "runtime_estimator":
             value = _profile_estimator  # timed here, then handed to the engine
-        elif opts.get(option) != "custom" or isinstance(value, str):
+        elif isinstance(value, str):
             continue
         if not callable(value):
             import remat

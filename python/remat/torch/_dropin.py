@@ -35,7 +35,6 @@ Contract:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import gc
@@ -88,42 +87,78 @@ _FLAG_DEFAULTS = {
 }
 
 
+# The flags only the min-cut partitioner reads (its CSE, ban rules,
+# capacities, memory budgets and knapsack solver: the engine's prepare/ CSE
+# and decide/). torch's default_partition reads them only when it hands a
+# graph with recompute tags to the min-cut.
+_MIN_CUT_ONLY = frozenset({
+    "cse", "recompute_views", "max_dist_from_bw", "ban_recompute_used_far_apart",
+    "ban_recompute_long_fusible_chains", "ban_recompute_materialized_backward",
+    "ban_recompute_not_in_allowlist", "ban_recompute_reductions", "aggressive_recomputation",
+    "treat_parameters_as_free_to_save", "is_non_builtin_to_include", "activation_memory_budget",
+    "activation_memory_budget_require_full_coverage", "activation_memory_budget_solver",
+})
+
+
 def options_from_torch(**overrides: Any) -> dict:
     """PartitionOptions as torch would run now, as a JSON-able dict: the
     release it reproduces (_release) and the running torch's configuration."""
+    return _options_from_torch(True, overrides)
+
+
+def _needs_min_cut_flags(joint_module: fx.GraphModule, partitioner: str) -> bool:
+    """Whether a partition may read _MIN_CUT_ONLY: the min-cut's, or the
+    default partitioner's on a graph with recompute tags (which it may hand
+    to the min-cut). Any "recompute" entry counts, to stay on the safe side."""
+    return partitioner != "default" or any("recompute" in n.meta for n in joint_module.graph.nodes)
+
+
+def _options_from_torch(min_cut: bool, overrides: dict) -> dict:
+    """options_from_torch; without `min_cut`, _MIN_CUT_ONLY left out (the
+    engine's defaults stand in for flags nothing reads): on a graph of a
+    few nodes the flag reads were the largest part of a drop-in default
+    partition's fixed cost (bench/bench_small_dynamic.py)."""
     config = _internals.functorch_config()
     inductor_config = _internals.inductor_config()
+    # Every flag through _internals.config_value (getattr's answer at half
+    # the cost: on a graph of a few nodes these reads were the drop-in's
+    # largest fixed cost, bench/bench_small_dynamic.py).
+    read = _internals.config_value
 
     opts: dict[str, Any] = {"torch_release": _release.reproduced()}
     for name in _CONFIG_FIELDS:
-        opts[name] = (_internals.config_flag(name, _FLAG_DEFAULTS[name])
-                      if name in _FLAG_DEFAULTS else getattr(config, name))
+        if not min_cut and name in _MIN_CUT_ONLY:
+            continue
+        opts[name] = (read(config, name, _FLAG_DEFAULTS[name]) if name in _FLAG_DEFAULTS
+                      else read(config, name))
     for name in ("activation_memory_budget_solver", "activation_memory_budget_runtime_estimator"):
-        value = getattr(config, name)
+        if not min_cut and name in _MIN_CUT_ONLY:
+            continue  # the estimator stays: the result's recompute_runtime reads it
+        value = read(config, name)
         # A CustomKnapsackSolver / CustomRuntimeEstimator, or "profile" (which
         # times ops in Python): _custom.hooks runs it.
         opts[name] = value if isinstance(value, str) and value != "profile" else "custom"
+    fallback_random = read(inductor_config, "fallback_random")
     # fx.Graph.eliminate_dead_code keeps random ops unless a tracing context
     # exists, in which case inductor's fallback_random decides.
-    opts["dce_impure_random"] = (
-        bool(inductor_config.fallback_random) if _internals.tracing_context_active() else True)
+    opts["dce_impure_random"] = bool(fallback_random) if _internals.tracing_context_active() else True
     opts["distributed_available"] = torch.distributed.is_available()
-    opts["graphsafe_rng_functionalization"] = bool(config.graphsafe_rng_functionalization) and (
-        not inductor_config.fallback_random
-        or inductor_config.test_configs.graphsafe_rng_func_ignores_fallback_random)
+    opts["graphsafe_rng_functionalization"] = bool(read(config, "graphsafe_rng_functionalization")) and (
+        not fallback_random
+        or read(inductor_config, "test_configs").graphsafe_rng_func_ignores_fallback_random)
     # Activation offloading (torch's _activation_offloading package).
-    opts["enable_activation_offloading"] = bool(config.enable_activation_offloading)
+    opts["enable_activation_offloading"] = bool(read(config, "enable_activation_offloading"))
     for name in ("activation_offload_separate_stream", "activation_offload_sink_wait",
                  "activation_reload_prefetch"):
-        opts[name] = bool(getattr(config, name))
+        opts[name] = bool(read(config, name))
     opts["activation_offload_cpu_gpu_bw"] = _internals.offload_cpu_gpu_bw()
     # supports_graphsafe_rng's device types (register_graphsafe_rng_device_type adds to them).
     opts["graphsafe_rng_device_types"] = _internals.graphsafe_rng_device_types()
     # Ranks agree through the rank group _partition passes along (_ranks).
-    opts["sync_decision_cross_ranks"] = bool(config._sync_decision_cross_ranks)
+    opts["sync_decision_cross_ranks"] = bool(read(config, "_sync_decision_cross_ranks"))
     # inductor's FP8 activation quantization pass, which torch's extraction runs.
     quantization = _quantization.options(
-        inductor_config.post_grad_fusion_options.get("activation_quantization_aten_pass"))
+        read(inductor_config, "post_grad_fusion_options").get("activation_quantization_aten_pass"))
     opts["activation_quantization"] = quantization
     # remat's own setting (remat.torch.peak_memory_budget), not torch's config.
     opts["peak_memory_budget"] = get_peak_memory_budget()
@@ -165,22 +200,27 @@ class Partition:
         return self.result.get("peak_search")
 
 
-@contextlib.contextmanager
-def _gc_paused():
+class _gc_paused:
     """Pauses the cyclic garbage collector, restoring its previous state.
 
     Export and import allocate hundreds of thousands of containers that stay
     alive until the call returns; on a large heap (the joint graph's fake
     tensors) each full collection they trigger re-walks everything, which
     costs more than the work itself. Reference counting still frees memory.
+    (A class, not a generator context manager, like _step: it wraps every
+    drop-in call.)
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
+
+    __slots__ = ("enabled",)
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: Any) -> bool:
+        if self.enabled:
             gc.enable()
+        return False
 
 
 def partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int,
@@ -192,8 +232,7 @@ def partition(joint_module: fx.GraphModule, *, num_fwd_outputs: int,
                           partitioner, options)
 
 
-@contextlib.contextmanager
-def _step(name: str):
+class _step:
     """Turns any failure inside one step of the drop-in into a remat.RematError.
 
     remat's own errors (deliberate refusals, invalid graphs, no finite cut) and
@@ -201,23 +240,36 @@ def _step(name: str):
     pass unchanged; anything else (a TypeError in the exporter, an internal
     error) becomes a DropInError naming the step, with the original as its
     cause, so install()'s fallback can hand the graph to torch.
+
+    A class rather than a generator context manager: every drop-in call
+    enters four steps, and on a graph of a few nodes a generator's setup
+    and teardown showed up (bench/bench_small_dynamic.py).
     """
-    try:
-        yield
-    except remat.RematError:
-        raise
-    except Exception as e:
-        if getattr(e, _custom.USER_CODE_MARK, False):
-            raise
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, e: Optional[BaseException], tb: Any) -> bool:
+        if not isinstance(e, Exception) or isinstance(e, remat.RematError) or \
+                getattr(e, _custom.USER_CODE_MARK, False):
+            return False  # no failure, a BaseException, or one that passes unchanged
         raise remat.DropInError(
-            f"remat: the drop-in failed at step '{name}': {type(e).__name__}: {e}", step=name) from e
+            f"remat: the drop-in failed at step '{self.name}': {type(e).__name__}: {e}",
+            step=self.name) from e
 
 
 def _partition(joint_module: fx.GraphModule, num_fwd_outputs: int,
                static_lifetime_input_indices: Optional[list[int]],
                partitioner: str, options: Optional[dict]) -> Partition:
     with _step("options"):
-        opts = _trace.request(options_from_torch() if options is None else _with_release(options))
+        opts = _trace.request(
+            _options_from_torch(_needs_min_cut_flags(joint_module, partitioner), {})
+            if options is None else _with_release(options))
         hooks = _custom.hooks(joint_module, num_fwd_outputs, static_lifetime_input_indices, opts)
         hooks.update(_offload.hooks(joint_module, opts))
         quantization = opts.get("activation_quantization")
@@ -311,16 +363,23 @@ def _torch_quantization_config() -> Optional[dict]:
         "activation_quantization_aten_pass")
 
 
-@contextlib.contextmanager
-def _no_fallback_once_synced(group: Optional[_ranks.TorchRankGroup]):
+class _no_fallback_once_synced:
     """After ranks agreed, torch's partitioner must not run again on this rank
-    alone (its sync would wait for ranks that moved on): failures say so."""
-    try:
-        yield
-    except remat.RematError as e:
-        if group is not None and group.talked:
+    alone (its sync would wait for ranks that moved on): failures say so.
+    (A class, like _step: it wraps every drop-in call.)"""
+
+    __slots__ = ("group",)
+
+    def __init__(self, group: Optional[_ranks.TorchRankGroup]) -> None:
+        self.group = group
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, e: Optional[BaseException], tb: Any) -> bool:
+        if isinstance(e, remat.RematError) and self.group is not None and self.group.talked:
             setattr(e, NO_FALLBACK, True)
-        raise
+        return False
 
 
 def min_cut_rematerialization_partition(

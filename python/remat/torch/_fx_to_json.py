@@ -78,6 +78,10 @@ _DTYPE_NAMES: dict[torch.dtype, str] = {
 # ShapeEnv's). Bounded: a full cache is emptied.
 _TARGETS: dict[int, tuple[Any, str, dict]] = {}  # id(target) -> (target, name, facts)
 _EXPRS: dict[tuple, tuple[str, tuple[str, ...], Optional[int]]] = {}
+# A raw expression's free symbols' names, and a bound symbol's printed name
+# (both pure functions of the sympy expression).
+_RAW_NAMES: dict[Any, tuple[str, ...]] = {}
+_SYMBOL_TEXT: dict[Any, str] = {}
 _CACHE_LIMIT = 1 << 14
 
 
@@ -239,8 +243,11 @@ class _Exporter:
         names = self.raw_by_symnode.get(id(node))
         if names is None:
             raw = placeholder_expr(node)
-            names = self.raw_by_symnode[id(node)] = tuple(
-                sym.name for sym in getattr(raw, "free_symbols", ()))
+            names = _RAW_NAMES.get(raw)
+            if names is None:
+                names = _remember(_RAW_NAMES, raw, tuple(
+                    sym.name for sym in getattr(raw, "free_symbols", ())))
+            self.raw_by_symnode[id(node)] = names
         if names:
             self.raw_syms.update(names)
 
@@ -389,9 +396,9 @@ class _Exporter:
             if isinstance(val, torch.SymInt):
                 bound, bound_raw = symbol_bindings(n)
                 if bound is not None:
-                    out["binds_symbol"] = str(bound)
+                    out["binds_symbol"] = _symbol_text(bound)
                 if bound_raw != bound:
-                    out["binds_symbol_unreplaced"] = None if bound_raw is None else str(bound_raw)
+                    out["binds_symbol_unreplaced"] = None if bound_raw is None else _symbol_text(bound_raw)
         if "tensor_meta" in meta:
             out["tensor_meta"] = True
         if self.is_impure(n):
@@ -425,6 +432,12 @@ def _safe_repr(v: Any) -> str:
         return repr(v)
     except Exception:  # a repr must never fail an export
         return f"<{type(v).__qualname__}>"
+
+
+def _symbol_text(symbol: Any) -> str:
+    """str() of a sympy symbol, printed once per process (_SYMBOL_TEXT)."""
+    text = _SYMBOL_TEXT.get(symbol)
+    return text if text is not None else _remember(_SYMBOL_TEXT, symbol, str(symbol))
 
 
 def _sym_hint(s: Any) -> Any:

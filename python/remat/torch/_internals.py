@@ -190,19 +190,52 @@ def symbol_bindings(node: fx.Node) -> tuple[Any, Any]:
     return replaced, unreplaced
 
 
+_NO_DEFAULT = object()
+# (config module name, flag) pairs the running release does not have: asked
+# again, they skip straight to the default (a release never gains a flag).
+_ABSENT_FLAGS: set[tuple[str, str]] = set()
+
+
+def config_value(config: Any, name: str, default: Any = _NO_DEFAULT) -> Any:
+    """getattr(config, name[, default]) for one of torch's config modules, at
+    about half the cost (0.7 against 1.4 µs; a drop-in call reads some 30
+    flags, the largest fixed cost on a graph of a few nodes).
+
+    A config flag is never in the module's __dict__ (ConfigModule keeps
+    them in its _config), so Python's own attribute lookup always fails
+    before it calls the module type's __getattr__, which resolves the
+    flag (user overrides, patches, environment, defaults, implications).
+    Calling that __getattr__ directly skips only the failed lookup: the
+    answer is the same function's. A name it does not know (a flag the
+    release lacks, or a plain module attribute) goes through getattr."""
+    module = config.__name__
+    if (module, name) not in _ABSENT_FLAGS:
+        resolve = getattr(type(config), "__getattr__", None)
+        if resolve is not None:
+            try:
+                return resolve(config, name)
+            except AttributeError:
+                pass
+        if not hasattr(config, name):
+            _ABSENT_FLAGS.add((module, name))
+    if default is _NO_DEFAULT:
+        return getattr(config, name)
+    return getattr(config, name, default)
+
+
 def config_flag(name: str, default: Any) -> Any:
     """A torch._functorch.config flag, or `default` in a release without it
     (the behavior that release has without the flag)."""
-    return getattr(functorch_config(), name, default)
+    return config_value(functorch_config(), name, default)
 
 
 def offload_cpu_gpu_bw() -> float:
     """The CPU<->GPU bandwidth activation offloading assumes (GB/s): its own
     flag from 2.12 on, inductor's cpu_gpu_bw in 2.11."""
-    config = functorch_config()
-    if hasattr(config, "activation_offload_cpu_gpu_bw"):
-        return float(config.activation_offload_cpu_gpu_bw)
-    return float(inductor_config().cpu_gpu_bw)
+    bw = config_value(functorch_config(), "activation_offload_cpu_gpu_bw", None)
+    if bw is not None:  # None: 2.11 (the flag cannot be None where it exists)
+        return float(bw)
+    return float(config_value(inductor_config(), "cpu_gpu_bw"))
 
 
 def graphsafe_rng_device_types() -> list[str]:

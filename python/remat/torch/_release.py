@@ -70,6 +70,17 @@ def _running() -> tuple[tuple[int, int], bool]:
     return (parsed[0], parsed[1]), parsed[2]
 
 
+@functools.cache
+def _native(running_release: tuple[tuple[int, int], bool]) -> Optional[str]:
+    """The running release ("major.minor") when remat reproduces it, else
+    None; keyed by _running()'s answer (asked by every partition, and the
+    answer never changes in a process, but tests stand in other releases)."""
+    if not supported():
+        return None
+    major, minor = running_release[0]
+    return f"{major}.{minor}"
+
+
 def running() -> tuple[int, int]:
     """The running torch's release, (major, minor)."""
     return _running()[0]
@@ -123,9 +134,9 @@ def reproduced() -> str:
     """The release ("2.15") whose partitioner the drop-in reproduces now."""
     if _choice is not None and _choice != "nearest":
         return _choice
-    if supported():
-        major, minor = running()
-        return f"{major}.{minor}"
+    native = _native(_running())
+    if native is not None:
+        return native
     if _choice == "nearest":
         oldest, newest = _range()
         nearest = min(max(running(), oldest), newest)

@@ -85,7 +85,7 @@ def request(opts: dict) -> dict:
         structured_trace_enabled() or report_dir() is not None
     if wants_trace:
         out["trace"] = True
-    if config.visualize_memory_budget_pareto:
+    if _internals.config_value(config, "visualize_memory_budget_pareto"):
         out["visualize_memory_budget_pareto"] = True
     return out
 
