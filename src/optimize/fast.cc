@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
+#include <cstdio>
+#include <chrono>
+#include <cstdlib>
 
 #include "decide/maxflow.h"
 #include "optimize/checkpoint.h"
@@ -108,6 +112,24 @@ class Fast {
     return values.empty() ? 0 : worst;
   }
 
+  // A cut's plan and what the model says of it, whatever the targets.
+  struct Cut {
+    std::vector<uint8_t> saved;   // the cut's saved flags
+    double cost = 0;              // the plan's least recompute (implied_recompute)
+    std::vector<int64_t> values;  // its model rows (row_values)
+  };
+
+  // The cut at `save_cost` with its model; nullopt when no valid plan exists
+  // or the cut's is invalid.
+  std::optional<Cut> model_cut(const std::vector<double>& save_cost) const {
+    std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
+    if (!s) return std::nullopt;
+    std::optional<Assignment> a = space_.implied_recompute(*s);
+    if (!a) return std::nullopt;
+    std::vector<int64_t> values = space_.row_values(a->saved, a->recomputed);
+    return Cut{std::move(*s), a->cost, std::move(values)};
+  }
+
   // What the cuts found: the cheapest plan whose model fits the targets,
   // and the plan exceeding them least.
   struct Found {
@@ -122,42 +144,51 @@ class Fast {
     int64_t nearest_over_excess = 0;
     std::optional<std::vector<uint8_t>> cheapest;
     double cheapest_cost = 0;
-    // The plan's model rows, or nullopt when the plan is invalid.
-    bool offer(const PlanSpace& space, const std::vector<uint8_t>& saved, const Targets& targets,
-               std::vector<int64_t>* rows = nullptr) {
-      std::optional<Assignment> a = space.implied_recompute(saved);
-      if (!a) return false;
-      std::vector<int64_t> values = space.row_values(a->saved, a->recomputed);
-      const int64_t e = excess(values, targets);
+    // Whether the cut's model fits the targets.
+    bool offer(const Cut& cut, const Targets& targets) {
+      const int64_t e = excess(cut.values, targets);
       if (!closest || e < closest_excess) {
-        closest = saved;
+        closest = cut.saved;
         closest_excess = e;
       }
-      if (e <= 0 && (!fitting || a->cost < fitting_cost)) {
-        fitting = saved;
-        fitting_cost = a->cost;
+      if (e <= 0 && (!fitting || cut.cost < fitting_cost)) {
+        fitting = cut.saved;
+        fitting_cost = cut.cost;
       }
       if (e > 0 && (!nearest_over || e < nearest_over_excess)) {
-        nearest_over = saved;
+        nearest_over = cut.saved;
         nearest_over_excess = e;
       }
-      if (!cheapest || a->cost < cheapest_cost) {
-        cheapest = saved;
-        cheapest_cost = a->cost;
+      if (!cheapest || cut.cost < cheapest_cost) {
+        cheapest = cut.saved;
+        cheapest_cost = cut.cost;
       }
-      if (rows) *rows = std::move(values);
       return e <= 0;
     }
   };
 
+  // The uniform pricing's cut at `price`, kept for the space's generation:
+  // a round after one whose plan only corrected the targets (the vars
+  // unchanged) asks the same prices again, and the cuts and their models
+  // do not depend on the targets.
+  const std::optional<Cut>& uniform_cut(double price) const {
+    if (uniform_generation_ != space_.generation()) {
+      uniform_cuts_.clear();
+      uniform_generation_ = space_.generation();
+    }
+    auto it = uniform_cuts_.find(price);
+    if (it != uniform_cuts_.end()) return it->second;
+    const double unit = byte_price();
+    std::vector<double> save_cost(space_.vars().size());
+    for (size_t k = 0; k < save_cost.size(); ++k) save_cost[k] = price * unit * static_cast<double>(kept_[k]);
+    return uniform_cuts_.emplace(price, model_cut(save_cost)).first->second;
+  }
+
   // One price per byte for every saved value, bisected in log space.
   void uniform_prices(const Targets& targets, Found& found) const {
-    const double unit = byte_price();
     auto at = [&](double price) {
-      std::vector<double> save_cost(space_.vars().size());
-      for (size_t k = 0; k < save_cost.size(); ++k) save_cost[k] = price * unit * static_cast<double>(kept_[k]);
-      std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
-      return s && found.offer(space_, *s, targets);
+      const std::optional<Cut>& cut = uniform_cut(price);
+      return cut && found.offer(*cut, targets);
     };
     // The model's peak is not monotone in the price: the dearest saves
     // recompute long chains whose values the backward rows hold. So a
@@ -196,10 +227,10 @@ class Fast {
         const double bw = v.saved_to > between + 1 ? prefix[v.saved_to] - prefix[between + 1] : 0;
         save_cost[k] = static_cast<double>(kept_[k]) * (fw + bw);
       }
-      std::optional<std::vector<uint8_t>> s = priced_cut(save_cost);
-      std::vector<int64_t> values;
-      if (!s) return;
-      found.offer(space_, *s, targets, &values);
+      const std::optional<Cut> cut = model_cut(save_cost);
+      if (!cut) return;
+      found.offer(*cut, targets);
+      const std::vector<int64_t>& values = cut->values;
       if (values.empty()) return;
       const double size = 2.0 * std::pow(0.93, step);
       for (size_t r = 0; r < rows.size(); ++r) {
@@ -226,12 +257,12 @@ class Fast {
                      [&](uint32_t x, uint32_t y) { return vars[x].cost > vars[y].cost; });
     if (order.size() > static_cast<size_t>(effort_.greedy_saves)) order.resize(effort_.greedy_saves);
     double cost = a->cost;
-    auto judge = [&](const std::vector<uint8_t>& s) { return this->judge(s, targets); };
+    auto judge = [&](const std::vector<uint8_t>& s, double cap) { return this->judge(s, targets, cap); };
     for (uint32_t k : order) {
       if (saved[k]) continue;
       std::vector<uint8_t> next = saved;
       next[k] = 1;
-      const auto j = judge(next);
+      const auto j = judge(next, cost);
       if (!j || j->first >= cost) continue;
       if (j->second) {
         saved = std::move(next);
@@ -249,7 +280,7 @@ class Fast {
       for (uint32_t d : drops) {
         std::vector<uint8_t> swapped = next;
         swapped[d] = 0;
-        const auto js = judge(swapped);
+        const auto js = judge(swapped, best_cost);
         if (js && js->second && js->first < best_cost) {
           best = std::move(swapped);
           best_cost = js->first;
@@ -264,10 +295,15 @@ class Fast {
   }
 
   // A plan's cost and whether its model fits the targets and the instants
-  // just before backward nodes the limit (nullopt: invalid).
-  std::optional<std::pair<double, bool>> judge(const std::vector<uint8_t>& s, const Targets& targets) const {
+  // just before backward nodes the limit (nullopt: invalid). A plan costing
+  // `cap` or more is judged not to fit without its rows: every caller wants
+  // a cheaper plan, and the rows cost several times the recompute set (on
+  // the ~2k-node stacks most of the local search's swaps cost more).
+  std::optional<std::pair<double, bool>> judge(const std::vector<uint8_t>& s, const Targets& targets,
+                                               double cap) const {
     std::optional<Assignment> b = space_.implied_recompute(s);
     if (!b) return std::nullopt;
+    if (b->cost >= cap) return std::make_pair(b->cost, false);
     return std::make_pair(b->cost, excess(space_.row_values(b->saved, b->recomputed), targets) <= 0 &&
                                        fits_before(b->saved, b->recomputed));
   }
@@ -336,7 +372,7 @@ class Fast {
     for (const Move& m : moves) {
       std::vector<uint8_t> next = plan;
       for (uint32_t k : m.vars) next[k] = c->saved[k];
-      const auto j = judge(next, targets);
+      const auto j = judge(next, targets, cost);
       if (j && j->second && j->first < cost) {
         plan = std::move(next);
         cost = j->first;
@@ -390,6 +426,7 @@ class Fast {
     const bool large = space_.vars().size() > static_cast<size_t>(kLargeSpaceVars);
     bool checkpointed = false;
     std::optional<std::vector<uint8_t>> cheapest;  // the rounds' cheapest cut
+    int64_t overshoot = -1;  // the last model-fitting round's built peak (over the limit)
     if (large) {
       torch_plans(s_, &targets, /*repairs=*/false);
       if (!s_.best()) checkpointed = checkpoints(s_);
@@ -414,6 +451,14 @@ class Fast {
       const Verdict v = s_.evaluate(*plan);
       if (v.fits) break;
       if (v.hazards) continue;
+      // A model-fitting plan that built no lower than the last one: the
+      // corrections are not closing in (a deeper stack's plans recompute
+      // longer chains with each lower target, and the model misses more
+      // of them each time: on resnet_1991 at its smallest peak the built
+      // peaks rose 5.79, 5.92, 6.18 ... MB as the targets fell). No later
+      // round would fit either.
+      if (found.fitting && overshoot >= 0 && v.peak >= overshoot) break;
+      if (found.fitting) overshoot = v.peak;
       correct(space_, *plan, v, limit_, targets);
       if (!found.fitting && !repair(*plan, v)) break;
     }
@@ -471,6 +516,9 @@ class Fast {
   // priced_cut's network, built by its first cut, and its capacities.
   mutable std::optional<MaxFlow> priced_net_;
   mutable std::vector<int64_t> priced_cap_;
+  // uniform_cut's cuts by price, made at the space's uniform_generation_.
+  mutable std::map<double, std::optional<Cut>> uniform_cuts_;
+  mutable uint64_t uniform_generation_ = std::numeric_limits<uint64_t>::max();
 };
 
 }  // namespace

@@ -29,7 +29,9 @@
 //    Without a fitting plan the round takes the plan exceeding its targets
 //    least. The plan is built (Search::evaluate) unless its model cost is not
 //    below the best built plan's measured recompute (the model's cost is a
-//    lower bound of the measured one); the search stops at a plan that fits.
+//    lower bound of the measured one); the search stops at a plan that fits,
+//    and when a round's model-fitting plan builds to a peak no lower than
+//    the previous such round's (the corrections are not closing in).
 //  * A build that does not fit corrects what the model does not see
 //    (recomputations' own intermediates, values alive until a recomputation
 //    reads them): each row's target drops by what the simulation exceeded

@@ -243,10 +243,22 @@ class PlanSpace {
 
   // The saved set never saves this var again (a mutation hazard, or the
   // fast search's repairs); never recomputes it.
-  void forbid_save(uint32_t var) { vars_[var].can_save = false; }
-  void forbid_recompute(uint32_t var) { vars_[var].can_recompute = false; }
+  void forbid_save(uint32_t var) {
+    vars_[var].can_save = false;
+    ++generation_;
+  }
+  void forbid_recompute(uint32_t var) {
+    vars_[var].can_recompute = false;
+    ++generation_;
+  }
   // Puts back vars taken from vars() (same space).
-  void restore(const std::vector<Var>& vars) { vars_ = vars; }
+  void restore(const std::vector<Var>& vars) {
+    vars_ = vars;
+    ++generation_;
+  }
+  // Counts the calls above: what was computed from vars() at one
+  // generation (a cut, a plan's model) holds while it stays the same.
+  uint64_t generation() const { return generation_; }
 
   // The least recompute set of `saved` (per var), and the saved values the
   // plan really hands over (those a backward node or a recomputation reads:
@@ -316,6 +328,7 @@ class PlanSpace {
   const Graph& g_;
   int num_fwd_outputs_;
   std::vector<Var> vars_;
+  uint64_t generation_ = 0;
   std::vector<std::vector<uint32_t>> deps_;
   std::vector<std::vector<uint32_t>> users_;  // per var: the vars reading it
   std::vector<int> var_of_;
