@@ -44,10 +44,10 @@
 //    Both narrow fast's search only: the space's vars are restored after it
 //    (less the saves hazards forbade), so exact searches the whole space.
 //  * Spaces of at most kLargeSpaceVars vars get kSmallSpaceEffort; larger ones
-//    kLargeSpaceEffort (one round, fewer steps and swaps), and there the
+//    kLargeSpaceEffort (two rounds, fewer steps and swaps), and there the
 //    torch_plans search (optimize/torch_plans.h) runs first, screened and
 //    without its repair path: each of its builds that does not fit corrects
-//    the targets as fast's own do, and the round tries to beat its plan.
+//    the targets as fast's own do, and the rounds try to beat its plan.
 //    When none of torch's plans fits there, the checkpointed plans
 //    (optimize/checkpoint.h), and only when those fit nothing either the
 //    torch_plans search with its repairs. A checkpointed plan that fits is
@@ -95,7 +95,14 @@ inline constexpr int kMixBuilds = 6;
 // polish follows there) get kLargeSpaceEffort, cut so that a 10^4-node
 // graph stays within 5x a plain partition's time (bench/bench_memory.py's
 // synthetic rows: each cut and each build there costs a sizeable fraction of
-// a plain partition).
+// a plain partition). Its second round runs only where the first one's plan
+// did not fit once built: with one round, at transformer_9963's plain peak
+// the cheapest cut's plan built 8 MB over its model (the forward computes
+// whole backward chains only to save their last values, and the model keeps
+// alive only what the saved values themselves read, not what the chains'
+// earlier links read) and fast fell back to the plain plan (486), where the
+// corrected second round finds 353; at three more of docs/scale.md's 20
+// limits on the ~10k graphs it recomputes 1.5-6% less, at none more.
 struct FastEffort {
   int rounds;
   int bisect_steps;
@@ -105,7 +112,7 @@ struct FastEffort {
 };
 inline constexpr FastEffort kSmallSpaceEffort{kFastRounds, kBisectSteps, kPriceSteps, kGreedySaves,
                                               kSwapCandidates};
-inline constexpr FastEffort kLargeSpaceEffort{1, 5, 4, 8, 8};
+inline constexpr FastEffort kLargeSpaceEffort{2, 5, 4, 8, 8};
 
 // Per row, the most its model value may be: the limit less what the
 // simulation showed the model misses there (fast's correction).
