@@ -120,10 +120,7 @@ def _options_from_torch(min_cut: bool, overrides: dict) -> dict:
     partition's fixed cost (bench/bench_small_dynamic.py)."""
     config = _internals.functorch_config()
     inductor_config = _internals.inductor_config()
-    # Every flag through _internals.config_value (getattr's answer at half
-    # the cost: on a graph of a few nodes these reads were the drop-in's
-    # largest fixed cost, bench/bench_small_dynamic.py).
-    read = _internals.config_value
+    read = _internals.config_value  # getattr's answer at half the cost
 
     opts: dict[str, Any] = {"torch_release": _release.reproduced()}
     for name in _CONFIG_FIELDS:

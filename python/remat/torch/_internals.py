@@ -190,9 +190,11 @@ def symbol_bindings(node: fx.Node) -> tuple[Any, Any]:
     return replaced, unreplaced
 
 
-_NO_DEFAULT = object()
+_NO_DEFAULT = object()  # config_value without a default
+_ABSENT = object()  # a default that no flag's value can be
 # (config module name, flag) pairs the running release does not have: asked
-# again, they skip straight to the default (a release never gains a flag).
+# again, they skip straight to the default (a config module's flags are
+# fixed when torch installs it).
 _ABSENT_FLAGS: set[tuple[str, str]] = set()
 
 
@@ -232,10 +234,10 @@ def config_flag(name: str, default: Any) -> Any:
 def offload_cpu_gpu_bw() -> float:
     """The CPU<->GPU bandwidth activation offloading assumes (GB/s): its own
     flag from 2.12 on, inductor's cpu_gpu_bw in 2.11."""
-    bw = config_value(functorch_config(), "activation_offload_cpu_gpu_bw", None)
-    if bw is not None:  # None: 2.11 (the flag cannot be None where it exists)
-        return float(bw)
-    return float(config_value(inductor_config(), "cpu_gpu_bw"))
+    bw = config_value(functorch_config(), "activation_offload_cpu_gpu_bw", _ABSENT)
+    if bw is _ABSENT:  # 2.11: no such flag
+        return float(config_value(inductor_config(), "cpu_gpu_bw"))
+    return float(bw)
 
 
 def graphsafe_rng_device_types() -> list[str]:
