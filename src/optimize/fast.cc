@@ -7,9 +7,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <cstdio>
-#include <chrono>
-#include <cstdlib>
 
 #include "decide/maxflow.h"
 #include "optimize/checkpoint.h"
