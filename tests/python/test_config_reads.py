@@ -23,6 +23,7 @@ import torch._inductor.config as inductor_config
 from torch._functorch.partitioners import default_partition
 
 from corpus import captured_graphs, dynamic_joint, replay_context
+from corpus.capture import copy_graph_module
 from remat.torch import _dropin, _internals
 import remat.torch as rt
 
@@ -112,21 +113,16 @@ def test_default_partition_reads_min_cut_flags_only_with_recompute_tags(monkeypa
 
 
 def test_default_partition_graphs_ignore_the_min_cut_flags():
-    """The flags left unread cannot matter: with every one of them away from
-    its default, the drop-in's default partition still gives torch's graphs."""
+    """The flags left unread cannot matter: with seven of them away from
+    their defaults, the drop-in's default partition still gives torch's graphs."""
     odd = {"cse": False, "recompute_views": True, "max_dist_from_bw": 3, "ban_recompute_reductions": False,
            "aggressive_recomputation": True, "activation_memory_budget": 0.3,
            "activation_memory_budget_solver": "greedy"}
     gm, kwargs = _untagged_joint()
-    fresh = [copy_joint(gm) for _ in range(2)]
+    fresh = [copy_graph_module(gm) for _ in range(2)]
     with functorch_config.patch(odd):
         theirs = default_partition(fresh[0], None, **kwargs)
         ours = rt.default_partition(fresh[1], None, **kwargs)
     for t, o in zip(theirs, ours):
         assert o.code == t.code
 
-
-def copy_joint(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    from corpus.capture import copy_graph_module
-
-    return copy_graph_module(gm)
