@@ -225,12 +225,6 @@ def config_value(config: Any, name: str, default: Any = _NO_DEFAULT) -> Any:
     return getattr(config, name, default)
 
 
-def config_flag(name: str, default: Any) -> Any:
-    """A torch._functorch.config flag, or `default` in a release without it
-    (the behavior that release has without the flag)."""
-    return config_value(functorch_config(), name, default)
-
-
 def offload_cpu_gpu_bw() -> float:
     """The CPU<->GPU bandwidth activation offloading assumes (GB/s): its own
     flag from 2.12 on, inductor's cpu_gpu_bw in 2.11."""
