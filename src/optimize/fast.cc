@@ -23,7 +23,7 @@ class Fast {
       : s_(s), space_(s.space()), limit_(s.limit()),
         effort_(space_.vars().size() <= static_cast<size_t>(kLargeSpaceVars) ? kSmallSpaceEffort
                                                                         : kLargeSpaceEffort),
-        kept_(kept_bytes(space_)) {}
+        kept_(kept_bytes(space_)), unit_(byte_price(space_)) {}
 
  private:
   // The min-cut over the space where recomputing var k costs its estimate
@@ -92,10 +92,11 @@ class Fast {
     return kept;
   }
 
-  // Estimator units per byte that make all bytes weigh as much as all costs.
-  double byte_price() const {
+  // Estimator units per byte that make all bytes weigh as much as all costs
+  // (costs and bytes never change during a search: computed once).
+  static double byte_price(const PlanSpace& space) {
     double cost = 0, bytes = 0;
-    for (const Var& v : space_.vars()) {
+    for (const Var& v : space.vars()) {
       cost += v.cost;
       bytes += static_cast<double>(v.bytes);
     }
@@ -175,9 +176,8 @@ class Fast {
     }
     auto it = uniform_cuts_.find(price);
     if (it != uniform_cuts_.end()) return it->second;
-    const double unit = byte_price();
     std::vector<double> save_cost(space_.vars().size());
-    for (size_t k = 0; k < save_cost.size(); ++k) save_cost[k] = price * unit * static_cast<double>(kept_[k]);
+    for (size_t k = 0; k < save_cost.size(); ++k) save_cost[k] = price * unit_ * static_cast<double>(kept_[k]);
     return uniform_cuts_.emplace(price, model_cut(save_cost)).first->second;
   }
 
@@ -211,7 +211,7 @@ class Fast {
   void row_prices(const Targets& targets, Found& found) const {
     const auto& rows = space_.rows();
     const auto& vars = space_.vars();
-    const double unit = byte_price();
+    const double unit = unit_;
     if (rows.empty() || unit == 0 || limit_ <= 0) return;
     std::vector<double> mu(rows.size(), 0), prefix(rows.size() + 1, 0);
     const uint32_t between = space_.between();
@@ -510,6 +510,7 @@ class Fast {
   const int64_t limit_;
   const FastEffort effort_;
   const std::vector<int64_t> kept_;  // kept_bytes(space_)
+  const double unit_;                // byte_price(space_)
   // priced_cut's network, built by its first cut, and its capacities.
   mutable std::optional<MaxFlow> priced_net_;
   mutable std::vector<int64_t> priced_cap_;
