@@ -16,7 +16,7 @@ namespace {
 // The MILP searches over one Search's space.
 class Exact {
  public:
-  explicit Exact(Search& s) : s_(s), space_(s.space()), limit_(s.limit()) {}
+  Exact(Search& s, MemoryRows rows) : s_(s), space_(s.space()), limit_(s.limit()), rows_(rows) {}
 
  private:
   struct Program {
@@ -34,6 +34,11 @@ class Exact {
     std::set<std::string> lazily_cut;
     // Per backward row, the vars with bytes its node reads first.
     std::vector<std::vector<uint32_t>> first_reads;
+    // Lazy memory rows: per instant (memory_rows' index), whether its row
+    // was asked for (added, or found unable to exceed); `lazy` while some
+    // are held back.
+    std::vector<uint8_t> present;
+    bool lazy = false;
 
     const std::vector<uint32_t>& first_read(const PlanSpace& space, uint32_t row) {
       if (first_reads.empty()) {
@@ -122,35 +127,160 @@ class Exact {
   // indicator, one per term, shared by the row's two instants.
   void memory_rows(Program& p, int64_t cap, int peak_var) const {
     const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
+    p.present.assign(rows + rows, 0);
+    if (p.lazy) {  // the return's row at once: the lazy rounds skip it (cut_by_model's rule)
+      p.present[space_.between()] = 1;
+      memory_row(p, space_.between(), false, cap, peak_var, /*extended=*/false);
+      return;
+    }
     for (uint32_t i = 0; i < rows + rows; ++i) {
       const bool before = i >= rows;
       const uint32_t row = before ? i - rows : i;
       if (before && row <= space_.between()) continue;
+      p.present[i] = 1;
       memory_row(p, row, before, cap, peak_var, /*extended=*/false);
+    }
+  }
+
+  // Lazy memory rows: the rows that `saved`'s model exceeds `cap` at and
+  // the program lacks, at most kLazyMemoryRows, the most exceeding first.
+  // Any subset of the rows is a relaxation, so every bound stays proven.
+  // True when a row was added. Without the model as a bound (cut_by_model
+  // then proves nothing either), every row held back is added at once.
+  bool add_missing_rows(Program& p, const std::vector<uint8_t>& saved, int64_t cap, int peak_var) const {
+    if (!p.lazy) return false;
+    const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
+    std::vector<std::pair<int64_t, uint32_t>> over;
+    const bool sound = space_.model_is_bound() && s_.model_bounds();
+    std::optional<Assignment> a = sound ? space_.implied_recompute(saved) : std::nullopt;
+    for (bool before : {false, true}) {
+      std::vector<int64_t> v;
+      if (a) v = space_.values(a->saved, a->recomputed, before);
+      for (uint32_t r = before ? space_.between() + 1 : 0; r < rows; ++r) {
+        const uint32_t i = before ? rows + r : r;
+        if (r == space_.between() || p.present[i]) continue;
+        if (!a) over.push_back({0, i});
+        else if (v[r] > cap) over.push_back({v[r], i});
+      }
+    }
+    if (!a) p.lazy = false;
+    std::stable_sort(over.begin(), over.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    if (a && over.size() > static_cast<size_t>(kLazyMemoryRows)) over.resize(kLazyMemoryRows);
+    bool added = false;
+    for (const auto& [value, i] : over) {
+      p.present[i] = 1;
+      added |= memory_row(p, i >= rows ? i - rows : i, i >= rows, cap, peak_var, /*extended=*/false);
+    }
+    return added;
+  }
+
+  // One instant's row before its columns exist: its constant, its terms
+  // (row_terms, with the first reads of a backward row's node just before
+  // it) and the most it can hold in any plan.
+  struct RowSpec {
+    int64_t constant = 0;
+    std::vector<RowTerm> terms;
+    int64_t most = 0;
+  };
+
+  RowSpec row_spec(Program& p, uint32_t row, bool before) const {
+    const auto& vars = space_.vars();
+    RowSpec spec;
+    spec.constant = before ? space_.rows()[row].before : space_.rows()[row].constant;
+    spec.terms = space_.row_terms(row);
+    // The extra terms (last in row_terms) add back bytes the row's node
+    // writes: not allocated yet just before it (as row_values counts).
+    if (before) {
+      spec.terms.resize(spec.terms.size() - space_.rows()[row].extra.size());
+      for (uint32_t k : p.first_read(space_, row)) {  // saved (s) or recomputed (segment -2: r)
+        spec.terms.push_back({k, vars[k].bytes, -1});
+        if (!vars[k].inlined_bw) spec.terms.push_back({k, vars[k].bytes, -2});
+      }
+    }
+    spec.most = spec.constant;
+    for (const RowTerm& t : spec.terms) spec.most += t.segment == -2 ? 0 : t.bytes;  // s + r <= 1 in a plan
+    for (const auto& c : space_.rows()[row].chained) spec.most += c.bytes;
+    return spec;
+  }
+
+  // The row's bytes at a fractional point x of the relaxation, each
+  // auxiliary column at the least value its rows allow (alive: max of its
+  // lower bounds), so a row this counts above the limit cuts x off.
+  double row_at(const Program& p, uint32_t row, const RowSpec& spec, const std::vector<double>& x) const {
+    const auto& vars = space_.vars();
+    auto all_recomputed = [&](const std::vector<uint32_t>& path) {
+      double sum = 1.0 - static_cast<double>(path.size());
+      for (uint32_t u : path) sum += x[p.r[u]];
+      return std::max(0.0, sum);
+    };
+    auto held = [&](uint32_t k) {
+      double h = x[p.s[k]];
+      for (uint32_t a : vars[k].aliases) h = std::max(h, x[p.s[a]]);
+      return h;
+    };
+    double total = static_cast<double>(spec.constant);
+    for (const RowTerm& t : spec.terms) {
+      double alive;
+      if (t.segment == -2) {
+        alive = x[p.r[t.var]];
+      } else {
+        alive = held(t.var);
+        for (int j = 0; j <= t.segment; ++j)
+          alive = std::max(alive, all_recomputed(vars[t.var].early[static_cast<size_t>(j)].path));
+      }
+      total += static_cast<double>(t.bytes) * alive;
+    }
+    for (const auto& c : space_.rows()[row].chained) total += static_cast<double>(c.bytes) * all_recomputed(c.path);
+    return total;
+  }
+
+  // Lazy memory rows at the root: solves the relaxation and adds the
+  // missing rows its solution exceeds most (kLazyMemoryRows a round), at
+  // most kLazyLpRounds rounds or until it exceeds none, so the branch and
+  // bound starts from nearly the full program's root bound with a fraction
+  // of its rows. Against `cap`, or the peak variable's value.
+  void separate_at_root(Program& p, int64_t cap, int peak_var) {
+    if (!p.lazy) return;
+    const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
+    for (int round = 0; round < kLazyLpRounds && s_.time_allows(); ++round) {
+      const Milp::Result lp = p.milp.relax();
+      if (lp.values.empty()) return;
+      const double at = peak_var >= 0 ? lp.values[static_cast<size_t>(peak_var)] : static_cast<double>(cap);
+      std::vector<std::pair<double, uint32_t>> over;
+      for (uint32_t i = 0; i < rows + rows; ++i) {
+        const bool before = i >= rows;
+        const uint32_t row = before ? i - rows : i;
+        if (p.present[i] || (before && row <= space_.between()) || row == space_.between()) continue;
+        const RowSpec spec = row_spec(p, row, before);
+        if (peak_var < 0 && spec.most <= cap) {
+          p.present[i] = 1;  // can never exceed the limit
+          continue;
+        }
+        const double excess = row_at(p, row, spec, lp.values) - at;
+        if (excess > 0.5 + 1e-9 * at) over.push_back({excess, i});
+      }
+      if (over.empty()) return;
+      std::stable_sort(over.begin(), over.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      if (over.size() > static_cast<size_t>(kLazyMemoryRows)) over.resize(kLazyMemoryRows);
+      for (const auto& [excess, i] : over) {
+        p.present[i] = 1;
+        memory_row(p, i >= rows ? i - rows : i, i >= rows, cap, peak_var, /*extended=*/false);
+      }
     }
   }
 
   // One instant's row (see memory_rows). `extended`: with the lives a
   // saved value's recomputed users extend (lazy rows: extension_terms); the
-  // row is added even where it can never exceed `cap`.
-  void memory_row(Program& p, uint32_t row, bool before, int64_t cap, int peak_var, bool extended) const {
+  // row is added even where it can never exceed `cap`. False when it can
+  // never exceed `cap` and was not added.
+  bool memory_row(Program& p, uint32_t row, bool before, int64_t cap, int peak_var, bool extended) const {
     const auto& vars = space_.vars();
-    const int64_t constant = before ? space_.rows()[row].before : space_.rows()[row].constant;
-    std::vector<RowTerm> terms = space_.row_terms(row);
-    // The extra terms (last in row_terms) add back bytes the row's node
-    // writes: not allocated yet just before it (as row_values counts).
-    if (before) {
-      terms.resize(terms.size() - space_.rows()[row].extra.size());
-      for (uint32_t k : p.first_read(space_, row)) {  // saved (s) or recomputed (segment -2: r)
-        terms.push_back({k, vars[k].bytes, -1});
-        if (!vars[k].inlined_bw) terms.push_back({k, vars[k].bytes, -2});
-      }
-    }
+    RowSpec spec = row_spec(p, row, before);
+    const int64_t constant = spec.constant;
+    const std::vector<RowTerm>& terms = spec.terms;
     const auto& chained_terms = space_.rows()[row].chained;
-    int64_t most = constant;
-    for (const RowTerm& t : terms) most += t.segment == -2 ? 0 : t.bytes;  // s + r <= 1 in a plan
-    for (const auto& c : chained_terms) most += c.bytes;
-    if (!extended && peak_var < 0 && most <= cap) return;  // can never exceed the limit
+    const int64_t most = spec.most;
+    if (!extended && peak_var < 0 && most <= cap) return false;  // can never exceed the limit
     std::vector<int> idx;
     std::vector<double> coef;
     for (const RowTerm& t : terms) {
@@ -179,6 +309,7 @@ class Exact {
     } else {
       p.milp.add_row(idx, coef, -Milp::kInfinity, static_cast<double>(cap - constant));
     }
+    return true;
   }
 
   // A continuous h >= s of var k and of each alias (its storage is held);
@@ -461,6 +592,14 @@ class Exact {
     return true;
   }
 
+  // Whether the program starts without its memory rows (exact.h
+  // MemoryRows). Only while the model is a bound: the rows held back are
+  // added on the model's word (add_missing_rows).
+  bool lazy_memory_rows() const {
+    if (!space_.model_is_bound() || !s_.model_bounds() || rows_ == MemoryRows::kAll) return false;
+    return rows_ == MemoryRows::kLazy || space_.vars().size() > static_cast<size_t>(kLazyMemoryVars);
+  }
+
   // Excludes one saved set: at least one s differs.
   void no_good(Program& p, const std::vector<uint8_t>& saved) const {
     std::vector<int> idx;
@@ -501,7 +640,9 @@ class Exact {
   Proof exact(int stall) {
     Proof proof;
     Program p = validity();
+    p.lazy = lazy_memory_rows();
     memory_rows(p, limit_, -1);
+    separate_at_root(p, limit_, -1);
     if (s_.best()) {  // only plans at least as good as the incumbent are of interest
       std::vector<int> idx;
       std::vector<double> coef;
@@ -533,6 +674,7 @@ class Exact {
       if (sound) proof.bound = std::max(proof.bound, std::max(0.0, res.bound - tie_break()));
       if (res.values.empty()) break;  // a limit stopped it without a solution
       const std::vector<uint8_t> saved = saved_of(p, res);
+      if (add_missing_rows(p, saved, limit_, -1)) continue;  // a row held back exceeds
       if (cut_by_model(p, saved, limit_)) continue;  // no build: the model already exceeds
       const double incumbent = s_.best() ? s_.best()->result.recompute_runtime : -1;
       const Verdict v = s_.evaluate(saved);
@@ -569,7 +711,9 @@ class Exact {
     for (size_t k = 0; k < p.r.size(); ++k) p.milp.set_objective_coefficient(p.r[k], 0);
     for (size_t k = 0; k < p.s.size(); ++k) p.milp.set_objective_coefficient(p.s[k], 0);
     const int peak = p.milp.add_continuous(0, Milp::kInfinity, 1);
+    p.lazy = lazy_memory_rows();
     memory_rows(p, 0, peak);
+    separate_at_root(p, 0, peak);
     int64_t bound = s_.fast_peak_bound();
     int stalled = 0;
     while (true) {
@@ -587,7 +731,9 @@ class Exact {
       const std::vector<uint8_t> saved = saved_of(p, res);
       // The model's peak of this plan is above the MILP's: no build, the
       // rows it exceeds come back with the terms they relaxed.
-      if (cut_by_model(p, saved, static_cast<int64_t>(std::floor(res.values[peak] + 0.5)), peak)) continue;
+      const int64_t at = static_cast<int64_t>(std::floor(res.values[peak] + 0.5));
+      if (add_missing_rows(p, saved, at, peak)) continue;
+      if (cut_by_model(p, saved, at, peak)) continue;
       const int64_t before = s_.smallest_peak();
       const Verdict v = s_.evaluate(saved);
       if (until_fits && s_.best()) break;
@@ -603,14 +749,15 @@ class Exact {
   Search& s_;
   PlanSpace& space_;
   const int64_t limit_;
+  const MemoryRows rows_;
 };
 
 }  // namespace
 
-Proof exact(Search& s, int stall) { return Exact(s).exact(stall); }
+Proof exact(Search& s, int stall, MemoryRows rows) { return Exact(s, rows).exact(stall); }
 
-int64_t smallest_peak_bound(Search& s, bool until_fits, int stall) {
-  return Exact(s).smallest_peak_bound(until_fits, stall);
+int64_t smallest_peak_bound(Search& s, bool until_fits, int stall, MemoryRows rows) {
+  return Exact(s, rows).smallest_peak_bound(until_fits, stall);
 }
 
 }  // namespace remat::optimize

@@ -11,6 +11,18 @@
 //    needed saved or recomputed only when a recomputation reads it, so r is
 //    implied_recompute of s and each solution is one plan) and its memory
 //    rows <= the limit (rows that can never exceed it left out).
+//  * Lazy memory rows (MemoryRows below; by default on spaces of more than
+//    kLazyMemoryVars vars, where the memory rows hold most of the
+//    program's nonzeros: 3.7k rows of ~900 terms on a 10^4-node transformer
+//    stack, whose root LP took minutes): the program starts with the
+//    return's row only. Before the branch and bound, at most kLazyLpRounds
+//    rounds solve its linear relaxation (Milp::relax) and add the
+//    kLazyMemoryRows missing rows its solution exceeds most (each
+//    auxiliary column at the least value its rows allow); then each MILP
+//    solution whose model exceeds a missing row gets the kLazyMemoryRows
+//    it exceeds most, and is solved again before any other cut. Any subset
+//    of the rows is a relaxation, so every bound stays proven; only while
+//    the model is a bound (else every row is added at once).
 //  * Lazy rows: the rows relax two terms of the model (a saved value, or the
 //    storage a saved or recomputed view of it holds, kept alive in the
 //    backward by a recomputed user made later; a value kept alive in the
@@ -67,8 +79,20 @@ inline constexpr double kTieBreak = 1e-4;
 // Per MILP solution the model rejects, the most exceeding rows added back
 // with the terms the MILP's rows relax (exact's lazy rows).
 inline constexpr int kLazyRows = 4;
+// Per MILP solution, the most exceeding memory rows the program lacks added
+// (lazy memory rows).
+inline constexpr int kLazyMemoryRows = 32;
+// The relaxation's rounds of lazy memory rows before the branch and bound.
+inline constexpr int kLazyLpRounds = 30;
 
-Proof exact(Search& s, int stall = std::numeric_limits<int>::max());
-int64_t smallest_peak_bound(Search& s, bool until_fits = false, int stall = kStallRounds);
+// Which memory rows a program starts with: all of them, or none (kLazy:
+// added as the relaxation and the solutions exceed them, see the
+// contract). kAuto: kLazy on spaces of more than kLazyMemoryVars vars.
+enum class MemoryRows : uint8_t { kAuto, kAll, kLazy };
+inline constexpr int kLazyMemoryVars = 400;
+
+Proof exact(Search& s, int stall = std::numeric_limits<int>::max(), MemoryRows rows = MemoryRows::kAuto);
+int64_t smallest_peak_bound(Search& s, bool until_fits = false, int stall = kStallRounds,
+                            MemoryRows rows = MemoryRows::kAuto);
 
 }  // namespace remat::optimize

@@ -411,12 +411,53 @@ void Milp::add_row(std::span<const int> vars, std::span<const double> coefs, dou
 int Milp::num_variables() const { return static_cast<int>(d_->cost.size()); }
 int Milp::num_rows() const { return static_cast<int>(d_->row_lo.size()); }
 
+namespace {
+// CBC's random state is process-wide (milp.h): one solve at a time.
+std::mutex& cbc_lock() {
+  static std::mutex cbc;
+  return cbc;
+}
+
+// The linear relaxation by Clp (milp.h relax).
+Milp::Result run_clp(const Program& d) {
+  const double scale = objective_scale(d);
+  OsiClpSolverInterface lp;
+  load(d, scale, lp);
+  for (int v = 0; v < static_cast<int>(d.binary.size()); ++v) lp.setContinuous(v);
+  lp.initialSolve();
+  Milp::Result r;
+  if (lp.isProvenPrimalInfeasible()) {
+    r.status = Milp::Status::kInfeasible;
+    r.bound = Milp::kInfinity;
+    return r;
+  }
+  if (!lp.isProvenOptimal()) return r;  // unbounded, or Clp gave up: kUnknown
+  const double* x = lp.getColSolution();
+  r.values.assign(x, x + d.cost.size());
+  r.status = Milp::Status::kOptimal;
+  r.objective = r.bound = lp.getObjValue() / scale;
+  return r;
+}
+}  // namespace
+
+Milp::Result Milp::relax() {
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r;
+  std::lock_guard<std::mutex> lock(cbc_lock());
+  try {
+    r = num_variables() == 0 ? solve_empty(*d_) : run_clp(*d_);
+  } catch (const CoinError& e) {
+    throw Error(ErrorCode::kInternal, fmt::format("Clp failed in {}::{}: {}", e.className(),
+                                                  e.methodName(), e.message()));
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
 Milp::Result Milp::solve(const Limits& limits) {
   const auto t0 = std::chrono::steady_clock::now();
   Result r;
-  // CBC's random state is process-wide (milp.h): one solve at a time.
-  static std::mutex cbc;
-  std::lock_guard<std::mutex> lock(cbc);
+  std::lock_guard<std::mutex> lock(cbc_lock());
   try {
     r = num_variables() == 0 ? solve_empty(*d_) : run_cbc(*d_, limits);
   } catch (const CoinError& e) {

@@ -106,6 +106,12 @@ class Milp {
   int num_rows() const;
 
   Result solve(const Limits& limits);
+  // The linear relaxation (every binary in [0, 1]) solved by Clp's simplex
+  // to optimality, with no limit (an LP always ends): kOptimal with
+  // `objective` = `bound` and the fractional `values`, kInfeasible, or
+  // kUnknown (unbounded, or Clp's numerical failure; no values). `nodes`
+  // is 0. Deterministic as solve(); it takes the same lock.
+  Result relax();
 
   void write_mps(const std::string& path) const;
 

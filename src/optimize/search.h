@@ -93,8 +93,11 @@ struct Proof {
 // program: on a 2.7k-node transformer stack's program (7k rows, 2.8k
 // columns) a node cost about 0.1 s of CPU, on a 10^4-node one's (25k rows,
 // 10.5k columns) about 6 s, on the corpus's (a few hundred) about a
-// millisecond. The cubed term gives the large programs a few nodes
-// (4 at 35k), so that exact ends there within about a minute with a gap.
+// millisecond (those figures with every memory row; exact's lazy memory
+// rows, exact.h, size the budget by the smaller first program, 29k at 10^4
+// nodes, whose nodes cost about 1 s). The cubed term gives the large
+// programs a few nodes (6 at 29k), so that exact ends there within seconds
+// with a gap.
 inline constexpr int64_t kAutoNodeWork = 2'000'000;
 inline constexpr double kAutoNodeWorkCubed = 2.2e14;
 inline constexpr int64_t kAutoNodesMin = 1;
@@ -138,6 +141,12 @@ class Search {
   // One solver round of `milp`; nullopt (nothing run) when the rounds,
   // the nodes or the time are spent.
   std::optional<Milp::Result> solve(Milp& milp);
+  // False, with stopped() "time", once the time safety net is spent.
+  bool time_allows() {
+    if (seconds_ <= 0 || left() > 0) return true;
+    stopped_by_ = "time";
+    return false;
+  }
   const std::string& stopped() const { return stopped_by_; }
   void forget_stop() { stopped_by_.clear(); }
 

@@ -190,6 +190,38 @@ TEST(Milp, InfeasibleProgramIsReportedInfeasible) {
   EXPECT_EQ(empty.solve(limits()).status, Status::kInfeasible);
 }
 
+// relax() is the linear relaxation: a fractional optimum below the
+// integral one, and the same status rules (exact's lazy memory rows read it).
+TEST(Milp, RelaxSolvesTheLinearRelaxation) {
+  // max x + y with 2x + 2y <= 1: the LP reaches 1/2, integers only 0.
+  Milp m;
+  const int x = m.add_binary(-1), y = m.add_binary(-1);
+  m.add_row(std::vector{x, y}, std::vector{2.0, 2.0}, -Milp::kInfinity, 1);
+  const Milp::Result lp = m.relax();
+  ASSERT_EQ(lp.status, Status::kOptimal);
+  EXPECT_NEAR(lp.objective, -0.5, 1e-9);
+  EXPECT_EQ(lp.bound, lp.objective);
+  ASSERT_EQ(lp.values.size(), 2u);
+  EXPECT_NEAR(lp.values[0] + lp.values[1], 0.5, 1e-9);
+  EXPECT_EQ(lp.nodes, 0);
+  EXPECT_NEAR(m.solve(limits()).objective, 0, 1e-9);
+  // A relaxation is a lower bound of every random knapsack's optimum.
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 20; ++trial) {
+    Milp k = build(random_knapsack(rng, 6 + trial % 6, 1, 1e-3));
+    const Milp::Result relaxed = k.relax(), solved = k.solve(limits());
+    ASSERT_EQ(relaxed.status, Status::kOptimal);
+    EXPECT_LE(relaxed.objective, solved.objective + 1e-9);
+  }
+  // Infeasible even fractionally; and no variables: the empty rows decide.
+  Milp none;
+  const int z = none.add_binary(1);
+  none.add_row(std::vector{z}, std::vector{1.0}, 2, Milp::kInfinity);
+  EXPECT_EQ(none.relax().status, Status::kInfeasible);
+  Milp empty;
+  EXPECT_EQ(empty.relax().status, Status::kOptimal);
+}
+
 TEST(Milp, RowsAddedBetweenSolvesCutOffTheOldOptimum) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 20; ++trial) {

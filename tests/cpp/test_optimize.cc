@@ -30,6 +30,8 @@
 #include "decide/decide.h"
 #include "memory/bytes.h"
 #include "memory/peak_budget.h"
+#include "optimize/exact.h"
+#include "optimize/fast.h"
 #include "optimize/optimize.h"
 #include "optimize/search.h"
 #include "optimize/space.h"
@@ -193,6 +195,52 @@ TEST(Optimize, ExactFindsTheExhaustiveOptimumAndSaysSo) {
           << "seed " << seed << " limit " << limit;
       EXPECT_TRUE(r.peak_search.optimal) << "seed " << seed << " limit " << limit;
       EXPECT_EQ(r.peak_search.search, "exact");
+    }
+  }
+}
+
+// Lazy memory rows (optimize/exact.h MemoryRows; the default on spaces
+// past kLazyMemoryVars vars, too large to enumerate): a program that starts
+// with none, adding those its relaxation and its solutions exceed, still
+// finds the exhaustive optimum and proves it, and its smallest-peak search
+// proves no bound above the true smallest peak.
+TEST(Optimize, ExactWithLazyMemoryRowsFindsTheExhaustiveOptimumAndSaysSo) {
+  for (MemoryModel model : kModels)
+  for (uint32_t seed : small_seeds()) {
+    const JointGraph j = random_mlp(seed);
+    const Exhaustive all(j, 13, model);
+    if (!all.ran()) continue;
+    PartitionOptions o;
+    o.memory_model = model;
+    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+    const Graph& g = plan.prepared();
+    MinCutInputs in = min_cut_inputs(g, j, o);
+    const DecideContext ctx = in.context(g, o);
+    const optimize::Builder build = [&](const std::vector<NodeId>& saved) {
+      std::vector<NodeId> joint_ids;
+      for (NodeId p : saved) joint_ids.push_back(g.node(p).origin);
+      return emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+    };
+    for (int64_t limit : all.limits()) {
+      const std::optional<double> best = all.best(limit);
+      optimize::PlanSpace space(ctx, j.num_fwd_outputs, true, true);
+      optimize::Search s(ctx, space, limit, optimize::Effort{}, build);
+      // exact's own order (optimize.cc): fast's incumbent, then the MILP.
+      optimize::fast(s);
+      const int64_t bound = optimize::smallest_peak_bound(s, false, optimize::kStallRounds,
+                                                          optimize::MemoryRows::kLazy);
+      EXPECT_LE(bound, all.smallest_peak()) << "seed " << seed << " limit " << limit;
+      const optimize::Proof proof =
+          optimize::exact(s, std::numeric_limits<int>::max(), optimize::MemoryRows::kLazy);
+      const std::string where = fmt::format("seed {} limit {}", seed, limit);
+      if (!best) {
+        EXPECT_FALSE(s.best()) << where;
+        continue;
+      }
+      ASSERT_TRUE(s.best()) << where;
+      EXPECT_NEAR(s.best()->result.recompute_runtime, *best, 1e-9 * std::max(1.0, *best)) << where;
+      EXPECT_TRUE(proof.optimal) << where;
+      EXPECT_LE(proof.bound, *best + 1e-9 * std::max(1.0, *best)) << where;
     }
   }
 }
