@@ -89,7 +89,9 @@ inline constexpr int kLazyLpRounds = 30;
 // added as the relaxation and the solutions exceed them, see the
 // contract). kAuto: kLazy on spaces of more than kLazyMemoryVars vars.
 enum class MemoryRows : uint8_t { kAuto, kAll, kLazy };
-inline constexpr int kLazyMemoryVars = 400;
+// The polish's spaces keep every row: their programs are small, and lazy
+// rows' extra solves would spend its few rounds.
+inline constexpr int kLazyMemoryVars = kPolishVars;
 
 Proof exact(Search& s, int stall = std::numeric_limits<int>::max(), MemoryRows rows = MemoryRows::kAuto);
 int64_t smallest_peak_bound(Search& s, bool until_fits = false, int stall = kStallRounds,

@@ -465,7 +465,15 @@ class Fast {
     // showed otherwise may mean a torch plan that fits went unbuilt: the
     // whole torch_plans search runs (its plan replaces fast's when it
     // recomputes less), so fast stays never worse than torch's plans.
-    if (!large || !s_.chained_bounds()) torch_plans(s_, nullptr);
+    // Past the polish's spaces, with a plan in hand, torch's plans run
+    // screened (the chained model, and fast's recompute as a ceiling) and
+    // without their repair path: its moves cost a build each and, on the
+    // ~2k-node stacks, found no plan cheaper than fast's (the repair path
+    // was 40% of fast's time at transformer_1995's tightest limit).
+    const bool polished = space_.vars().size() <= static_cast<size_t>(kPolishVars);
+    if (!large && !polished && s_.best()) torch_plans(s_, nullptr, /*repairs=*/false);
+    else if (!large) torch_plans(s_, nullptr);
+    if (!s_.chained_bounds() && (large || !polished)) torch_plans(s_, nullptr);
     // The best plan, whichever search found it, takes parts of the
     // cheapest plan the cuts found: torch's plans, too, make one trade in
     // every layer.

@@ -53,10 +53,15 @@
 //    torch_plans search with its repairs. A checkpointed plan that fits is
 //    final: no round runs (the cuts price what plans save, not the long
 //    recomputed chains that set these plans' peaks).
-//  * Then, on small spaces, or when a build showed the screen's premise false
-//    (Search::chained_bounds), the whole torch_plans search runs, its plan
-//    replacing fast's when it recomputes less or fast found none: fast is
-//    never worse than torch's plans.
+//  * Then, on the polish's spaces (optimize.h kPolishVars), the whole
+//    torch_plans search runs, its plan replacing fast's when it recomputes
+//    less or fast found none: fast is never worse than torch's plans. On
+//    spaces past them up to kLargeSpaceVars, the same when fast found no
+//    plan; with one, torch's plans run screened and without their repair
+//    path (torch_plans.h: a candidate that could fit and recompute less is
+//    still built), so fast is never worse than torch's own candidates, as on
+//    large spaces. On either, when a build showed the screen's premise false
+//    (Search::chained_bounds), the whole torch_plans search runs.
 //  * Last, unless a checkpointed plan was final, the best plan (whichever
 //    search found it) is mixed with the cheapest plan the rounds' cuts
 //    found, against the plain limit, and the mixed plans are bisected by

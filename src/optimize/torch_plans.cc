@@ -3,6 +3,8 @@
 #include "optimize/torch_plans.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 
 #include "memory/peak_budget.h"
 #include "remat/error.h"
@@ -30,7 +32,15 @@ void torch_plans(Search& s, Targets* targets, bool repairs) {
     PeakBound screen;
     if (!repairs) {
       s.screen_with_chained_model();
-      screen = [&](const std::vector<NodeId>& saved) { return space.chained_peak(space.saved_flags(saved)); };
+      const double ceiling = s.best() ? s.best()->result.recompute_runtime : -1;
+      screen = [&, ceiling](const std::vector<NodeId>& saved) {
+        const std::vector<uint8_t> flags = space.saved_flags(saved);
+        if (ceiling >= 0) {
+          const std::optional<Assignment> a = space.implied_recompute(flags);
+          if (a && a->cost >= ceiling) return std::numeric_limits<int64_t>::max();
+        }
+        return space.chained_peak(flags);
+      };
     }
     PartitionResult r = solve_peak_budget(s.ctx(), s.limit(), build, nullptr, repairs, screen);
     std::vector<NodeId> saved;

@@ -13,7 +13,9 @@
 //  * Without `repairs`, candidates the chained model (space.h chained_peak)
 //    puts over the limit are set aside unbuilt, and the search is marked
 //    screened (Search::screen_with_chained_model), so later builds check
-//    that premise (Search::chained_bounds).
+//    that premise (Search::chained_bounds). With a best() already, so are
+//    candidates whose model cost (implied_recompute, a lower bound of the
+//    measured one) is at least its recompute: they cannot replace it.
 //  * `targets`, when given, is corrected (fast.h correct) by each
 //    hazard-free plan it builds over the limit, as fast's own builds are.
 //  * Why it runs at all: the cuts' model misses what long recomputed chains

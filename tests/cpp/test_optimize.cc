@@ -35,6 +35,7 @@
 #include "optimize/optimize.h"
 #include "optimize/search.h"
 #include "optimize/space.h"
+#include "optimize/torch_plans.h"
 #include "random_mlp.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -413,6 +414,39 @@ TEST(Optimize, FastIsNeverWorseThanTorchsPlansOnALargeSpace) {
   }
 }
 
+// Between the polish's spaces and the large ones, fast with a plan runs
+// torch's candidates screened and without their repair path (fast.h): it
+// is still never worse than torch's plans, at every limit from the
+// smallest they reach to the plain peak.
+TEST(Optimize, FastIsNeverWorseThanTorchsPlansOnAMidSizeSpace) {
+  const JointGraph j = residual_mlp(100, 64);
+  {
+    PartitionOptions o;
+    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+    const Graph& g = plan.prepared();
+    MinCutInputs in = min_cut_inputs(g, j, o);
+    const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+    ASSERT_GT(space.vars().size(), static_cast<size_t>(optimize::kPolishVars));
+    ASSERT_LE(space.vars().size(), static_cast<size_t>(optimize::kLargeSpaceVars));
+  }
+  const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+  int64_t smallest = 0;
+  try {
+    partition_at(j, 1, Search::kTorchPlans);
+  } catch (const BudgetUnreachableError& e) {
+    smallest = e.smallest_peak();
+  }
+  ASSERT_GT(smallest, 0);
+  ASSERT_LT(smallest, plain);
+  for (int step = 0; step <= 4; ++step) {
+    const int64_t limit = smallest + (plain - smallest) * step / 4;
+    const PartitionResult torch_plans = partition_at(j, limit, Search::kTorchPlans);
+    const PartitionResult fast = partition_at(j, limit, Search::kFast);
+    EXPECT_LE(fast.memory.peak_bytes, limit);
+    EXPECT_LE(fast.recompute_runtime, torch_plans.recompute_runtime) << "at " << limit << " bytes";
+  }
+}
+
 // The chained model bounds the simulated peak of torch's plans and of
 // checkpointed ones on a deep stack, where the rows' early chains (4 deep)
 // see a small part of what recomputed chains keep alive.
@@ -712,6 +746,44 @@ TEST(Optimize, TorchPlansWithoutRepairsBuildOnlyWhatTheBoundLetsThrough) {
   const PartitionResult whole = solve_peak_budget(ctx, plain, build);
   EXPECT_EQ(screened.saved_values, whole.saved_values);
   EXPECT_EQ(screened.memory.peak_bytes, whole.memory.peak_bytes);
+}
+
+// With a plan in hand, torch_plans without repairs sets aside the
+// candidates whose model cost is not below its recompute (torch_plans.h):
+// none could replace it. A plan in hand that recomputes more is replaced.
+TEST(Optimize, TorchPlansWithAPlanInHandBuildOnlyCandidatesThatCouldReplaceIt) {
+  const JointGraph j = random_mlp(3);
+  PartitionOptions o;
+  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+  const Graph& g = plan.prepared();
+  MinCutInputs in = min_cut_inputs(g, j, o);
+  const DecideContext ctx = in.context(g, o);
+  const optimize::Builder build = [&](const std::vector<NodeId>& saved) {
+    std::vector<NodeId> joint_ids;
+    for (NodeId p : saved) joint_ids.push_back(g.node(p).origin);
+    return emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+  };
+  const PartitionResult plain = min_cut_rematerialization_partition(j, o);
+  // torch's first candidate (the runtime-optimized plan) fits the plain
+  // peak and passes the chained screen: only the ceiling sets it aside.
+  auto in_hand = [&](double recompute) {
+    optimize::PlanSpace space(ctx, j.num_fwd_outputs, true, true);
+    optimize::Search s(ctx, space, plain.memory.peak_bytes, optimize::Effort{}, build);
+    PartitionResult offered = plain;
+    offered.recompute_runtime = recompute;
+    std::vector<NodeId> saved;
+    for (NodeId id : plain.saved_values) saved.push_back(space.prepared_of(id));
+    std::sort(saved.begin(), saved.end());
+    s.offer(offered, saved);
+    optimize::torch_plans(s, nullptr, /*repairs=*/false);
+    return s.finish("fast").result;
+  };
+  const PartitionResult cheaper = in_hand(0);
+  EXPECT_EQ(cheaper.peak_search.plans_built, 0);
+  EXPECT_EQ(cheaper.recompute_runtime, 0);
+  const PartitionResult dearer = in_hand(plain.recompute_runtime + 1000);
+  EXPECT_GE(dearer.peak_search.plans_built, 1);
+  EXPECT_EQ(dearer.recompute_runtime, plain.recompute_runtime);
 }
 
 // Checkpoint policies hold: a MUST_/PREFER_RECOMPUTE node is never saved,
