@@ -12,7 +12,9 @@ the `remat` command ($REMAT_BUILD_DIR/remat, else `remat` on PATH):
 * at --limits limits evenly spread from the plain plan's peak down to the
   smallest reachable peak: `--peak-search fast`, interleaved with the plain
   partition --repeat times (medians; fast's engine time over plain's is the
-  ratio, both from the same run), then `--peak-search torch_plans` and
+  ratio, both from the same run; the same of the whole commands' wall times,
+  process start and the graph's reading and writing included, is the
+  command ratio), then `--peak-search torch_plans` and
   `--peak-search exact --peak-search-seconds S` once each.
 
 Every command runs in a subprocess under a wall-clock guard (--timeout; exact
@@ -45,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -92,14 +95,16 @@ def run_remat(exe: str, graph: str, args: list[str], timeout: float, folder: str
     if os.path.exists(out):
         os.remove(out)
     cmd = [exe, "partition", graph, "--timings", "-o", out, *args]
+    start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"status": TIMED_OUT, "message": f"over {timeout:g} s"}
+    wall = time.perf_counter() - start
     message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
     if proc.returncode == 0:
         with open(out) as f:
-            return {"status": "ok", "result": json.load(f)}
+            return {"status": "ok", "result": json.load(f), "wall_seconds": wall}
     if "no plan fits" in message:
         return {"status": UNREACHABLE, "message": message}
     return {"status": FAILED, "message": f"exit {proc.returncode}: {message}"}
@@ -135,6 +140,7 @@ def _search(outcome: dict) -> dict:
     return {
         "status": "ok",
         "seconds": r["seconds"],
+        "wall_seconds": outcome.get("wall_seconds"),
         "recompute": r["recompute_runtime"],
         "peak": r["memory"]["peak_bytes"],
         "optimal": bool(ps.get("optimal")),
@@ -145,20 +151,25 @@ def _search(outcome: dict) -> dict:
 
 def fast_against_plain(exe: str, graph: str, limit: int, repeat: int, timeout: float, folder: str) -> dict:
     """fast at `limit` and the plain partition, interleaved `repeat` times:
-    medians of both engine times (a timed-out or failed fast ends it)."""
-    plain, fast, last = [], [], None
+    medians of both engine times, and of both whole commands' wall times
+    (a timed-out or failed fast ends it)."""
+    plain, fast, plain_wall, fast_wall, last = [], [], [], [], None
     for _ in range(repeat):
         p = run_remat(exe, graph, [], timeout, folder)
         if p["status"] == "ok":
             plain.append(p["result"]["seconds"])
+            plain_wall.append(p["wall_seconds"])
         last = _search(run_remat(exe, graph, ["--peak-budget", str(limit), "--peak-search", "fast"],
                                  timeout, folder))
         if last["status"] != "ok":
             break
         fast.append(last["seconds"])
+        fast_wall.append(last["wall_seconds"])
     last["plain_seconds"] = statistics.median(plain) if plain else None
+    last["plain_wall_seconds"] = statistics.median(plain_wall) if plain_wall else None
     if fast:
         last["seconds"] = statistics.median(fast)
+        last["wall_seconds"] = statistics.median(fast_wall)
     return last
 
 
@@ -220,7 +231,8 @@ def gap_percent(fast: dict, exact: dict) -> float | None:
 # --------------------------------------------------------------------------- the table
 
 
-COLUMNS = ("graph", "nodes", "limit (MiB)", "plain (ms)", "fast (ms)", "fast / plain", "fast recompute",
+COLUMNS = ("graph", "nodes", "limit (MiB)", "plain (ms)", "fast (ms)", "fast / plain", "fast / plain (command)",
+           "fast recompute",
            "fast peak (MiB)", "torch_plans recompute", "exact recompute", "exact optimal", "exact bound",
            "fast over exact")
 
@@ -242,17 +254,28 @@ def table_row(g: dict, r: dict) -> list[str]:
     plain_ms = fast.get("plain_seconds") or g.get("plain_seconds")  # the graph's first run where fast was skipped
     fast_ok = fast["status"] == "ok"
     ratio = f"{fast['seconds'] / plain_ms:.1f}x" if fast_ok and plain_ms else "-"
+    command = command_ratio(fast)
     gap = r["gap_percent"]
     return [
         g["graph"], f"{g['nodes']:,}", _mib(r["limit"]),
         "-" if plain_ms is None else f"{plain_ms * 1e3:.1f}",
         f"{fast['seconds'] * 1e3:.0f}" if fast_ok else fast["status"], ratio,
+        "-" if command is None else f"{command:.1f}x",
         _recompute(fast), _mib(fast["peak"]) if fast_ok else "-",
         _recompute(tp), _recompute(exact),
         ("yes" if exact["optimal"] else f"no ({exact['stopped_by'] or 'gave up'})") if exact["status"] == "ok" else "-",
         _num(exact["bound"]) if exact["status"] == "ok" else "-",
         "-" if gap is None else f"{gap:+.1f}%",
     ]
+
+
+def command_ratio(fast: dict) -> float | None:
+    """fast's whole command over the plain one's (wall time: starting the
+    process, reading the graph, partitioning, writing the result), where
+    both were timed (runs saved before the column have none)."""
+    if fast["status"] != "ok" or not fast.get("wall_seconds") or not fast.get("plain_wall_seconds"):
+        return None
+    return fast["wall_seconds"] / fast["plain_wall_seconds"]
 
 
 def markdown(graphs: list[dict]) -> str:
@@ -281,16 +304,21 @@ def targets(graphs: list[dict]) -> str:
     rows = [r for g in graphs for r in g.get("rows", [])]
     timed = [r["fast"]["seconds"] / r["fast"]["plain_seconds"] for r in rows
              if r["fast"]["status"] == "ok" and r["fast"].get("plain_seconds")]
+    commands = [c for c in (command_ratio(r["fast"]) for r in rows) if c is not None]
     gaps = [r["gap_percent"] for r in rows if r["gap_percent"] is not None]
     big = [(g["graph"], r["exact"]) for g in graphs if 8000 <= g["nodes"] <= 12000 for r in g.get("rows", [])]
     both = [r for r in rows if r["fast"]["status"] == r["exact"]["status"] == "ok" and not r["exact"]["optimal"]]
-    # A bound of 0 proves nothing.
-    answered = sum(1 for _, e in big if e["status"] == "ok" and (e["optimal"] or (e["bound"] or 0) > 0))
+    # A bound of 0 proves nothing; the issue asks for an answer within 60 s.
+    answered = sum(1 for _, e in big if e["status"] == "ok" and (e["optimal"] or (e["bound"] or 0) > 0)
+                   and e["seconds"] <= 60)
     missed = {status: sum(r["fast"]["status"] == status for r in rows) for status in (TIMED_OUT, FAILED, SKIPPED)}
     return "\n".join([
         f"- fast within 10x a plain partition: {sum(t <= 10 for t in timed)} of {len(rows)} limits "
         f"(within 5x: {sum(t <= 5 for t in timed)}"
         + "".join(f"; fast {status} at {n}" for status, n in missed.items() if n) + ")",
+        f"- the same, whole commands (what a `remat partition` user waits for: the process, reading the "
+        f"graph, writing the result): {sum(c <= 10 for c in commands)} of {len(commands)} limits "
+        f"(within 2x: {sum(c <= 2 for c in commands)})",
         f"- fast within 5% of a proven optimum: {sum(g <= 5 for g in gaps)} of {len(gaps)} limits where exact "
         f"proved one",
         f"- where exact proved nothing: fast's recompute at most the plan exact found at "
@@ -298,7 +326,7 @@ def targets(graphs: list[dict]) -> str:
         f"where both returned a plan",
         f"- fast beaten by its own plan from another limit (that plan fits this limit with less "
         f"recompute): {', '.join(beaten(graphs)) or 'nowhere'}",
-        f"- exact proved optimality or a recompute bound above 0 on the ~10k-node graphs: {answered} of "
+        f"- exact proved optimality or a recompute bound above 0 within 60 s on the ~10k-node graphs: {answered} of "
         f"{len(big)} limits",
     ])
 
@@ -351,7 +379,9 @@ what each column measures) on {m['nproc']} CPUs ({m['cpu']}), remat command
 (the wall-clock guard of every command; exact gets its seconds more),
 --floor-seconds {s['floor_seconds']:g}, exact on graphs of at most
 {s['exact_max_nodes']:,} nodes{skip}. Times are the engine's own ("seconds"
-of `--timings`); fast / plain is the ratio of their medians.
+of `--timings`); fast / plain is the ratio of their medians; "(command)" is
+the ratio of the whole commands' median wall times (the process, reading the
+graph, writing the result: what a `remat partition` user waits for).
 
 ## Targets
 

@@ -461,15 +461,15 @@ class Fast {
     }
     space_.restore(whole);
     for (uint32_t k : s_.hazardous()) space_.forbid_save(k);
-    // The screen assumed the chained model a lower bound; a build that
-    // showed otherwise may mean a torch plan that fits went unbuilt: the
-    // whole torch_plans search runs (its plan replaces fast's when it
-    // recomputes less), so fast stays never worse than torch's plans.
-    // Past the polish's spaces, with a plan in hand, torch's plans run
-    // screened (the chained model, and fast's recompute as a ceiling) and
-    // without their repair path: its moves cost a build each and, on the
-    // ~2k-node stacks, found no plan cheaper than fast's (the repair path
-    // was 40% of fast's time at transformer_1995's tightest limit).
+    // torch's plans, so fast is never worse than they are: the whole
+    // search on the polish's spaces, or without a plan in hand. Past the
+    // polish's spaces, with one, screened (the chained model, and fast's
+    // recompute as a ceiling) and without their repair path: its moves
+    // cost a build each and, on the ~2k-node stacks, found no plan cheaper
+    // than fast's (the repair path was 40% of fast's time at
+    // transformer_1995's tightest limit). The screen assumed the chained
+    // model a lower bound; a build that showed otherwise may mean a torch
+    // plan that fits went unbuilt: then the whole search runs.
     const bool polished = space_.vars().size() <= static_cast<size_t>(kPolishVars);
     if (!large && !polished && s_.best()) torch_plans(s_, nullptr, /*repairs=*/false);
     else if (!large) torch_plans(s_, nullptr);
