@@ -571,14 +571,13 @@ std::optional<Assignment> PlanSpace::implied_recompute(std::span<const uint8_t> 
     }
   }
   // A saved value nothing reads is not handed over: the extraction prunes
-  // it, so the plan does not save it.
-  std::vector<uint8_t> read(vars_.size(), 0);
+  // it, so the plan does not save it. (users_ is deps_ reversed.)
   for (uint32_t k = 0; k < vars_.size(); ++k) {
-    if (vars_[k].needed) read[k] = 1;
-    if (a.recomputed[k])
-      for (uint32_t u : deps_[k]) read[u] = 1;
+    if (!a.saved[k] || vars_[k].needed) continue;
+    bool read = false;
+    for (uint32_t u : users_[k]) read = read || a.recomputed[u];
+    a.saved[k] = read;
   }
-  for (uint32_t k = 0; k < vars_.size(); ++k) a.saved[k] = a.saved[k] && read[k];
   return a;
 }
 
