@@ -22,6 +22,9 @@ Contract:
   there, and a large space's second round, with the targets corrected,
   finds what the first missed (with one round fast returned the plain plan,
   486 against 356).
+* exact on the ~10k-node ResNet stack proves a recompute bound above 0 at a
+  tight limit, and calls the plain plan, which recomputes nothing, optimal
+  at the plain peak (its proven bound reaches it).
 * At a limit torch's cheap-ops plan fits with room, fast's best plan
   recomputes at most 0.6x of it: the best plan, whichever search found it,
   takes the cheapest plan's choices where they fit (fast.h's final mix;
@@ -114,3 +117,21 @@ def test_fast_at_the_plain_peak_is_no_worse_than_at_a_tighter_limit():
     _check_fits(fast, limit)
     assert fast["recompute_runtime"] <= tighter["recompute_runtime"] < plain["recompute_runtime"], (
         fast["recompute_runtime"], tighter["recompute_runtime"], plain["recompute_runtime"])
+
+
+@pytest.mark.one_release
+def test_exact_at_ten_thousand_nodes_proves_a_bound_and_calls_a_plan_recomputing_nothing_optimal():
+    """exact on a ~10k-node stack, at its default node budget: lazy memory
+    rows (optimize/exact.h) give it a proven recompute bound above 0 at a
+    tight limit; at the plain peak, where the plain plan recomputes nothing,
+    the solver runs out of nodes, and a bound reaching the plan's recompute
+    proves it optimal (without that rule: "nodes", not optimal)."""
+    joint = _joint("resnet_9943")
+    plain = _partition(joint, None)
+    assert plain["recompute_runtime"] == 0
+    at_plain = _partition(joint, plain["memory"]["peak_bytes"], "exact")["peak_search"]
+    assert at_plain["optimal"] and at_plain["recompute_lower_bound"] == 0, at_plain
+    tight = _partition(joint, int(28.722 * MiB), "exact")
+    search = tight["peak_search"]
+    assert tight["memory"]["peak_bytes"] <= int(28.722 * MiB)
+    assert 0 < search["recompute_lower_bound"] <= tight["recompute_runtime"], search
