@@ -43,8 +43,9 @@
 //    the solver proved optimality, its measured recompute is within the
 //    solver's bound, and the model bounded every built plan's peak from
 //    below (checked each time). An infeasible program proves the incumbent
-//    optimal, and so does a proven bound that reaches its recompute. Returns the Proof: the solver's bound less the tie-break
-//    (-1 when a built plan broke the model's bound: nothing is proven).
+//    optimal, and so does a proven bound that reaches its recompute.
+//    Returns the Proof: the solver's bound less the tie-break (-1 when a
+//    built plan broke the model's bound: nothing is proven).
 //  * smallest_peak_bound(s, until_fits, stall): the same program minimizing
 //    a peak variable that every memory row bounds, its solutions cut by
 //    lazy rows against their own peak and by no-good cuts, each built;
