@@ -5,7 +5,9 @@
 // producers), forward to decide `fused` (a view follows its base, which
 // comes first; each inlined value carries the buffers its expression loads,
 // for the fan-out rule), backward again for `runs_at` and `last_read`; two
-// more for the convolutions' layout copies and the views that copy.
+// more for the convolutions' layout copies and the views that copy; one
+// forward over the generated kernels for the fused groups they join (each
+// compared with the kernels of the last 64, as inductor does).
 #include "memory/fusion.h"
 
 #include <algorithm>
@@ -166,6 +168,143 @@ void find_view_copies(const Graph& g, InductorFusion& f) {
   }
 }
 
+// How a generated kernel's loop nest looks to inductor's CPU fusion
+// (cpp.py's group checks): `numel` elements iterated (a pointwise op's
+// result; what a reduction reads), `kept` of them per reduced row (the
+// result's size; numel for a pointwise op), and whether the reduced
+// dimensions trail the kept ones (a row reduction runs in the same loop
+// nest as a pointwise op of its input's shape).
+struct LoopNest {
+  int64_t numel = 0, kept = 0;
+  bool trailing = true;
+};
+
+LoopNest loop_nest(const Graph& g, NodeId n) {
+  const auto out = g.tensors(n);
+  LoopNest l;
+  if (out.empty()) return l;
+  l.numel = l.kept = out[0].numel_hint;
+  NodeId widest = kNoNode;
+  for (NodeId in : g.inputs(n))
+    for (const TensorMeta& t : g.tensors(in))
+      if (t.numel_hint > l.numel) {
+        l.numel = t.numel_hint;
+        widest = in;
+      }
+  if (widest == kNoNode) return l;
+  const auto shape = g.shape(g.tensors(widest)[0]);
+  // The reduced dimensions, when the op names them (sum.dim_IntList,
+  // var_mean.correction, amax, ...): trailing when they are the last ones.
+  const ArgId dims = positional(g, n, 1);
+  if (dims != kNoArg && g.arg(dims).kind == ArgKind::kList && g.arg(dims).span > 1) {
+    const auto rank = static_cast<int64_t>(shape.size());
+    int64_t lowest = rank, count = 0;
+    for (ArgId a = dims + 1; a < dims + g.arg(dims).span; a += g.arg(a).span) {
+      if (g.arg(a).kind != ArgKind::kInt) return l;
+      lowest = std::min(lowest, (g.arg(a).i % rank + rank) % rank);
+      ++count;
+    }
+    l.trailing = lowest == rank - count;
+    return l;
+  }
+  // Otherwise: the kept elements must be a leading prefix of the input.
+  int64_t prefix = 1;
+  l.trailing = l.kept == 1;
+  for (const auto& d : shape) {
+    if (prefix == l.kept) l.trailing = true;
+    prefix *= d.value;
+  }
+  return l;
+}
+
+// Whether inductor's CPU scheduler may put kernels with loop nests a and b
+// in one kernel: the same nest; a pointwise op over a row reduction's input;
+// or (`reads`: one reads the other's result) a pointwise op over the
+// reduction's rows (outer-loop fusion).
+bool same_loop(const LoopNest& a, const LoopNest& b, bool reads) {
+  if (a.numel == 0 || b.numel == 0) return false;
+  if (a.numel == b.numel && a.kept == b.kept && a.trailing == b.trailing) return true;
+  const bool a_pw = a.numel == a.kept, b_pw = b.numel == b.kept;
+  if (a_pw == b_pw) return false;
+  const LoopNest& pw = a_pw ? a : b;
+  const LoopNest& red = a_pw ? b : a;
+  return red.trailing && (pw.numel == red.numel || (reads && pw.numel == red.kept));
+}
+
+// The buffers generated kernel v loads: its materialized inputs' and what
+// its inlined inputs load, up to kMaxLoads of them.
+constexpr size_t kMaxLoads = 16;
+
+std::vector<NodeId> kernel_loads(const Graph& g, const std::vector<uint8_t>& fused, NodeId v) {
+  std::vector<NodeId> loads, stack(g.inputs(v).begin(), g.inputs(v).end()), seen;
+  while (!stack.empty() && loads.size() < kMaxLoads && seen.size() < 4 * kMaxLoads) {
+    const NodeId in = stack.back();
+    stack.pop_back();
+    if (std::find(seen.begin(), seen.end(), in) != seen.end()) continue;
+    seen.push_back(in);
+    if (fused[in]) {
+      for (NodeId x : g.inputs(in)) stack.push_back(x);
+      continue;
+    }
+    // A getitem's buffer is written by the kernel it picks from.
+    const NodeId picked = buffer_root(g, in);
+    const NodeId root = is_getitem(g, picked) && base_of(g, picked) != kNoNode ? base_of(g, picked) : picked;
+    if (std::find(loads.begin(), loads.end(), root) == loads.end()) loads.push_back(root);
+  }
+  return loads;
+}
+
+// Whether generated kernel v can join u's fused kernel, which runs at
+// `head`: a shared buffer (or v reads u), a loop nest that fuses, and every
+// buffer v loads ready by then (written before head or in the group).
+bool joins_group(const std::vector<NodeId>& group, const std::vector<std::vector<NodeId>>& loads,
+                 const std::vector<LoopNest>& nest, NodeId u, NodeId v, NodeId head) {
+  const auto& lv = loads[v];
+  const bool reads_u = std::find(lv.begin(), lv.end(), u) != lv.end();
+  bool shares = reads_u;
+  for (NodeId b : loads[u]) shares = shares || std::find(lv.begin(), lv.end(), b) != lv.end();
+  if (!shares || !same_loop(nest[u], nest[v], reads_u)) return false;
+  for (NodeId b : lv)
+    if (b > head && group[b] != head) return false;
+  return true;
+}
+
+// inductor's scheduler fuses generated kernels that share a buffer and a
+// loop nest into one, and runs it where its earliest member was
+// (Scheduler.fuse_nodes sorts by min_order): a later member runs before
+// the extern kernels between them when it needs none of their results.
+// kernel_at[v]: that earliest member, for each generated kernel v.
+constexpr size_t kFusionWindow = 64;  // inductor's long-distance limit
+
+void find_kernel_groups(const Graph& g, InductorFusion& f) {
+  const size_t n = g.size();
+  f.kernel_at.resize(n);
+  std::vector<NodeId> group(n);  // each kernel's group's first member
+  std::vector<std::vector<NodeId>> loads(n);
+  std::vector<LoopNest> nest(n);
+  std::vector<NodeId> kernels;  // generated kernels so far
+  std::vector<size_t> rank(n, 0);  // kernels and extern kernels, counted
+  size_t materialized = 0;
+  NodeId last_extern = kNoNode;
+  for (NodeId v = 0; v < n; ++v) {
+    f.kernel_at[v] = group[v] = v;
+    if (f.external[v] || f.in_kernel[v]) rank[v] = ++materialized;
+    if (f.external[v]) last_extern = v;
+    if (!f.in_kernel[v] || f.view_copy[v]) continue;
+    loads[v] = kernel_loads(g, f.fused, v);
+    nest[v] = loop_nest(g, v);
+    for (auto it = kernels.rbegin(); it != kernels.rend() && rank[v] - rank[*it] <= kFusionWindow; ++it) {
+      const NodeId u = *it, head = group[u];
+      if (head < group[v] && rank[v] - rank[head] <= kFusionWindow && joins_group(group, loads, nest, u, v, head))
+        group[v] = head;
+    }
+    // Within one run of generated kernels the order changes nothing (their
+    // reads are freed at the next extern kernel): moved only across one.
+    if (last_extern != kNoNode && group[v] < last_extern) f.kernel_at[v] = group[v];
+    kernels.push_back(v);
+  }
+}
+
 }  // namespace
 
 bool inductor_scatters_into_copy(const Graph& g, NodeId n) {
@@ -274,6 +413,7 @@ InductorFusion inductor_fusion(const Graph& g) {
     f.in_kernel[v] = f.view_copy[v] || (fusible && !renames(g, v));
     f.external[v] = !fusible;
   }
+  find_kernel_groups(g, f);
   for (NodeId v = static_cast<NodeId>(n); v-- > 0;) {
     const Node& node = g.node(v);
     if (node.kind == NodeKind::kOutput) continue;
@@ -283,7 +423,7 @@ InductorFusion inductor_fusion(const Graph& g) {
       latest = latest == kNoNode ? at : std::max(latest, at);
     }
     f.last_read[v] = latest;
-    f.runs_at[v] = f.fused[v] && latest != kNoNode ? latest : v;
+    f.runs_at[v] = f.fused[v] && latest != kNoNode ? latest : f.kernel_at[v];
   }
   return f;
 }

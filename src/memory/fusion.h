@@ -55,6 +55,16 @@
 //    simulator releases the values such nodes read last only at the next
 //    extern kernel (or the graph's end). Where inductor splits them into
 //    several kernels this holds inputs a little longer: the safe side.
+//  * kernel_at[n]: for a generated kernel n, the node where inductor runs
+//    it: its scheduler fuses generated kernels that share a buffer (or
+//    read one another) and have loop nests its CPU backend fuses (the same
+//    nest; a pointwise op over a reduction's input when the reduction keeps
+//    leading dimensions; a pointwise op over such a reduction's rows that
+//    reads it) and runs the fused kernel where its earliest member was, so
+//    a later member runs before the extern kernels between them when it
+//    needs none of their results (within 64 kernels, inductor's distance
+//    limit). runs_at of such a member is kernel_at; the simulator
+//    allocates its buffer there. n itself otherwise.
 // Not modelled: the fan-out rule's large-body case (an inlined expression
 // of more than 50 ops on CPU, 30 elsewhere) and a stored value the
 // scheduler fuses away again, its reordering of kernels for peak memory,
@@ -84,6 +94,7 @@ struct InductorFusion {
   std::vector<uint8_t> view_copy;
   std::vector<uint8_t> in_kernel;
   std::vector<uint8_t> external;
+  std::vector<NodeId> kernel_at;
 };
 
 InductorFusion inductor_fusion(const Graph& g);

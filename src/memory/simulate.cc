@@ -357,6 +357,12 @@ class Simulator {
         if (copy != fw->layout_copy.end()) drop(copy->second);
       }
     }
+    // Under inductor: generated kernels fused into an earlier one's kernel
+    // (memory/fusion.h kernel_at) allocate there; head -> its members.
+    std::unordered_map<NodeId, std::vector<NodeId>> members;
+    if (inductor)
+      for (NodeId v = 0; v < n; ++v)
+        if (fusion.kernel_at[v] != v) members[fusion.kernel_at[v]].push_back(v);
     // Under inductor: values the kernels since the last extern kernel read
     // last, released when the next extern kernel (or the end) comes.
     std::vector<NodeId> pending;
@@ -386,7 +392,7 @@ class Simulator {
           break;
         case NodeKind::kCallFunction:
           if (inductor && s.pass == Pass::kForward) copy_layouts_for(s, v, fusion);
-          if (inductor && fusion.fused[v]) break;  // inlined: no buffer
+          if (inductor && (fusion.fused[v] || fusion.kernel_at[v] != v)) break;  // inlined, or allocated earlier
           if (inductor && fusion.view_copy[v]) {  // a copy, not an alias
             assign_fresh(s, v);
             hold(s, v);
@@ -396,6 +402,7 @@ class Simulator {
             reuse_dying_input(s, v, released, count[v], count[v + 1], done);
           assign_computed(s, v);
           hold(s, v);
+          if (inductor) allocate_members(s, v, members);
           break;
         case NodeKind::kOutput:
           break;
@@ -415,6 +422,18 @@ class Simulator {
     for (NodeId v = 0; v < n; ++v) {
       const Node& node = g.node(v);
       if (node.kind == NodeKind::kPlaceholder && g.users(v).empty()) release(s, v);
+    }
+  }
+
+  // The buffers of the generated kernels fused into head's kernel, written
+  // with head's (in node order: a member may read an earlier one).
+  void allocate_members(GraphState& s, NodeId head,
+                        const std::unordered_map<NodeId, std::vector<NodeId>>& members) {
+    const auto it = members.find(head);
+    if (it == members.end()) return;
+    for (NodeId m : it->second) {
+      assign_computed(s, m);
+      hold(s, m);
     }
   }
 

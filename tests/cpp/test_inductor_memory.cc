@@ -250,6 +250,44 @@ TEST(InductorMemory, WhatGeneratedKernelsReadLastIsFreedAtTheNextExternKernel) {
   EXPECT_EQ(aten.forward_timeline[4], 208);  // op by op, m went after the sum
 }
 
+// inductor's scheduler fuses generated kernels that share a buffer and a
+// loop nest and runs the fused kernel where its first member was: b loads
+// x and w as a does and needs nothing of the matmul o between them, so it
+// is written with a, before o. (Placeholders: nothing is written in place.)
+TEST(InductorMemory, AGeneratedKernelFusedWithAnEarlierOneRunsBeforeTheExternKernelsBetweenThem) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+  Ref a = f.call("aten.mul.Tensor", {x, w}, {4, 4});
+  Ref o = f.call("aten.mm.default", {a, m}, {4, 4});
+  Ref b = f.call("aten.add.Tensor", {x, w}, {4, 4});
+  f.output({A::tuple({o, b})});
+  Pair p{f.build(), trivial_backward()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x, w 128 | m +64 | a and b +128 | o +64, then a and m go | b: written
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 320, 384, 256, 256}));
+  EXPECT_EQ(ind.forward_peak_bytes, 384);
+}
+
+// A generated kernel that reads an extern kernel's result runs after it,
+// and one the earlier kernel's loop nest does not fit stays where it is:
+// c reads o; d sums x's columns (a row of 4 per column, not a's nest).
+TEST(InductorMemory, AGeneratedKernelStaysAfterTheExternKernelsItReadsOrWhenItsLoopsDiffer) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref a = f.call("aten.mul.Tensor", {x, w}, {4, 4});
+  Ref o = f.call("aten.mm.default", {a, w}, {4, 4});
+  Ref c = f.call("aten.add.Tensor", {o, x}, {4, 4});
+  Ref d = f.call("aten.sum.dim_IntList", {x, A::list({0})}, {4});
+  f.output({A::tuple({c, d})});
+  Pair p{f.build(), trivial_backward()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x, w 128 | a +64 | o +64, a goes | c in place of o | d +16
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 256, 192, 208, 208}));
+}
+
 // On CPU inductor keeps a convolution's output channels-last, so a view
 // folding its channels into its batch, (N, C, H, W) to (N*C, H*W), is a
 // copy; one keeping the batch, (N, C*H*W), stays a view here. y [2, 4, 4,
