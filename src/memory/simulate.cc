@@ -452,6 +452,7 @@ class Simulator {
       if (rec < 0) continue;
       const Storage& st = st_[static_cast<uint32_t>(rec)];
       if (st.pinned || st.died != kNever || st.bytes != bytes) continue;
+      if (backward_tangent(s, st)) continue;
       // A scatter's result is a mutated buffer: inductor writes nothing
       // in place of it.
       if (st.pass == s.pass && st.owner != kNoNode && memory::inductor_scatters_into_copy(s.g, st.owner)) continue;
@@ -466,6 +467,15 @@ class Simulator {
       }
       return;
     }
+  }
+
+  // Whether `st` is a tangent of the backward graph s (a placeholder the
+  // forward did not save): inductor's wrapper writes nothing in place of a
+  // graph input (can_reuse) but the donated ones, and AOTAutograd donates
+  // the saved values only. The forward's inputs are pinned.
+  bool backward_tangent(const GraphState& s, const Storage& st) const {
+    return s.pass == Pass::kBackward && st.pass == s.pass && st.owner != kNoNode &&
+           s.g.node(st.owner).kind == NodeKind::kPlaceholder;
   }
 
   // The one storage record a value holds, or -1 (none, or several).

@@ -288,6 +288,24 @@ TEST(InductorMemory, AGeneratedKernelStaysAfterTheExternKernelsItReadsOrWhenItsL
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 256, 192, 208, 208}));
 }
 
+// inductor's wrapper writes nothing in place of a graph input but the
+// donated ones, and AOTAutograd donates the backward's saved values, not
+// its tangents: d, reading the tangent last, gets a buffer of its own.
+TEST(InductorMemory, NothingIsWrittenInPlaceOfATangent) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref y = f.call("aten.mm.default", {x, x}, {4, 4});
+  f.output({A::tuple({y})});
+  TestGraph g;
+  Ref t = g.placeholder("tangents_1", {4, 4});
+  Ref d = g.call("aten.mul.Tensor", {t, t}, {4, 4});
+  g.output({A::tuple({d})});
+  Pair p{f.build(), g.build()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x and y 128 | the tangent +64 | d +64 | the tangent goes
+  EXPECT_EQ(ind.backward_timeline, (std::vector<int64_t>{192, 256, 192}));
+}
+
 // On CPU inductor keeps a convolution's output channels-last, so a view
 // folding its channels into its batch, (N, C, H, W) to (N*C, H*W), is a
 // copy; one keeping the batch, (N, C*H*W), stays a view here. y [2, 4, 4,
