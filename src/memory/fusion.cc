@@ -414,11 +414,6 @@ InductorFusion inductor_fusion(const Graph& g) {
     f.external[v] = !fusible;
   }
   find_kernel_groups(g, f);
-  // The hoisted members' reads now end at their head too, but inductor
-  // writes in place only of a buffer no other node of the kernel still
-  // reads (decide_inplace_update): the head writes in place of nothing.
-  for (NodeId v = 0; v < n; ++v)
-    if (f.kernel_at[v] != v) f.inplace[f.kernel_at[v]] = 0;
   for (NodeId v = static_cast<NodeId>(n); v-- > 0;) {
     const Node& node = g.node(v);
     if (node.kind == NodeKind::kOutput) continue;

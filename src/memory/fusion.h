@@ -64,10 +64,7 @@
 //    a later member runs before the extern kernels between them when it
 //    needs none of their results (within 64 kernels, inductor's distance
 //    limit). runs_at of such a member is kernel_at; the simulator
-//    allocates its buffer there. n itself otherwise. Neither a member nor
-//    its head is `inplace` (what they read dies in their one kernel, where
-//    inductor writes in place of a buffer only when one node reads it: the
-//    safe side where only the head did).
+//    allocates its buffer there. n itself otherwise.
 // Not modelled: the fan-out rule's large-body case (an inlined expression
 // of more than 50 ops on CPU, 30 elsewhere) and a stored value the
 // scheduler fuses away again, its reordering of kernels for peak memory,

@@ -270,24 +270,6 @@ TEST(InductorMemory, AGeneratedKernelFusedWithAnEarlierOneRunsBeforeTheExternKer
   EXPECT_EQ(ind.forward_peak_bytes, 384);
 }
 
-// inductor writes in place of a buffer only when no other node of the
-// kernel still reads it: m dies in the kernel of a and b (b runs with a,
-// before o), which both read it, so neither is written over m.
-TEST(InductorMemory, AFusedKernelWritesInPlaceOfNoBufferTwoOfItsNodesRead) {
-  TestGraph f;
-  Ref x = f.placeholder("primals_1", {4, 4});
-  Ref w = f.placeholder("primals_2", {4, 4});
-  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
-  Ref a = f.call("aten.mul.Tensor", {m, x}, {4, 4});
-  Ref o = f.call("aten.mm.default", {a, w}, {4, 4});
-  Ref b = f.call("aten.add.Tensor", {m, x}, {4, 4});
-  f.output({A::tuple({o, b})});
-  Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
-  // x, w 128 | m +64 | a and b +128 | m goes, o +64, a goes | b: written
-  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 320, 320, 256, 256}));
-}
-
 // A generated kernel that reads an extern kernel's result runs after it,
 // and one the earlier kernel's loop nest does not fit stays where it is:
 // c reads o; d sums x's columns (a row of 4 per column, not a's nest).
