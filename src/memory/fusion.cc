@@ -423,7 +423,7 @@ InductorFusion inductor_fusion(const Graph& g) {
       latest = latest == kNoNode ? at : std::max(latest, at);
     }
     f.last_read[v] = latest;
-    f.runs_at[v] = f.fused[v] && latest != kNoNode ? latest : f.kernel_at[v];
+    f.runs_at[v] = f.fused[v] && latest != kNoNode ? latest : v;
   }
   return f;
 }

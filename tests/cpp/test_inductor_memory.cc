@@ -266,6 +266,7 @@ TEST(InductorMemory, AGeneratedKernelFusedWithAnEarlierOneRunsBeforeTheExternKer
   Pair p{f.build(), trivial_backward()};
   const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
   // x, w 128 | m +64 | a and b +128 | o +64, then a and m go | b: written
+  // (b's reads are released where b was: none here but placeholders)
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 320, 384, 256, 256}));
   EXPECT_EQ(ind.forward_peak_bytes, 384);
 }
