@@ -64,11 +64,11 @@
 //    a later member runs before the extern kernels between them when it
 //    needs none of their results (within 64 kernels, inductor's distance
 //    limit). The simulator allocates such a member's buffer there (a
-//    fresh one, never in place of an input); its
-//    runs_at stays its own node, so what it reads is released no earlier
-//    than before (where inductor frees it after the fused kernel): the
-//    safe side, which keeps every simulated peak at or above the one the
-//    optimizer's rows bound from below (optimize/space.h). n otherwise.
+//    fresh one, never in place of an input); its runs_at stays its own
+//    node, so what it reads is released no earlier than before (inductor
+//    frees it after the fused kernel): the safe side, which keeps every
+//    simulated peak at or above the optimizer's bound (optimize/space.h).
+//    n otherwise.
 // Not modelled: the fan-out rule's large-body case (an inlined expression
 // of more than 50 ops on CPU, 30 elsewhere) and a stored value the
 // scheduler fuses away again, its reordering of kernels for peak memory,
