@@ -3,9 +3,11 @@
 // optimum: every valid saved set of small random MLP steps, built by the
 // pipeline (emit_partition) and simulated. Pins: the memory model is a
 // lower bound of every plan's simulated peak; exact finds the exhaustive
-// optimum and says it is optimal; fast is within 5% of it and reachable
+// optimum and says it is optimal, with its memory rows added lazily too;
+// fast is within 5% of it and reachable
 // wherever it is; the unreachable error names the true smallest peak;
-// fast is never worse than torch's plans (on a 10^4-node graph too, where
+// fast is never worse than torch's plans (on a mid-size space, where it
+// screens them by its own recompute, and on a 10^4-node graph, where
 // it screens them with the chained model, a lower bound that sees deep
 // recomputed chains) and reaches checkpointed plans far below them there;
 // the model follows what keeps a storage alive (a saved view's recomputed
