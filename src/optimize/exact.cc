@@ -126,20 +126,54 @@ class Exact {
   // (inductor's model: space.h) count through a continuous c >= that
   // indicator, one per term, shared by the row's two instants.
   void memory_rows(Program& p, int64_t cap, int peak_var) const {
-    const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
-    p.present.assign(rows + rows, 0);
-    if (p.lazy) {  // the return's row at once: the lazy rounds skip it (cut_by_model's rule)
-      p.present[space_.between()] = 1;
-      memory_row(p, space_.between(), false, cap, peak_var, /*extended=*/false);
+    p.present.assign(instants(), 0);
+    if (p.lazy) {  // the return's row at once: no lazy round asks for it (exceeding())
+      add_row(p, space_.between(), cap, peak_var);
       return;
     }
-    for (uint32_t i = 0; i < rows + rows; ++i) {
-      const bool before = i >= rows;
-      const uint32_t row = before ? i - rows : i;
-      if (before && row <= space_.between()) continue;
-      p.present[i] = 1;
-      memory_row(p, row, before, cap, peak_var, /*extended=*/false);
+    for (uint32_t i = 0; i < instants(); ++i)
+      if (has_row(i)) add_row(p, i, cap, peak_var);
+  }
+
+  // The memory rows' instants, as memory_rows numbers them: i below the
+  // number of rows is just after row i's node, rows + r just before
+  // backward row r's (the forward's rows and the return's have no such
+  // instant: has_row).
+  struct Instant {
+    uint32_t row;
+    bool before;
+  };
+  uint32_t instants() const { return 2 * static_cast<uint32_t>(space_.rows().size()); }
+  Instant instant(uint32_t i) const {
+    const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
+    return i >= rows ? Instant{i - rows, true} : Instant{i, false};
+  }
+  bool has_row(uint32_t i) const {
+    const Instant t = instant(i);
+    return !(t.before && t.row <= space_.between());
+  }
+
+  // Instant i's row, marked present; false when it can never exceed `cap`
+  // (memory_row then adds nothing).
+  bool add_row(Program& p, uint32_t i, int64_t cap, int peak_var) const {
+    p.present[i] = 1;
+    const Instant t = instant(i);
+    return memory_row(p, t.row, t.before, cap, peak_var, /*extended=*/false);
+  }
+
+  // Where plan a's model (space.h values) exceeds `cap`: (bytes, instant),
+  // the most first. The return's instant is left out: its row is in every
+  // program where it can exceed, and relaxes no term (extension_terms).
+  std::vector<std::pair<int64_t, uint32_t>> exceeding(const Assignment& a, int64_t cap) const {
+    const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
+    std::vector<std::pair<int64_t, uint32_t>> over;
+    for (bool before : {false, true}) {
+      const std::vector<int64_t> v = space_.values(a.saved, a.recomputed, before);
+      for (uint32_t r = before ? space_.between() + 1 : 0; r < v.size(); ++r)
+        if (r != space_.between() && v[r] > cap) over.push_back({v[r], before ? rows + r : r});
     }
+    std::stable_sort(over.begin(), over.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    return over;
   }
 
   // Lazy memory rows: the rows that `saved`'s model exceeds `cap` at and
@@ -149,28 +183,19 @@ class Exact {
   // then proves nothing either), every row held back is added at once.
   bool add_missing_rows(Program& p, const std::vector<uint8_t>& saved, int64_t cap, int peak_var) const {
     if (!p.lazy) return false;
-    const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
-    std::vector<std::pair<int64_t, uint32_t>> over;
     const bool sound = space_.model_is_bound() && s_.model_bounds();
-    std::optional<Assignment> a = sound ? space_.implied_recompute(saved) : std::nullopt;
-    for (bool before : {false, true}) {
-      std::vector<int64_t> v;
-      if (a) v = space_.values(a->saved, a->recomputed, before);
-      for (uint32_t r = before ? space_.between() + 1 : 0; r < rows; ++r) {
-        const uint32_t i = before ? rows + r : r;
-        if (r == space_.between() || p.present[i]) continue;
-        if (!a) over.push_back({0, i});
-        else if (v[r] > cap) over.push_back({v[r], i});
-      }
+    const std::optional<Assignment> a = sound ? space_.implied_recompute(saved) : std::nullopt;
+    std::vector<uint32_t> missing;
+    if (a) {
+      for (const auto& [value, i] : exceeding(*a, cap))
+        if (!p.present[i] && missing.size() < static_cast<size_t>(kLazyMemoryRows)) missing.push_back(i);
+    } else {
+      p.lazy = false;
+      for (uint32_t i = 0; i < instants(); ++i)
+        if (has_row(i) && !p.present[i]) missing.push_back(i);
     }
-    if (!a) p.lazy = false;
-    std::stable_sort(over.begin(), over.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-    if (a && over.size() > static_cast<size_t>(kLazyMemoryRows)) over.resize(kLazyMemoryRows);
     bool added = false;
-    for (const auto& [value, i] : over) {
-      p.present[i] = 1;
-      added |= memory_row(p, i >= rows ? i - rows : i, i >= rows, cap, peak_var, /*extended=*/false);
-    }
+    for (uint32_t i : missing) added |= add_row(p, i, cap, peak_var);
     return added;
   }
 
@@ -241,31 +266,26 @@ class Exact {
   // of its rows. Against `cap`, or the peak variable's value.
   void separate_at_root(Program& p, int64_t cap, int peak_var) {
     if (!p.lazy) return;
-    const uint32_t rows = static_cast<uint32_t>(space_.rows().size());
     for (int round = 0; round < kLazyLpRounds && s_.time_allows(); ++round) {
       const Milp::Result lp = p.milp.relax();
       if (lp.values.empty()) return;
       const double at = peak_var >= 0 ? lp.values[static_cast<size_t>(peak_var)] : static_cast<double>(cap);
       std::vector<std::pair<double, uint32_t>> over;
-      for (uint32_t i = 0; i < rows + rows; ++i) {
-        const bool before = i >= rows;
-        const uint32_t row = before ? i - rows : i;
-        if (p.present[i] || (before && row <= space_.between()) || row == space_.between()) continue;
-        const RowSpec spec = row_spec(p, row, before);
+      for (uint32_t i = 0; i < instants(); ++i) {
+        if (p.present[i] || !has_row(i)) continue;  // the return's row is present
+        const Instant t = instant(i);
+        const RowSpec spec = row_spec(p, t.row, t.before);
         if (peak_var < 0 && spec.most <= cap) {
           p.present[i] = 1;  // can never exceed the limit
           continue;
         }
-        const double excess = row_at(p, row, spec, lp.values) - at;
+        const double excess = row_at(p, t.row, spec, lp.values) - at;
         if (excess > 0.5 + 1e-9 * at) over.push_back({excess, i});
       }
       if (over.empty()) return;
       std::stable_sort(over.begin(), over.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
       if (over.size() > static_cast<size_t>(kLazyMemoryRows)) over.resize(kLazyMemoryRows);
-      for (const auto& [excess, i] : over) {
-        p.present[i] = 1;
-        memory_row(p, i >= rows ? i - rows : i, i >= rows, cap, peak_var, /*extended=*/false);
-      }
+      for (const auto& [excess, i] : over) add_row(p, i, cap, peak_var);
     }
   }
 
@@ -579,16 +599,13 @@ class Exact {
     // not come back; if it did (a model term they miss), it is built and
     // cut off by its no-good instead of looping.
     if (!p.lazily_cut.insert(flags_key(saved)).second) return false;
-    std::vector<std::pair<int64_t, std::pair<uint32_t, bool>>> over;
-    for (bool before : {false, true}) {
-      const std::vector<int64_t> v = space_.values(a->saved, a->recomputed, before);
-      for (uint32_t r = before ? space_.between() + 1 : 0; r < v.size(); ++r)
-        if (r != space_.between() && v[r] > cap) over.push_back({v[r], {r, before}});
-    }
+    std::vector<std::pair<int64_t, uint32_t>> over = exceeding(*a, cap);
     if (over.empty()) return false;
-    std::stable_sort(over.begin(), over.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
     if (over.size() > static_cast<size_t>(kLazyRows)) over.resize(kLazyRows);
-    for (const auto& [value, at] : over) memory_row(p, at.first, at.second, cap, peak_var, /*extended=*/true);
+    for (const auto& [value, i] : over) {
+      const Instant t = instant(i);
+      memory_row(p, t.row, t.before, cap, peak_var, /*extended=*/true);
+    }
     return true;
   }
 
