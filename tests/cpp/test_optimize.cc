@@ -384,6 +384,25 @@ JointGraph residual_mlp(int layers, int64_t batch) {
   return testing::mlp_step(t, xs.back(), grad, weight_grads);
 }
 
+// The smallest peak torch's plans reach on j (named by the torch_plans
+// search's unreachable error at a 1-byte limit); 0 when none is named.
+int64_t torch_plans_smallest_peak(const JointGraph& j) {
+  try {
+    partition_at(j, 1, Search::kTorchPlans);
+  } catch (const BudgetUnreachableError& e) {
+    return e.smallest_peak();
+  }
+  return 0;
+}
+
+// At `limit`, fast's plan fits and recomputes no more than torch_plans'.
+void expect_fast_no_worse_than_torch_plans(const JointGraph& j, int64_t limit) {
+  const PartitionResult torch_plans = partition_at(j, limit, Search::kTorchPlans);
+  const PartitionResult fast = partition_at(j, limit, Search::kFast);
+  EXPECT_LE(fast.memory.peak_bytes, limit);
+  EXPECT_LE(fast.recompute_runtime, torch_plans.recompute_runtime) << "at " << limit << " bytes";
+}
+
 // fast's cuts do not see what long recomputed chains keep alive: on a deep
 // residual MLP halfway between its plain peak and torch's smallest they
 // once recomputed every matmul (1.7e10 at 10^4 nodes) where torch's
@@ -400,20 +419,11 @@ TEST(Optimize, FastIsNeverWorseThanTorchsPlansOnALargeSpace) {
   const JointGraph j = residual_mlp(999, 2048);
   const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
   // Halfway to the smallest peak torch's plans reach (its aggressive tier).
-  int64_t smallest = 0;
-  try {
-    partition_at(j, 1, Search::kTorchPlans);
-  } catch (const BudgetUnreachableError& e) {
-    smallest = e.smallest_peak();
-  }
+  const int64_t smallest = torch_plans_smallest_peak(j);
   ASSERT_GT(smallest, 0);
   ASSERT_LT(smallest, plain);
-  for (const int64_t limit : {smallest, (plain + smallest) / 2, plain}) {
-    const PartitionResult torch_plans = partition_at(j, limit, Search::kTorchPlans);
-    const PartitionResult fast = partition_at(j, limit, Search::kFast);
-    EXPECT_LE(fast.memory.peak_bytes, limit);
-    EXPECT_LE(fast.recompute_runtime, torch_plans.recompute_runtime) << "at " << limit << " bytes";
-  }
+  for (const int64_t limit : {smallest, (plain + smallest) / 2, plain})
+    expect_fast_no_worse_than_torch_plans(j, limit);
 }
 
 // Between the polish's spaces and the large ones, fast with a plan runs
@@ -432,21 +442,11 @@ TEST(Optimize, FastIsNeverWorseThanTorchsPlansOnAMidSizeSpace) {
     ASSERT_LE(space.vars().size(), static_cast<size_t>(optimize::kLargeSpaceVars));
   }
   const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
-  int64_t smallest = 0;
-  try {
-    partition_at(j, 1, Search::kTorchPlans);
-  } catch (const BudgetUnreachableError& e) {
-    smallest = e.smallest_peak();
-  }
+  const int64_t smallest = torch_plans_smallest_peak(j);
   ASSERT_GT(smallest, 0);
   ASSERT_LT(smallest, plain);
-  for (int step = 0; step <= 4; ++step) {
-    const int64_t limit = smallest + (plain - smallest) * step / 4;
-    const PartitionResult torch_plans = partition_at(j, limit, Search::kTorchPlans);
-    const PartitionResult fast = partition_at(j, limit, Search::kFast);
-    EXPECT_LE(fast.memory.peak_bytes, limit);
-    EXPECT_LE(fast.recompute_runtime, torch_plans.recompute_runtime) << "at " << limit << " bytes";
-  }
+  for (int step = 0; step <= 4; ++step)
+    expect_fast_no_worse_than_torch_plans(j, smallest + (plain - smallest) * step / 4);
 }
 
 // The chained model bounds the simulated peak of torch's plans and of
