@@ -276,9 +276,9 @@ def peak_frontier(
     from the runtime-optimized plan's peak down to the smallest peak the
     optimizer reaches (what `remat pareto --peak` draws beside plans()).
 
-    `options["peak_search"]` chooses the optimizer: "fast" or "exact"
-    ("torch_plans", the default, raises InvalidOptionError; that search is
-    torch's plans). Each plan is what partition() returns with
+    `options["peak_search"]` chooses the optimizer: "fast" (the default) or
+    "exact" ("torch_plans" raises InvalidOptionError; that search is torch's
+    plans). Each plan is what partition() returns with
     peak_memory_budget set to its limit. Returns one dict per distinct plan,
     sorted by peak: {"label" ("exact <= 20.31 KiB"), "peak_bytes",
     "recompute_runtime", "saved_values", "limit_bytes"}. Raises

@@ -458,8 +458,8 @@ void print_plans(const std::vector<BudgetPlanPoint>& plans) {
 int run_peak_pareto(const CommonSettings& common, const ParetoSettings& s, const std::string& path,
                     const JointGraph& joint, PartitionOptions options) {
   if (!s.peak_search.empty()) options.peak_search = *peak_search_from_name(s.peak_search);
-  // The frontier is the optimizer's: torch_plans (the options' default) is
-  // torch's plans again, which the chart has already.
+  // The frontier is the optimizer's: torch_plans (given in --options or
+  // --config) is torch's plans again, which the chart has already.
   if (options.peak_search == PartitionOptions::PeakSearch::kTorchPlans)
     options.peak_search = PartitionOptions::PeakSearch::kFast;
   if (s.peak_search_nodes) options.peak_search_nodes = *s.peak_search_nodes;

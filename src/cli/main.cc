@@ -212,10 +212,10 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "512MiB, 2GiB, 1.5GB): the plan with the least estimated recompute runtime "
                    "that fits (remat's own mode; --memory-budget is then ignored)");
   part->add_option("--peak-search", ps.peak_search,
-                   "how --peak-budget searches: torch_plans (torch's budget plans, then repairs; "
-                   "default), fast (remat's optimizer over every valid plan: a priced min-cut), "
-                   "exact (the least recompute of any valid plan that fits, proven by a MILP "
-                   "solver, within --peak-search-nodes)")
+                   "how --peak-budget searches: fast (default: remat's optimizer over every valid "
+                   "plan, priced min-cuts, never worse than torch_plans), torch_plans (torch's "
+                   "budget plans, then repairs), exact (the least recompute of any valid plan "
+                   "that fits, proven by a MILP solver, within --peak-search-nodes)")
       ->check(CLI::IsMember({"torch_plans", "fast", "exact"}));
   part->add_option("--peak-search-nodes", ps.peak_search_nodes,
                    "how much --peak-search exact may search: branch-and-bound nodes over all its "

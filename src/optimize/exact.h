@@ -43,7 +43,9 @@
 //    the solver proved optimality, its measured recompute is within the
 //    solver's bound, and the model bounded every built plan's peak from
 //    below (checked each time). An infeasible program proves the incumbent
-//    optimal, and so does a proven bound that reaches its recompute.
+//    optimal, and so does a proven bound that reaches its recompute. An
+//    incumbent recomputing nothing is optimal at once (bound 0, no solve),
+//    whether or not the model bounds the peak.
 //    Returns the Proof: the solver's bound less the tie-break (-1 when a
 //    built plan broke the model's bound: nothing is proven).
 //  * smallest_peak_bound(s, until_fits, stall): the same program minimizing

@@ -432,7 +432,9 @@ class Fast {
     // A checkpointed plan is final: the round's cuts price what plans save,
     // not the long recomputed chains that set these plans' peaks, so what
     // they offer below the checkpointed plan's recompute overshoots.
-    for (int round = 0; round < effort_.rounds && !checkpointed; ++round) {
+    // A plan recomputing nothing (the plain plan at its own peak) is final
+    // too: nothing recomputes less.
+    for (int round = 0; round < effort_.rounds && !checkpointed && !s_.best_is_free(); ++round) {
       Found found;
       uniform_prices(targets, found);
       if (!found.fitting || found.fitting_cost > 0) row_prices(targets, found);
@@ -471,6 +473,7 @@ class Fast {
     // model a lower bound; a build that showed otherwise may mean a torch
     // plan that fits went unbuilt: then the whole search runs.
     const bool polished = space_.vars().size() <= static_cast<size_t>(kPolishVars);
+    if (s_.best_is_free()) return;
     if (!large && !polished && s_.best()) torch_plans(s_, nullptr, /*repairs=*/false);
     else if (!large) torch_plans(s_, nullptr);
     if (!s_.chained_bounds() && (large || !polished)) torch_plans(s_, nullptr);

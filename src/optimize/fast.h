@@ -52,7 +52,9 @@
 //    (optimize/checkpoint.h), and only when those fit nothing either the
 //    torch_plans search with its repairs. A checkpointed plan that fits is
 //    final: no round runs (the cuts price what plans save, not the long
-//    recomputed chains that set these plans' peaks).
+//    recomputed chains that set these plans' peaks). So is, on any space,
+//    a plan recomputing nothing (Search::best_is_free): no round, and none
+//    of the passes below, can replace it.
 //  * Then, on the polish's spaces (optimize.h kPolishVars), the whole
 //    torch_plans search runs, its plan replacing fast's when it recomputes
 //    less or fast found none: fast is never worse than torch's plans. On

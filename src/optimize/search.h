@@ -124,6 +124,9 @@ class Search {
 
   // --- what the builds told ---
   const std::optional<Outcome>& best() const { return best_; }
+  // best() recomputes nothing: no plan can replace it (offer() wants less),
+  // so a search that only looks for cheaper plans may stop.
+  bool best_is_free() const { return best_ && best_->result.recompute_runtime <= 0; }
   int64_t smallest_peak() const { return smallest_peak_; }
   const std::vector<uint32_t>& hazardous() const { return hazardous_; }
   bool model_bounds() const { return model_bounds_; }

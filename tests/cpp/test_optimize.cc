@@ -811,7 +811,9 @@ TEST(Optimize, CheckpointPoliciesHold) {
 TEST(Optimize, TheSummarySaysHowThePlanWasFound) {
   const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/cnn_batchnorm.json");
   const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
-  const PartitionResult exact = partition_at(j, plain, Search::kExact);
+  // Below the plain plan's peak (24832 B; 20800 B the smallest reachable):
+  // there a plan recomputing nothing would end the search unsolved.
+  const PartitionResult exact = partition_at(j, plain * 11 / 12, Search::kExact);
   EXPECT_EQ(exact.peak_search.search, "exact");
   EXPECT_GE(exact.peak_search.plans_built, 1);
   EXPECT_GE(exact.peak_search.solver_rounds, 1);
@@ -819,6 +821,25 @@ TEST(Optimize, TheSummarySaysHowThePlanWasFound) {
   EXPECT_LE(exact.peak_search.recompute_lower_bound, exact.recompute_runtime + 1e-9);
   EXPECT_EQ(partition_at(j, plain, Search::kTorchPlans).peak_search.search, "torch_plans");
   EXPECT_EQ(min_cut_rematerialization_partition(j, PartitionOptions{}).peak_search.search, "");
+  PartitionOptions bare;
+  bare.peak_memory_budget = plain;
+  EXPECT_EQ(min_cut_rematerialization_partition(j, bare).peak_search.search, "fast") << "the default";
+}
+
+// A plan recomputing nothing is optimal whatever the model (no plan
+// recomputes less): exact calls it so without a solve, fast stops at it.
+// At cnn_batchnorm's plain peak a plan recomputing nothing fits (the plain
+// plan recomputes one op: a cut's choice, not a need).
+TEST(Optimize, APlanRecomputingNothingIsOptimalWithoutASolve) {
+  const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/cnn_batchnorm.json");
+  const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+  for (Search search : {Search::kExact, Search::kFast}) {
+    const PartitionResult r = partition_at(j, plain, search);
+    ASSERT_EQ(r.recompute_runtime, 0) << r.peak_search.search;
+    EXPECT_TRUE(r.peak_search.optimal) << r.peak_search.search;
+    EXPECT_EQ(r.peak_search.recompute_lower_bound, 0) << r.peak_search.search;
+    EXPECT_EQ(r.peak_search.solver_rounds, 0) << r.peak_search.search;
+  }
 }
 
 TEST(Optimize, PeakSearchOptionsAreValidated) {

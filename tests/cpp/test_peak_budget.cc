@@ -1,7 +1,8 @@
-// tests/cpp/test_peak_budget.cc — PartitionOptions::peak_memory_budget
-// (memory/peak_budget.h): the plan fits, it is torch's own when that fits,
-// nothing fitting is a clear error, and a smaller limit never gives a higher
-// peak, on random MLP-shaped joint graphs.
+// tests/cpp/test_peak_budget.cc — PartitionOptions::peak_memory_budget under
+// the torch_plans search (memory/peak_budget.h): the plan fits, it is
+// torch's own when that fits, nothing fitting is a clear error, and a
+// smaller limit never gives a higher peak, on random MLP-shaped joint
+// graphs. fast, the default search, and exact: test_optimize.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@ using testing::random_mlp;
 PartitionResult with_limit(const JointGraph& j, int64_t limit) {
   PartitionOptions o;
   o.peak_memory_budget = limit;
+  o.peak_search = PartitionOptions::PeakSearch::kTorchPlans;
   return min_cut_rematerialization_partition(j, o);
 }
 
@@ -51,6 +53,13 @@ TEST(PeakBudget, ALimitTorchsPlanMeetsGivesTorchsPlan) {
   EXPECT_EQ(r.saved_values, plain.saved_values);
   EXPECT_EQ(r.memory.peak_bytes, plain.memory.peak_bytes);
   EXPECT_EQ(r.stages.back().stage, "peak_search");
+  // The default search (fast) there: a plan that fits, recomputing no more.
+  PartitionOptions o;
+  o.peak_memory_budget = plain.memory.peak_bytes;
+  const PartitionResult f = min_cut_rematerialization_partition(j, o);
+  EXPECT_EQ(f.peak_search.search, "fast");
+  EXPECT_LE(f.memory.peak_bytes, plain.memory.peak_bytes);
+  EXPECT_LE(f.recompute_runtime, plain.recompute_runtime);
 }
 
 TEST(PeakBudget, NothingFittingNamesTheSmallestReachablePeak) {

@@ -145,9 +145,7 @@ def _unet(depth: int):
     from corpus import models
     from corpus.capture import capture_case
 
-    case = models.Case(f"unet_d{depth}", models._seeded(lambda: models.UNet(4, depth)),
-                       models._inputs(lambda: models._randn(2, 4, 8, 8, requires_grad=True)))
-    (cap,) = capture_case(case)
+    (cap,) = capture_case(models.unet_case(depth))
     return cap
 
 

@@ -22,7 +22,7 @@ peak minus one byte), these rules hold:
   fits, measures as simulated and trains as eager does (under the main
   release only: remat's own search);
 * the Python setting validates its arguments, keeps the bare-``nbytes`` form
-  (torch_plans), and the drop-in passes the search only with a limit.
+  (fast), and the drop-in passes the search only with a limit.
 
 The rules comparing exact with the others run where exact proves its plan
 within its default node budget (EXACT_CASES). Where it does not
@@ -397,16 +397,16 @@ def test_bad_search_options_raise_invalid_option_error_naming_the_argument(rt, k
     with pytest.raises(remat.InvalidOptionError, match=rf"\b{argument}\b"):
         with rt.peak_memory_budget(1 << 20, **kwargs):
             pass
-    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("torch_plans", None, None)
+    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("fast", None, None)
 
 
-def test_a_bare_limit_searches_torch_plans_and_the_drop_in_passes_the_search_only_with_a_limit(rt):
+def test_a_bare_limit_searches_fast_and_the_drop_in_passes_the_search_only_with_a_limit(rt):
     try:
         assert "peak_search" not in rt.options_from_torch()
-        rt.set_peak_memory_budget(4096, "fast", 5)
-        assert rt.get_peak_memory_budget() == 4096 and rt.get_peak_search() == ("fast", 5.0, None)
+        rt.set_peak_memory_budget(4096, "torch_plans", 5)
+        assert rt.get_peak_memory_budget() == 4096 and rt.get_peak_search() == ("torch_plans", 5.0, None)
         opts = rt.options_from_torch()
-        assert (opts["peak_search"], opts["peak_search_seconds"]) == ("fast", 5.0)
+        assert (opts["peak_search"], opts["peak_search_seconds"]) == ("torch_plans", 5.0)
         assert "peak_search_nodes" not in opts  # the engine sizes it to the program
         with rt.peak_memory_budget(4096, "exact", nodes=50):
             opts = rt.options_from_torch()
@@ -414,15 +414,57 @@ def test_a_bare_limit_searches_torch_plans_and_the_drop_in_passes_the_search_onl
             assert opts["peak_search_nodes"] == 50 and "peak_search_seconds" not in opts
         with rt.peak_memory_budget(2048):
             assert rt.get_peak_memory_budget() == 2048
-            assert rt.get_peak_search() == ("torch_plans", None, None)
-            assert rt.options_from_torch()["peak_search"] == "torch_plans"
+            assert rt.get_peak_search() == ("fast", None, None)
+            assert rt.options_from_torch()["peak_search"] == "fast"
             with rt.peak_memory_budget(None, search="exact"):
                 assert rt.get_peak_memory_budget() == 0
                 assert "peak_search" not in rt.options_from_torch()
-        assert rt.get_peak_search() == ("fast", 5.0, None)
+        assert rt.get_peak_search() == ("torch_plans", 5.0, None)
     finally:
         rt.set_peak_memory_budget(None)
-    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("torch_plans", None, None)
+    assert rt.get_peak_memory_budget() == 0 and rt.get_peak_search() == ("fast", None, None)
+
+
+@functools.lru_cache(maxsize=None)
+def _unet():
+    from corpus import models
+    from corpus.capture import capture_case
+
+    (cap,) = capture_case(models.unet_case(2))
+    return cap
+
+
+def _bare(cap, limit: int, **setting):
+    """(recompute, peak) of the drop-in's plan for `cap` inside
+    ``peak_memory_budget(limit, **setting)``, or (None, the smallest
+    reachable peak)."""
+    import remat.torch as rt
+
+    with rt.peak_memory_budget(limit, **setting):
+        options = rt.options_from_torch()
+    with replay_context(cap), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            p = rt.partition(cap.fresh_joint(), options=options, **cap.partition_kwargs())
+        except remat.BudgetUnreachableError as e:
+            return None, e.smallest_peak
+    return p.result["recompute_runtime"], p.result["memory"]["peak_bytes"]
+
+
+@pytest.mark.one_release
+def test_a_bare_limit_gets_the_optimizers_plan_not_only_torchs(rt):
+    """Issue 35: a limit alone searches every valid plan (fast). On a
+    two-level U-Net, at the smallest peak torch's plans reach, it makes
+    fast's plan, which recomputes half what torch's plans do (73730 against
+    147474 under torch 2.13); its smallest reachable peak is fast's."""
+    cap = _unet()
+    _, smallest = _bare(cap, 1)
+    _, torch_smallest = _bare(cap, 1, search="torch_plans")
+    assert smallest == _bare(cap, 1, search="fast")[1] <= torch_smallest
+    bare = _bare(cap, torch_smallest)
+    assert bare == _bare(cap, torch_smallest, search="fast")
+    torch_plan = _bare(cap, torch_smallest, search="torch_plans")
+    assert bare[0] < torch_plan[0], (bare, torch_plan)
 
 
 def test_the_result_carries_the_search_summary_only_under_a_limit(rt):

@@ -13,17 +13,18 @@ Contract:
   install() / uninstall(): make torch.compile use remat
   simulate_memory(forward, backward, num_fwd_outputs=None, memory_model="aten") -> dict:
       the simulated peak memory of any forward/backward pair (torch's plans too)
-  peak_memory_budget(nbytes, search="torch_plans", seconds=None, backward_order="autograd",
+  peak_memory_budget(nbytes, search="fast", seconds=None, backward_order="autograd",
                      memory_model="auto", nodes=None) /
   set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=..., memory_model=...,
                          nodes=...) /
   get_peak_memory_budget() -> int / get_peak_search() -> PeakSearchSetting /
   get_backward_order() -> str / get_memory_model() -> str:
       remat's own peak-memory limit for its partitioners (torch's config
-      untouched) and how its plan is searched: "torch_plans" (torch's budget
-      plans), "fast" or "exact" (remat's optimizer over every valid plan;
+      untouched) and how its plan is searched: "fast" (the default) or
+      "exact" (remat's optimizer over every valid plan;
       "exact" searches for the least recompute within `nodes` solver nodes and
-      says whether it proved it, docs/memory.md); Partition.peak_search is
+      says whether it proved it, docs/memory.md), or "torch_plans" (torch's
+      budget plans, then repairs); Partition.peak_search is
       the result's summary of that search. backward_order="memory" (with
       or without a limit) reorders the backward where that lowers the
       simulated peak; memory_model="auto" counts the peak as inductor's

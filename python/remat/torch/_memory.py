@@ -8,7 +8,7 @@ Contract:
       backward reads it). Both graphs are exported in one pass so their
       storage identities agree. `num_fwd_outputs` defaults to the forward's
       outputs minus the backward's saved-value placeholders.
-  peak_memory_budget(nbytes, search="torch_plans", seconds=None, backward_order="autograd",
+  peak_memory_budget(nbytes, search="fast", seconds=None, backward_order="autograd",
                      memory_model="auto", nodes=None) /
   set_peak_memory_budget(nbytes, search=..., seconds=..., backward_order=..., memory_model=...,
                          nodes=...) /
@@ -19,8 +19,9 @@ Contract:
       "peak_search_nodes" / "peak_search_seconds" when a limit is set) and
       never written into torch._functorch.config. 0 or None: no limit.
       `search` is how the plan is found (PartitionOptions::PeakSearch,
-      docs/memory.md): "torch_plans" (torch's budget plans), "fast" or
-      "exact" (remat's optimizer over every valid plan); `nodes` bounds
+      docs/memory.md): "fast" (the default) or "exact" (remat's optimizer
+      over every valid plan; fast is never worse than torch's plans), or
+      "torch_plans" (torch's budget plans, then repairs); `nodes` bounds
       "exact"'s search in solver nodes (counted work: the same plan on every
       machine and rank; None: sized to the program, the engine's default); `seconds`, None by default, is a wall-time safety
       net over the search (a search it cuts short says so in the result's
@@ -35,8 +36,7 @@ Contract:
       through install(), aten's for every other caller. Without a limit it
       changes no saved set, only the reported memory (and, under
       backward_order "memory", which order counts as lower). Each call sets all five: a
-      bare `nbytes` means torch_plans in autograd's order under "auto", as
-      before these existed. Bad arguments raise remat.InvalidOptionError
+      bare `nbytes` means fast in autograd's order under "auto". Bad arguments raise remat.InvalidOptionError
       naming the argument.
 """
 
@@ -124,7 +124,7 @@ class PeakSearchSetting(NamedTuple):
     """How a peak_memory_budget plan is searched: the engine's "peak_search"
     and "peak_search_seconds" options, and "peak_search_nodes"."""
 
-    search: str = "torch_plans"
+    search: str = "fast"
     seconds: Optional[float] = None  # None: no time limit
     nodes: Optional[int] = None  # None: the engine's, sized to the program
 
@@ -140,7 +140,7 @@ _setting = threading.local()
 _global_setting: list[_Setting] = [_Setting(0, PeakSearchSetting())]
 
 
-def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: Optional[float] = None,
+def _check(nbytes: Optional[int], search: str = "fast", seconds: Optional[float] = None,
            backward_order: str = "autograd", memory_model: str = "auto", nodes: Optional[int] = None) -> _Setting:
     if nbytes is None:
         nbytes = 0
@@ -175,7 +175,7 @@ def _check(nbytes: Optional[int], search: str = "torch_plans", seconds: Optional
     return _Setting(nbytes, search_setting, backward_order, memory_model)
 
 
-def set_peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
+def set_peak_memory_budget(nbytes: Optional[int], search: str = "fast",
                            seconds: Optional[float] = None, backward_order: str = "autograd",
                            memory_model: str = "auto", nodes: Optional[int] = None) -> None:
     """Sets the peak-memory limit (bytes) remat's partitioners plan against,
@@ -213,7 +213,7 @@ def get_memory_model() -> str:
 
 
 @contextlib.contextmanager
-def peak_memory_budget(nbytes: Optional[int], search: str = "torch_plans",
+def peak_memory_budget(nbytes: Optional[int], search: str = "fast",
                        seconds: Optional[float] = None, backward_order: str = "autograd",
                        memory_model: str = "auto", nodes: Optional[int] = None) -> Iterator[None]:
     """Within the block (this thread), remat's partitioners plan against `nbytes`

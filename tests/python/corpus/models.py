@@ -753,6 +753,13 @@ class UNet(nn.Module):
         return x
 
 
+def unet_case(depth: int) -> Case:
+    """The U-Net of ``depth`` levels on a 2x4x8x8 input, as a case outside the
+    corpus (the peak-limit tests' U-Nets: issue 35 found its gaps there)."""
+    return Case(f"unet_d{depth}", _seeded(lambda: UNet(4, depth)),
+                _inputs(lambda: _randn(2, 4, 8, 8, requires_grad=True)))
+
+
 class SwiGLU(nn.Module):
     """Mixtral's expert MLP: w2(silu(w1 x) * w3 x)."""
 
