@@ -27,6 +27,9 @@ def test_each_point_is_the_partition_at_its_limit():
         assert len(r["saved_values"]) == p["saved_values"]
 
 
-def test_torch_plans_is_not_a_frontier():
+def test_torch_plans_is_not_a_frontier_and_fast_is_the_default():
+    doc = EXAMPLE.read_bytes()
     with pytest.raises(remat.InvalidOptionError, match="fast or exact"):
-        remat.peak_frontier(EXAMPLE.read_bytes())
+        remat.peak_frontier(doc, {"peak_search": "torch_plans"})
+    frontier = remat.peak_frontier(doc, points=3)
+    assert frontier and all(p["label"].startswith("fast <= ") for p in frontier)
