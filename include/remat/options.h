@@ -189,7 +189,7 @@ struct PartitionOptions {
   //               recompute against saved bytes, mixed, corrected by
   //               simulation, then torch's own plans, so never worse than
   //               kTorchPlans' candidates (optimize/fast.h). A fixed number
-  //               of cuts and builds: 1.2x-4.6x a plain partition as a
+  //               of cuts and builds: 1.0x-4.6x a plain partition as a
   //               whole `remat partition` command on 2k-50k-node graphs
   //               (docs/scale.md).
   //  kExact       the least estimated recompute of any valid plan that fits:
