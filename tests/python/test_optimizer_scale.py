@@ -22,9 +22,13 @@ Contract:
   there, and a large space's second round, with the targets corrected,
   finds what the first missed (with one round fast returned the plain plan,
   486 against 356).
+* On the ~50k-node transformer stack, fast at its tightest limit recomputes
+  no more than its own plan for a looser limit, which fits there too: both
+  are checkpointed plans, and the fully checkpointed one peaks higher than
+  a shorter prefix (optimize/checkpoint.h: a step next to that end bisects).
 * exact on the ~10k-node ResNet stack proves a recompute bound above 0 at a
   tight limit, and calls the plain plan, which recomputes nothing, optimal
-  at the plain peak (its proven bound reaches it).
+  at the plain peak (no plan recomputes less).
 * At a limit torch's cheap-ops plan fits with room, fast's best plan
   recomputes at most 0.6x of it: the best plan, whichever search found it,
   takes the cheapest plan's choices where they fit (fast.h's final mix;
@@ -120,12 +124,29 @@ def test_fast_at_the_plain_peak_is_no_worse_than_at_a_tighter_limit():
 
 
 @pytest.mark.one_release
+def test_fast_at_a_deep_stacks_tightest_limit_is_no_worse_than_its_looser_plan():
+    """transformer_49803 at docs/scale.md's two tightest limits: fast's plan
+    for 138.2 MiB peaks at 91.2 MiB, so it fits 96.0 MiB too. The fully
+    checkpointed plan peaks at 96.0 MiB; a regula falsi step drawn to it
+    landed next to it and fast returned 7.514e9 against 7.476e9."""
+    joint = _joint("transformer_49803")
+    looser = _partition(joint, 144957376)
+    limit = 100648448
+    assert looser["memory"]["peak_bytes"] <= limit
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert fast["recompute_runtime"] <= looser["recompute_runtime"], (
+        fast["recompute_runtime"], looser["recompute_runtime"])
+
+
+@pytest.mark.one_release
 def test_exact_at_ten_thousand_nodes_proves_a_bound_and_calls_a_plan_recomputing_nothing_optimal():
     """exact on a ~10k-node stack, at its default node budget: lazy memory
     rows (optimize/exact.h) give it a proven recompute bound above 0 at a
-    tight limit; at the plain peak, where the plain plan recomputes nothing,
-    the solver runs out of nodes, and a bound reaching the plan's recompute
-    proves it optimal (without that rule: "nodes", not optimal)."""
+    tight limit; at the plain peak the plain plan recomputes nothing, and is
+    optimal (Search::best_is_free: no plan recomputes less; before that
+    rule, a bound reaching its recompute proved it once the solver's nodes
+    ran out)."""
     joint = _joint("resnet_9943")
     plain = _partition(joint, None)
     assert plain["recompute_runtime"] == 0
