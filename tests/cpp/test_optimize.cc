@@ -812,7 +812,7 @@ TEST(Optimize, TheSummarySaysHowThePlanWasFound) {
   const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/cnn_batchnorm.json");
   const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
   // Below the plain plan's peak (24832 B; 20800 B the smallest reachable):
-  // there a plan recomputing nothing would end the search unsolved.
+  // at it a plan recomputing nothing fits, and ends the search unsolved.
   const PartitionResult exact = partition_at(j, plain * 11 / 12, Search::kExact);
   EXPECT_EQ(exact.peak_search.search, "exact");
   EXPECT_GE(exact.peak_search.plans_built, 1);

@@ -36,8 +36,8 @@ Contract:
       through install(), aten's for every other caller. Without a limit it
       changes no saved set, only the reported memory (and, under
       backward_order "memory", which order counts as lower). Each call sets all five: a
-      bare `nbytes` means fast in autograd's order under "auto". Bad arguments raise remat.InvalidOptionError
-      naming the argument.
+      bare `nbytes` means fast in autograd's order under "auto". Bad arguments raise
+      remat.InvalidOptionError naming the argument.
 """
 
 from __future__ import annotations
