@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
+#include <utility>
 
 namespace remat::optimize {
 
@@ -62,14 +64,58 @@ std::vector<uint8_t> checkpointed(const DecideContext& ctx, const PlanSpace& spa
   return saved;
 }
 
-// When nothing else fits on a large space: the fully checkpointed plan
-// (taken as the family's smallest peak, checkpoint.h); when it fits, the
-// shortest checkpointed prefix that fits, found by regula falsi on the
+// When nothing else fits on a large space: the fully checkpointed plan,
+// or when it does not fit, a prefix found by fitting_prefix; from the one
+// that fits, the shortest checkpointed prefix that fits, found by regula falsi on the
 // prefix's length (over most of the range peaks fall about linearly with
 // it: each separator checkpointed frees about one layer's saved values;
 // near the full end they rise again), at most kCheckpointBuilds more
 // builds. Recompute grows with the prefix, so the shortest fitting one is
 // the cheapest of the family. Returns whether a checkpointed plan fits.
+namespace {
+
+// A prefix length in (0, n) whose plan fits `limit`, with its peak, by a
+// golden-section search for the least peak (the peaks are about U-shaped
+// in the prefix length: falling as layers are checkpointed, rising again
+// as the segments recomputed at once grow), stopping at the first plan
+// that fits; at most kCheckpointBuilds builds. nullopt when none fits.
+template <class Peak>
+std::optional<std::pair<size_t, int64_t>> fitting_prefix(size_t n, int64_t limit, Peak& peak) {
+  constexpr double kInvPhi = 0.6180339887498949;
+  size_t a = 0, b = n;
+  auto inner = [&](bool left) {
+    const double span = static_cast<double>(b - a);
+    const size_t c = left ? b - static_cast<size_t>(std::llround(kInvPhi * span))
+                          : a + static_cast<size_t>(std::llround(kInvPhi * span));
+    return std::clamp(c, a + 1, b - 1);
+  };
+  // A prefix that does not build (a hazard, or invalid) counts as too high.
+  auto at = [&](size_t c) { return peak(c).value_or(std::numeric_limits<int64_t>::max()); };
+  if (b - a < 3) return std::nullopt;
+  size_t c1 = inner(true), c2 = inner(false);
+  int64_t p1 = at(c1), p2 = c2 == c1 ? p1 : at(c2);
+  for (int build = 2; ; ++build) {
+    if (p1 <= limit) return std::make_pair(c1, p1);
+    if (p2 <= limit) return std::make_pair(c2, p2);
+    if (build >= kCheckpointBuilds || b - a < 4) return std::nullopt;
+    if (p1 <= p2) {  // the least peak lies left of c2
+      b = c2;
+      c2 = c1;
+      p2 = p1;
+      c1 = inner(true);
+      p1 = c1 == c2 ? p2 : at(c1);
+    } else {  // right of c1
+      a = c1;
+      c1 = c2;
+      p1 = p2;
+      c2 = inner(false);
+      p2 = c2 == c1 ? p1 : at(c2);
+    }
+  }
+}
+
+}  // namespace
+
 bool checkpoints(Search& s) {
   const PlanSpace& space = s.space();
   const int64_t limit = s.limit();
@@ -99,13 +145,23 @@ bool checkpoints(Search& s) {
   // else it is built, to name the smallest reachable peak if nothing fits.
   int64_t peak_hi = space.model_is_bound() ? space.chained_peak(full) : limit + 1;
   bool hi_built = false;
+  size_t hi = n;
   if (peak_hi > limit) {
     const std::optional<int64_t> at_hi = built_peak(full);
-    if (!at_hi || *at_hi > limit) return false;
-    peak_hi = *at_hi;
+    if (!at_hi) return false;
+    if (*at_hi > limit) {
+      // The full plan is not the family's smallest peak: near it the
+      // peaks rise again. A shorter prefix may fit where it does not.
+      const std::optional<std::pair<size_t, int64_t>> fit = fitting_prefix(n, limit, peak);
+      if (!fit) return false;
+      hi = fit->first;
+      peak_hi = fit->second;
+    } else {
+      peak_hi = *at_hi;
+    }
     hi_built = true;
   }
-  size_t lo = 0, hi = n;
+  size_t lo = 0;
   // lo does not fit (c = 0 is about the runtime-optimized plan, which did
   // not: its peak is taken as the smallest built so far, else built).
   int64_t at_lo = smallest_before > limit ? smallest_before : peak(0).value_or(0);

@@ -16,10 +16,12 @@
 //    saving what the backward reads and what cannot be recomputed: the fully
 //    checkpointed plan (c = all) is built first unless the chained model
 //    (space.h chained_peak, a lower bound, exact where everything is
-//    recomputed) says it may fit; when it does not fit, false. It is taken
-//    as the family's smallest peak, which it is not always: near c = all the
-//    peaks rise again (its segments are the longest; on transformer_9963 a
-//    shorter prefix built 19.6 MiB where it builds 25.6). Then the shortest
+//    recomputed) says it may fit. It is not always the family's smallest
+//    peak: near c = all the peaks rise again (its segments are the longest;
+//    on transformer_9963 a shorter prefix built 19.6 MiB where it builds
+//    25.6). When it does not fit, a golden-section search over c for the
+//    least peak (at most kCheckpointBuilds builds) stops at the first
+//    prefix that fits; none: false. Then the shortest
 //    prefix that fits (the family's least recompute) is searched by regula
 //    falsi on c, at most kCheckpointBuilds more builds, stopping when within
 //    1/64 of the separators or within 1/32 of the limit; a step into the
