@@ -64,14 +64,6 @@ std::vector<uint8_t> checkpointed(const DecideContext& ctx, const PlanSpace& spa
   return saved;
 }
 
-// When nothing else fits on a large space: the fully checkpointed plan,
-// or when it does not fit, a prefix found by fitting_prefix; from the one
-// that fits, the shortest checkpointed prefix that fits, found by regula falsi on the
-// prefix's length (over most of the range peaks fall about linearly with
-// it: each separator checkpointed frees about one layer's saved values;
-// near the full end they rise again), at most kCheckpointBuilds more
-// builds. Recompute grows with the prefix, so the shortest fitting one is
-// the cheapest of the family. Returns whether a checkpointed plan fits.
 namespace {
 
 // A prefix length in (0, n) whose plan fits `limit`, with its peak, by a
@@ -116,6 +108,14 @@ std::optional<std::pair<size_t, int64_t>> fitting_prefix(size_t n, int64_t limit
 
 }  // namespace
 
+// When nothing else fits on a large space: the fully checkpointed plan,
+// or when it does not fit, a prefix found by fitting_prefix; from the one
+// that fits, the shortest checkpointed prefix that fits, found by regula falsi on the
+// prefix's length (over most of the range peaks fall about linearly with
+// it: each separator checkpointed frees about one layer's saved values;
+// near the full end they rise again), at most kCheckpointBuilds more
+// builds. Recompute grows with the prefix, so the shortest fitting one is
+// the cheapest of the family. Returns whether a checkpointed plan fits.
 bool checkpoints(Search& s) {
   const PlanSpace& space = s.space();
   const int64_t limit = s.limit();
