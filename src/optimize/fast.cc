@@ -10,6 +10,7 @@
 
 #include "decide/maxflow.h"
 #include "optimize/checkpoint.h"
+#include "optimize/rows.h"
 #include "optimize/torch_plans.h"
 
 namespace remat::optimize {
@@ -364,16 +365,25 @@ class Fast {
     std::stable_sort(moves.begin(), moves.end(),
                      [&](const Move& x, const Move& y) { return per_byte(x) > per_byte(y); });
     if (moves.size() > static_cast<size_t>(kMixMoves)) moves.resize(kMixMoves);
-    double cost = f->cost;
-    std::vector<uint8_t> plan = f->saved;
+    // Each move is judged as judge() would (the same implied plan, its
+    // rows against the targets, the instants before backward nodes against
+    // the limit), its rows kept up to date rather than summed anew: a move
+    // changes a few vars of thousands.
+    Assignment current = std::move(*f);
+    std::vector<uint8_t> plan = current.saved;
+    PlanRows rows(space_, current, targets, limit_);
     for (const Move& m : moves) {
       std::vector<uint8_t> next = plan;
       for (uint32_t k : m.vars) next[k] = c->saved[k];
-      const auto j = judge(next, targets, cost);
-      if (j && j->second && j->first < cost) {
+      std::optional<Assignment> b = space_.implied_recompute(next);
+      if (!b || b->cost >= current.cost) continue;
+      rows.assign(*b);
+      if (rows.excess() <= 0 && rows.excess_before() <= 0) {
         plan = std::move(next);
-        cost = j->first;
+        current = std::move(*b);
         steps.push_back(plan);
+      } else {
+        rows.assign(current);
       }
     }
   }

@@ -601,108 +601,127 @@ int64_t PlanSpace::chained_peak(std::span<const uint8_t> saved) const {
   return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
 }
 
+uint32_t PlanSpace::made_by_row(uint32_t k, std::span<const uint8_t> recomputed,
+                                std::span<const uint32_t> made_by, bool all_chains) const {
+  uint32_t t = std::min(all_chains ? read_row_[k] : vars_[k].first_row, vars_[k].placed_row);
+  for (uint32_t u : users_[k])
+    if (recomputed[u]) t = std::min(t, made_by[u]);
+  return t;
+}
+
+std::vector<uint32_t> PlanSpace::made_by(std::span<const uint8_t> recomputed, bool all_chains) const {
+  std::vector<uint32_t> out(vars_.size(), Var::kNoRow);
+  if (recomputed.empty()) return out;
+  // Users come after what they read (vars are in graph order), so each
+  // user's row is final when its inputs' are computed.
+  for (size_t k = vars_.size(); k-- > 0;)
+    if (recomputed[k]) out[k] = made_by_row(static_cast<uint32_t>(k), recomputed, out, all_chains);
+  return out;
+}
+
+VarSpans PlanSpace::var_spans(uint32_t k, std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,
+                              std::span<const uint32_t> made_by, bool all_chains) const {
+  VarSpans out;
+  const Var& v = vars_[k];
+  if (v.bytes == 0) return out;
+  const uint32_t bw0 = between_ + 1;
+  auto add = [&](uint32_t from, uint32_t to, bool before_only = false) {
+    if (from < to) out.spans[out.count++] = {from, to, before_only};
+  };
+  const bool kept = holds_storage(saved, k);
+  // Just before its first reader's node, a var that reader reads is alive
+  // in either plan (saved, or recomputed in the batch before it).
+  if (v.first_row != Var::kNoRow && (kept || (!v.inlined_bw && !recomputed.empty() && recomputed[k])))
+    add(v.first_row, v.first_row + 1, /*before_only=*/true);
+  if (kept) {
+    add(v.saved_from, bw0);  // forward rows through the return
+    // Backward rows before its first reader, or before the batch that
+    // recomputes a user of what holds the storage (the var itself or a
+    // saved view of it, or a view recomputed from it: a residual add
+    // reading a saved view of a matmul keeps the matmul's storage until
+    // the add is made): a saved value lives from the backward's start to
+    // its last use. Only saved holders count: a user of a recomputed
+    // holder reads the fresh copy.
+    uint32_t until = v.saved_to;
+    auto read_late = [&](uint32_t holder) {
+      if (!saved[holder]) return;
+      for (uint32_t u : users_[holder])
+        if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
+    };
+    if (!recomputed.empty()) {
+      read_late(k);
+      for (uint32_t a : v.aliases) read_late(a);
+      // A view recomputed from the saved var (split's getitems) is a view
+      // of the saved storage: its recomputed users keep it alive too.
+      if (saved[k])
+        for (uint32_t a : v.aliases)
+          if (recomputed[a])
+            for (uint32_t u : users_[a])
+              if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
+    }
+    add(bw0, v.saved_to);
+    out.extended = {std::max(v.saved_to, v.read_to), until};
+    add(out.extended.first, until);
+    return out;
+  }
+  {  // Not held: read by a saved var the forward computes only to save it, later.
+    uint32_t fw_until = v.saved_from;
+    auto read_in_forward = [&](uint32_t holder) {
+      for (uint32_t u : users_[holder])
+        if (saved[u] && vars_[u].optional_fw) fw_until = std::max(fw_until, vars_[u].saved_from);
+    };
+    read_in_forward(k);
+    for (uint32_t a : v.aliases) read_in_forward(a);
+    add(v.saved_from, std::min(fw_until, between_));
+  }
+  // Needed early by a chain of recomputed users read before it: any
+  // such chain (all_chains; inductor inlines an inlined_bw var wherever
+  // it runs, so it has no chains), else the early ones listed.
+  if (all_chains) {
+    if (v.inlined_bw || recomputed.empty() || !recomputed[k] || made_by[k] == Var::kNoRow) return out;
+    // Alive until its first reader (the constant counts it from there);
+    // one the backward reads only through recomputed users (a transposed
+    // activation for a weight's gradient, the next layer's input): until
+    // the batch that makes the last of them, since the constant counts
+    // none of its bytes.
+    uint32_t until = v.saved_to;
+    if (v.first_row == Var::kNoRow)
+      for (uint32_t u : users_[k])
+        if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
+    out.extended = {made_by[k], until};
+    add(made_by[k], until);
+    return out;
+  }
+  for (const EarlyUse& e : v.early) {
+    if (chain_recomputed(e.path, recomputed)) {
+      add(e.row, v.saved_to);
+      break;
+    }
+  }
+  return out;
+}
+
+bool PlanSpace::chained_counts(const MemoryRow::Chained& c, uint32_t r, std::span<const uint8_t> recomputed,
+                               std::pair<uint32_t, uint32_t> extended) {
+  return chain_recomputed(c.path, recomputed) && !(extended.first <= r && r < extended.second);
+}
+
 std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,
                                        bool before, bool all_chains) const {
   std::vector<int64_t> diff(rows_.size() + 1, 0);
-  const uint32_t bw0 = between_ + 1;
-  auto add = [&](uint32_t from, uint32_t to, int64_t bytes) {
-    if (from >= to) return;
-    diff[from] += bytes;
-    diff[to] -= bytes;
-  };
   // Per var, the backward rows [from, to) a recomputed user extends its life
   // over (past what its first reader's rows count): a row's chained term of
   // the same storage (inductor) is already counted there.
   std::vector<std::pair<uint32_t, uint32_t>> extended(vars_.size(), {0, 0});
-  // Per recomputed var, a row by which the backward has computed it: the
-  // batch before its first reader, or before a recomputed user's, or its own
-  // place in the backward (the autograd-order rewrite walks the backward in
-  // graph order and computes a node, and what it reads, when it reaches the
-  // first that needs it). Aliases' readers count as its own: an earlier row,
-  // still a lower bound of how long what it reads lives.
-  std::vector<uint32_t> made_by(vars_.size(), Var::kNoRow);
-  if (!recomputed.empty())
-    for (size_t k = vars_.size(); k-- > 0;) {
-      if (!recomputed[k]) continue;
-      uint32_t t = std::min(all_chains ? read_row_[k] : vars_[k].first_row, vars_[k].placed_row);
-      for (uint32_t u : users_[k])
-        if (recomputed[u]) t = std::min(t, made_by[u]);
-      made_by[k] = t;
+  const std::vector<uint32_t> made = made_by(recomputed, all_chains);
+  for (uint32_t k = 0; k < vars_.size(); ++k) {
+    const VarSpans s = var_spans(k, saved, recomputed, made, all_chains);
+    for (int i = 0; i < s.count; ++i) {
+      if (s.spans[i].before_only && !before) continue;
+      diff[s.spans[i].from] += vars_[k].bytes;
+      diff[s.spans[i].to] -= vars_[k].bytes;
     }
-  for (size_t k = 0; k < vars_.size(); ++k) {
-    const Var& v = vars_[k];
-    if (v.bytes == 0) continue;
-    const bool kept = holds_storage(saved, static_cast<uint32_t>(k));
-    // Just before its first reader's node, a var that reader reads is alive
-    // in either plan (saved, or recomputed in the batch before it).
-    if (before && v.first_row != Var::kNoRow &&
-        (kept || (!v.inlined_bw && !recomputed.empty() && recomputed[k])))
-      add(v.first_row, v.first_row + 1, v.bytes);
-    if (kept) {
-      add(v.saved_from, bw0, v.bytes);   // forward rows through the return
-      // Backward rows before its first reader, or before the batch that
-      // recomputes a user of what holds the storage (the var itself or a
-      // saved view of it, or a view recomputed from it: a residual add
-      // reading a saved view of a matmul keeps the matmul's storage until
-      // the add is made): a saved value lives from the backward's start to
-      // its last use. Only saved holders count: a user of a recomputed
-      // holder reads the fresh copy.
-      uint32_t until = v.saved_to;
-      auto read_late = [&](uint32_t holder) {
-        if (!saved[holder]) return;
-        for (uint32_t u : users_[holder])
-          if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
-      };
-      if (!recomputed.empty()) {
-        read_late(static_cast<uint32_t>(k));
-        for (uint32_t a : v.aliases) read_late(a);
-        // A view recomputed from the saved var (split's getitems) is a view
-        // of the saved storage: its recomputed users keep it alive too.
-        if (saved[k])
-          for (uint32_t a : v.aliases)
-            if (recomputed[a])
-              for (uint32_t u : users_[a])
-                if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
-      }
-      add(bw0, v.saved_to, v.bytes);
-      extended[k] = {std::max(v.saved_to, v.read_to), until};
-      add(extended[k].first, until, v.bytes);
-      continue;
-    }
-    {  // Not held: read by a saved var the forward computes only to save it, later.
-      uint32_t fw_until = v.saved_from;
-      auto read_in_forward = [&](uint32_t holder) {
-        for (uint32_t u : users_[holder])
-          if (saved[u] && vars_[u].optional_fw) fw_until = std::max(fw_until, vars_[u].saved_from);
-      };
-      read_in_forward(static_cast<uint32_t>(k));
-      for (uint32_t a : v.aliases) read_in_forward(a);
-      add(v.saved_from, std::min(fw_until, between_), v.bytes);
-    }
-    // Needed early by a chain of recomputed users read before it: any
-    // such chain (all_chains; inductor inlines an inlined_bw var wherever
-    // it runs, so it has no chains), else the early ones listed.
-    if (all_chains) {
-      if (v.inlined_bw || recomputed.empty() || !recomputed[k] || made_by[k] == Var::kNoRow) continue;
-      // Alive until its first reader (the constant counts it from there);
-      // one the backward reads only through recomputed users (a transposed
-      // activation for a weight's gradient, the next layer's input): until
-      // the batch that makes the last of them, since the constant counts
-      // none of its bytes.
-      uint32_t until = v.saved_to;
-      if (v.first_row == Var::kNoRow)
-        for (uint32_t u : users_[k])
-          if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
-      extended[k] = {made_by[k], until};
-      add(made_by[k], until, v.bytes);
-      continue;
-    }
-    for (const EarlyUse& e : v.early) {
-      if (chain_recomputed(e.path, recomputed)) {
-        add(e.row, v.saved_to, v.bytes);
-        break;
-      }
-    }
+    extended[k] = s.extended;
   }
   std::vector<int64_t> out(rows_.size());
   int64_t running = 0;
@@ -713,8 +732,7 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved, std::span
       for (const RowTerm& t : rows_[r].extra)
         if (holds_storage(saved, t.var)) out[r] += t.bytes;
     for (const MemoryRow::Chained& c : rows_[r].chained)
-      if (chain_recomputed(c.path, recomputed) && !(extended[c.var].first <= r && r < extended[c.var].second))
-        out[r] += c.bytes;
+      if (chained_counts(c, static_cast<uint32_t>(r), recomputed, extended[c.var])) out[r] += c.bytes;
   }
   return out;
 }

@@ -111,6 +111,7 @@
 // All ids are ids of the prepared graph (DecideContext::graph).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -207,6 +208,22 @@ struct MemoryRow {
   std::vector<Chained> chained;
 };
 
+// What one var adds to a plan's rows (PlanSpace::values): its bytes over
+// at most four row ranges [from, to), those `before_only` only in the
+// instants just before backward nodes; and `extended`, the backward rows
+// past its first reader that something recomputed keeps it alive over (a
+// row's chained term of its storage is counted there already).
+struct VarSpans {
+  struct Span {
+    uint32_t from = 0;
+    uint32_t to = 0;
+    bool before_only = false;
+  };
+  std::array<Span, 4> spans;
+  int count = 0;
+  std::pair<uint32_t, uint32_t> extended{0, 0};
+};
+
 // The least recompute set of a saved set.
 struct Assignment {
   std::vector<uint8_t> saved;       // per var, those something reads (the plan's)
@@ -290,6 +307,23 @@ class PlanSpace {
   // graphs; fast screens torch's plans with it before building them. 0 when
   // the plan is invalid or the model is off.
   int64_t chained_peak(std::span<const uint8_t> saved) const;
+
+  // values()'s parts, which optimize/rows.h (the same rows kept up to date
+  // under small changes to a plan) shares, so both say the same:
+  //  * the row by which the backward has made recomputed var k (the batch
+  //    before its first reader, or before a recomputed user's, or its own
+  //    place), from its users' rows (users come later in vars());
+  //    Var::kNoRow for a var not recomputed;
+  //  * var k's spans given those rows;
+  //  * whether row r counts chained term c, given its var's extended rows.
+  // all_chains: chained_peak's variant (every chain of recomputed users).
+  uint32_t made_by_row(uint32_t k, std::span<const uint8_t> recomputed, std::span<const uint32_t> made_by,
+                       bool all_chains) const;
+  std::vector<uint32_t> made_by(std::span<const uint8_t> recomputed, bool all_chains) const;
+  VarSpans var_spans(uint32_t k, std::span<const uint8_t> saved, std::span<const uint8_t> recomputed,
+                     std::span<const uint32_t> made_by, bool all_chains) const;
+  static bool chained_counts(const MemoryRow::Chained& c, uint32_t r, std::span<const uint8_t> recomputed,
+                             std::pair<uint32_t, uint32_t> extended);
 
   // The prepared node a node of a built plan came from (its origin, a
   // joint id); kNoNode for none.

@@ -1,0 +1,206 @@
+// optimize/rows.cc — a plan's model rows under small changes.
+// Contract: optimize/rows.h.
+#include "optimize/rows.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace remat::optimize {
+namespace {
+
+// Leaves that are no row of a tree (padding; forward rows of the tree of
+// instants just before backward nodes): far below any excess, and far
+// enough from the int64 limits that spans added to them cannot overflow.
+constexpr int64_t kNoLeaf = std::numeric_limits<int64_t>::min() / 4;
+
+}  // namespace
+
+void PlanRows::MaxTree::init(std::vector<int64_t> leaves) {
+  n_ = static_cast<uint32_t>(leaves.size());
+  size_ = 1;
+  while (size_ < n_) size_ *= 2;
+  max_.assign(2 * size_, kNoLeaf);
+  pending_.assign(2 * size_, 0);
+  std::copy(leaves.begin(), leaves.end(), max_.begin() + size_);
+  for (size_t i = size_; i-- > 1;) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
+}
+
+void PlanRows::MaxTree::add(uint32_t from, uint32_t to, int64_t delta) {
+  if (from < to && delta != 0) add(1, 0, size_, from, to, delta);
+}
+
+void PlanRows::MaxTree::add(size_t node, uint32_t lo, uint32_t hi, uint32_t from, uint32_t to, int64_t delta) {
+  if (to <= lo || hi <= from) return;
+  if (from <= lo && hi <= to) {
+    max_[node] += delta;
+    pending_[node] += delta;
+    return;
+  }
+  const uint32_t mid = lo + (hi - lo) / 2;
+  add(2 * node, lo, mid, from, to, delta);
+  add(2 * node + 1, mid, hi, from, to, delta);
+  max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + pending_[node];
+}
+
+int64_t PlanRows::MaxTree::leaf(uint32_t i) const {
+  size_t node = size_ + i;
+  int64_t value = max_[node];
+  while (node > 1) {
+    node /= 2;
+    value += pending_[node];
+  }
+  return value;
+}
+
+PlanRows::PlanRows(const PlanSpace& space, const Assignment& a, std::span<const int64_t> targets, int64_t limit)
+    : space_(space), between_(space.between()), saved_(a.saved), recomputed_(a.recomputed) {
+  const auto& vars = space.vars();
+  const auto& rows = space.rows();
+  const uint32_t n = static_cast<uint32_t>(vars.size());
+  const uint32_t bw0 = between_ + 1;
+  made_by_ = space.made_by(recomputed_, /*all_chains=*/false);
+  spans_.resize(n);
+  extra_of_.resize(n);
+  chained_of_.resize(n);
+  alias_roots_.resize(n);
+  early_of_.resize(n);
+  chain_owners_.resize(n);
+  changed_at_.assign(n, 0);
+  settled_at_.assign(n, 0);
+  refreshed_at_.assign(n, 0);
+  // Both trees start from the rows' constants and the spans summed as
+  // values() sums them (a difference array), then take their owned terms.
+  std::vector<int64_t> after(rows.size() + 1, 0), before(rows.size() + 1, 0);
+  for (uint32_t k = 0; k < n; ++k) {
+    spans_[k] = space.var_spans(k, saved_, recomputed_, made_by_, false);
+    for (int i = 0; i < spans_[k].count; ++i) {
+      const VarSpans::Span& s = spans_[k].spans[i];
+      if (!s.before_only) {
+        after[s.from] += vars[k].bytes;
+        after[s.to] -= vars[k].bytes;
+      }
+      before[s.from] += vars[k].bytes;
+      before[s.to] -= vars[k].bytes;
+    }
+    for (uint32_t al : vars[k].aliases) alias_roots_[al].push_back(k);
+    for (const EarlyUse& e : vars[k].early)
+      for (uint32_t u : e.path) early_of_[u].push_back(k);
+  }
+  std::vector<int64_t> after_leaves(rows.size()), before_leaves(rows.size(), kNoLeaf);
+  int64_t run_after = 0, run_before = 0;
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    run_after += after[r];
+    run_before += before[r];
+    after_leaves[r] = rows[r].constant - targets[r] + run_after;
+    if (r >= bw0) before_leaves[r] = rows[r].before - limit + run_before;
+    for (uint32_t i = 0; i < rows[r].extra.size(); ++i) {
+      const RowTerm& t = rows[r].extra[i];
+      const int64_t counted = space.holds_storage(saved_, t.var) ? t.bytes : 0;
+      extra_of_[t.var].push_back({r, i, counted});
+      after_leaves[r] += counted;
+    }
+    for (uint32_t i = 0; i < rows[r].chained.size(); ++i) {
+      const MemoryRow::Chained& c = rows[r].chained[i];
+      const int64_t counted =
+          PlanSpace::chained_counts(c, r, recomputed_, spans_[c.var].extended) ? c.bytes : 0;
+      chained_of_[c.var].push_back({r, i, counted});
+      for (uint32_t u : c.path) chain_owners_[u].push_back(c.var);
+      after_leaves[r] += counted;
+      if (r >= bw0) before_leaves[r] += counted;
+    }
+  }
+  after_.init(std::move(after_leaves));
+  before_.init(std::move(before_leaves));
+}
+
+template <class F>
+void PlanRows::readers_of(uint32_t j, F&& visit) const {
+  // var_spans(k) reads the flags of k, of k's aliases (whether k's storage
+  // is held), of the users of k and of its aliases with their "made by"
+  // rows, and of its early chains' vars; its owned terms read its storage's
+  // holders and its chained terms' paths.
+  visit(j);
+  for (uint32_t k : alias_roots_[j]) visit(k);
+  for (uint32_t d : space_.deps()[j]) {
+    visit(d);
+    for (uint32_t k : alias_roots_[d]) visit(k);
+  }
+  for (uint32_t k : early_of_[j]) visit(k);
+  for (uint32_t k : chain_owners_[j]) visit(k);
+}
+
+void PlanRows::add_spans(const VarSpans& s, int64_t bytes) {
+  for (int i = 0; i < s.count; ++i) {
+    const VarSpans::Span& sp = s.spans[i];
+    if (!sp.before_only) after_.add(sp.from, sp.to, bytes);
+    before_.add(std::max(sp.from, between_ + 1), sp.to, bytes);
+  }
+}
+
+void PlanRows::refresh(uint32_t k) {
+  const auto& vars = space_.vars();
+  const auto& rows = space_.rows();
+  add_spans(spans_[k], -vars[k].bytes);
+  spans_[k] = space_.var_spans(k, saved_, recomputed_, made_by_, false);
+  add_spans(spans_[k], vars[k].bytes);
+  for (Owned& o : extra_of_[k]) {
+    const RowTerm& t = rows[o.row].extra[o.index];
+    const int64_t now = space_.holds_storage(saved_, t.var) ? t.bytes : 0;
+    after_.add(o.row, o.row + 1, now - o.counted);
+    o.counted = now;
+  }
+  for (Owned& o : chained_of_[k]) {
+    const MemoryRow::Chained& c = rows[o.row].chained[o.index];
+    const int64_t now = PlanSpace::chained_counts(c, o.row, recomputed_, spans_[k].extended) ? c.bytes : 0;
+    after_.add(o.row, o.row + 1, now - o.counted);
+    if (o.row > between_) before_.add(o.row, o.row + 1, now - o.counted);
+    o.counted = now;
+  }
+}
+
+void PlanRows::assign(const Assignment& b) {
+  ++epoch_;
+  const uint32_t n = static_cast<uint32_t>(saved_.size());
+  std::vector<uint32_t> changed;  // flags changed, or "made by" row moved
+  std::vector<uint32_t> heap;     // vars whose "made by" row may move, latest first
+  for (uint32_t k = 0; k < n; ++k) {
+    if (saved_[k] == b.saved[k] && recomputed_[k] == b.recomputed[k]) continue;
+    saved_[k] = b.saved[k];
+    recomputed_[k] = b.recomputed[k];
+    changed_at_[k] = epoch_;
+    changed.push_back(k);
+    heap.push_back(k);
+  }
+  if (changed.empty()) return;
+  // A var's "made by" row reads its recomputed users' rows: settle them
+  // from the latest var back (users come after what they read), each once.
+  std::make_heap(heap.begin(), heap.end());
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    const uint32_t k = heap.back();
+    heap.pop_back();
+    if (settled_at_[k] == epoch_) continue;
+    settled_at_[k] = epoch_;
+    const uint32_t row = recomputed_[k] ? space_.made_by_row(k, recomputed_, made_by_, false) : Var::kNoRow;
+    const bool moved = row != made_by_[k];
+    made_by_[k] = row;
+    if (moved && changed_at_[k] != epoch_) {
+      changed_at_[k] = epoch_;
+      changed.push_back(k);
+    }
+    if (!moved && changed_at_[k] != epoch_) continue;
+    for (uint32_t d : space_.deps()[k]) {
+      if (!recomputed_[d] || settled_at_[d] == epoch_) continue;
+      heap.push_back(d);
+      std::push_heap(heap.begin(), heap.end());
+    }
+  }
+  for (uint32_t j : changed)
+    readers_of(j, [&](uint32_t k) {
+      if (refreshed_at_[k] == epoch_) return;
+      refreshed_at_[k] = epoch_;
+      refresh(k);
+    });
+}
+
+}  // namespace remat::optimize

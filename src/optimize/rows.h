@@ -1,0 +1,104 @@
+// optimize/rows.h — a plan's model rows kept up to date while the plan
+// changes a little at a time (fast's mix() tries hundreds of moves, each a
+// few vars of a 10^4-var plan).
+//
+// Contract:
+//  * PlanRows holds one plan (an Assignment of its PlanSpace: what
+//    implied_recompute returns) and, after every assign(), answers exactly
+//    what PlanSpace::values says of it: excess() is the most any row
+//    (values(..., before=false)) exceeds its target, excess_before() the
+//    most any backward row's instant just before its node (values(...,
+//    before=true), rows past between()) exceeds the limit. Exactly: the
+//    same VarSpans (PlanSpace::var_spans) and chained terms are summed, not
+//    a second model, and tests/cpp/test_rows.cc checks every row after
+//    random moves on graphs with views, early chains, in-place and chained
+//    terms against values().
+//  * assign() costs what the change touches, not the plan: the vars whose
+//    saved or recomputed flag changed, the recomputed vars whose "made by"
+//    row (PlanSpace::made_by_row) changes with them, and the vars whose
+//    spans read any of those (their storage's holders, what they read,
+//    the roots of views of what they read, the vars whose early chains or
+//    chained terms pass through them), each span added to and taken from
+//    two range-add / max trees over the rows; plus one pass over the flags
+//    to find what changed.
+//  * Only the rows' model (all_chains false): chained_peak's variant is not
+//    kept here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "optimize/space.h"
+
+namespace remat::optimize {
+
+class PlanRows {
+ public:
+  // The rows of plan `a`, against per-row `targets` (size rows()) and
+  // `limit` (the instants just before backward nodes).
+  PlanRows(const PlanSpace& space, const Assignment& a, std::span<const int64_t> targets, int64_t limit);
+
+  // Moves to plan `b` (an Assignment of the same space).
+  void assign(const Assignment& b);
+
+  // The most a row exceeds its target (<= 0: every row fits); 0 without rows.
+  int64_t excess() const { return after_.max(); }
+  // The most an instant just before a backward node exceeds the limit; the
+  // lowest int64 / 4 without backward rows.
+  int64_t excess_before() const { return before_.max(); }
+  // Row r's value less its target; just before row r's node, less the
+  // limit (backward rows only). For tests, which hold them to values().
+  int64_t after_row(uint32_t r) const { return after_.leaf(r); }
+  int64_t before_row(uint32_t r) const { return before_.leaf(r); }
+
+ private:
+  // Range add, global max over [0, n): each node holds its subtree's max
+  // including its own pending add (no push-down: only the root is read).
+  class MaxTree {
+   public:
+    void init(std::vector<int64_t> leaves);
+    void add(uint32_t from, uint32_t to, int64_t delta);
+    int64_t max() const { return n_ == 0 ? 0 : max_[1]; }
+    int64_t leaf(uint32_t i) const;
+
+   private:
+    void add(size_t node, uint32_t lo, uint32_t hi, uint32_t from, uint32_t to, int64_t delta);
+    uint32_t n_ = 0;
+    uint32_t size_ = 0;  // leaves, a power of two
+    std::vector<int64_t> max_;
+    std::vector<int64_t> pending_;
+  };
+
+  // Brings var k's spans and owned terms up to the current flags.
+  void refresh(uint32_t k);
+  void add_spans(const VarSpans& s, int64_t bytes);
+  // The vars whose spans or owned terms read var j's state.
+  template <class F>
+  void readers_of(uint32_t j, F&& visit) const;
+
+  const PlanSpace& space_;
+  uint32_t between_ = 0;
+  std::vector<uint8_t> saved_, recomputed_;
+  std::vector<uint32_t> made_by_;
+  std::vector<VarSpans> spans_;  // per var, as last applied
+  // Owned row terms: per var, the extra terms of its storage and the
+  // chained terms of its var (row, index into that row's list), each with
+  // the bytes it counts now.
+  struct Owned {
+    uint32_t row = 0;
+    uint32_t index = 0;
+    int64_t counted = 0;
+  };
+  std::vector<std::vector<Owned>> extra_of_, chained_of_;
+  // Inverse indices: the vars whose aliases include j; whose early chains
+  // pass through j; whose chained terms' paths pass through j.
+  std::vector<std::vector<uint32_t>> alias_roots_, early_of_, chain_owners_;
+  MaxTree after_, before_;
+  // assign()'s scratch: per var, the last assign() (epoch) that changed its
+  // flags, settled its "made by" row, and refreshed it.
+  std::vector<uint32_t> changed_at_, settled_at_, refreshed_at_;
+  uint32_t epoch_ = 0;
+};
+
+}  // namespace remat::optimize
