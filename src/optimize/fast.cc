@@ -365,25 +365,26 @@ class Fast {
     std::stable_sort(moves.begin(), moves.end(),
                      [&](const Move& x, const Move& y) { return per_byte(x) > per_byte(y); });
     if (moves.size() > static_cast<size_t>(kMixMoves)) moves.resize(kMixMoves);
-    // Each move is judged as judge() would (the same implied plan, its
-    // rows against the targets, the instants before backward nodes against
-    // the limit), its rows kept up to date rather than summed anew: a move
-    // changes a few vars of thousands.
-    Assignment current = std::move(*f);
-    std::vector<uint8_t> plan = current.saved;
-    PlanRows rows(space_, current, targets, limit_);
+    // Each move is judged as judge() would (the plan it implies, cheaper,
+    // its rows within the targets, the instants before backward nodes
+    // within the limit), on a plan and rows kept up to date rather than
+    // found anew: a move changes a few vars of thousands.
+    std::vector<uint8_t> plan = f->saved;
+    PlanRows rows(space_, plan, targets, limit_);
+    std::vector<uint8_t> to, back;
     for (const Move& m : moves) {
-      std::vector<uint8_t> next = plan;
-      for (uint32_t k : m.vars) next[k] = c->saved[k];
-      std::optional<Assignment> b = space_.implied_recompute(next);
-      if (!b || b->cost >= current.cost) continue;
-      rows.assign(*b);
-      if (rows.excess() <= 0 && rows.excess_before() <= 0) {
-        plan = std::move(next);
-        current = std::move(*b);
+      to.clear();
+      back.clear();
+      for (uint32_t k : m.vars) {
+        to.push_back(c->saved[k]);
+        back.push_back(plan[k]);
+      }
+      const double delta = rows.move(m.vars, to);
+      if (rows.valid() && delta < 0 && rows.excess() <= 0 && rows.excess_before() <= 0) {
+        for (uint32_t k : m.vars) plan[k] = c->saved[k];
         steps.push_back(plan);
       } else {
-        rows.assign(current);
+        rows.move(m.vars, back);
       }
     }
   }

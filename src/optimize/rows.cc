@@ -52,12 +52,26 @@ int64_t PlanRows::MaxTree::leaf(uint32_t i) const {
   return value;
 }
 
-PlanRows::PlanRows(const PlanSpace& space, const Assignment& a, std::span<const int64_t> targets, int64_t limit)
-    : space_(space), between_(space.between()), saved_(a.saved), recomputed_(a.recomputed) {
+PlanRows::PlanRows(const PlanSpace& space, std::span<const uint8_t> requested, std::span<const int64_t> targets,
+                   int64_t limit)
+    : space_(space), between_(space.between()), requested_(requested.begin(), requested.end()) {
   const auto& vars = space.vars();
   const auto& rows = space.rows();
   const uint32_t n = static_cast<uint32_t>(vars.size());
   const uint32_t bw0 = between_ + 1;
+  // The closure implied_recompute finds, from the latest var back: a var's
+  // count is final once every var after it has taken its side.
+  saved_.assign(n, 0);
+  recomputed_.assign(n, 0);
+  count_.assign(n, 0);
+  for (uint32_t k = 0; k < n; ++k) count_[k] = vars[k].needed ? 1 : 0;
+  for (uint32_t k = n; k-- > 0;) {
+    saved_[k] = requested_[k] && count_[k] > 0;
+    recomputed_[k] = !requested_[k] && count_[k] > 0;
+    invalid_ += (requested_[k] && !vars[k].can_save) + (recomputed_[k] && !vars[k].can_recompute);
+    if (recomputed_[k])
+      for (uint32_t d : space.deps()[k]) ++count_[d];
+  }
   made_by_ = space.made_by(recomputed_, /*all_chains=*/false);
   spans_.resize(n);
   extra_of_.resize(n);
@@ -66,6 +80,7 @@ PlanRows::PlanRows(const PlanSpace& space, const Assignment& a, std::span<const 
   early_of_.resize(n);
   chain_owners_.resize(n);
   changed_at_.assign(n, 0);
+  queued_at_.assign(n, 0);
   settled_at_.assign(n, 0);
   refreshed_at_.assign(n, 0);
   // Both trees start from the rows' constants and the spans summed as
@@ -158,22 +173,57 @@ void PlanRows::refresh(uint32_t k) {
   }
 }
 
-void PlanRows::assign(const Assignment& b) {
+double PlanRows::move(std::span<const uint32_t> vars, std::span<const uint8_t> flags) {
   ++epoch_;
-  const uint32_t n = static_cast<uint32_t>(saved_.size());
-  std::vector<uint32_t> changed;  // flags changed, or "made by" row moved
-  std::vector<uint32_t> heap;     // vars whose "made by" row may move, latest first
-  for (uint32_t k = 0; k < n; ++k) {
-    if (saved_[k] == b.saved[k] && recomputed_[k] == b.recomputed[k]) continue;
-    saved_[k] = b.saved[k];
-    recomputed_[k] = b.recomputed[k];
+  const auto& all = space_.vars();
+  std::vector<uint32_t> heap;  // vars whose side may change, latest first
+  auto queue = [&](uint32_t k) {
+    if (queued_at_[k] == epoch_) return;
+    queued_at_[k] = epoch_;
+    heap.push_back(k);
+    std::push_heap(heap.begin(), heap.end());
+  };
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const uint32_t k = vars[i];
+    const uint8_t flag = flags[i] ? 1 : 0;
+    if (requested_[k] == flag) continue;
+    requested_[k] = flag;
+    invalid_ += all[k].can_save ? 0 : (flag ? 1 : -1);
+    queue(k);
+  }
+  // A var's count changes only with the vars reading it, which come after
+  // it: taken latest first, each var's count is final when it is taken.
+  std::vector<uint32_t> changed;  // vars that changed sides
+  double delta = 0;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    const uint32_t k = heap.back();
+    heap.pop_back();
+    const uint8_t now_saved = requested_[k] && count_[k] > 0;
+    const uint8_t now_recomputed = !requested_[k] && count_[k] > 0;
+    if (now_saved == saved_[k] && now_recomputed == recomputed_[k]) continue;
     changed_at_[k] = epoch_;
     changed.push_back(k);
-    heap.push_back(k);
+    saved_[k] = now_saved;
+    if (now_recomputed == recomputed_[k]) continue;
+    recomputed_[k] = now_recomputed;
+    const int step = now_recomputed ? 1 : -1;
+    invalid_ += all[k].can_recompute ? 0 : step;
+    delta += step * all[k].cost;
+    for (uint32_t d : space_.deps()[k]) {
+      count_[d] += step;
+      queue(d);
+    }
   }
+  update_rows(changed);
+  return delta;
+}
+
+void PlanRows::update_rows(std::vector<uint32_t>& changed) {
   if (changed.empty()) return;
   // A var's "made by" row reads its recomputed users' rows: settle them
   // from the latest var back (users come after what they read), each once.
+  std::vector<uint32_t> heap(changed);  // vars whose "made by" row may move, latest first
   std::make_heap(heap.begin(), heap.end());
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end());
@@ -182,13 +232,13 @@ void PlanRows::assign(const Assignment& b) {
     if (settled_at_[k] == epoch_) continue;
     settled_at_[k] = epoch_;
     const uint32_t row = recomputed_[k] ? space_.made_by_row(k, recomputed_, made_by_, false) : Var::kNoRow;
-    const bool moved = row != made_by_[k];
+    if (row == made_by_[k]) continue;
     made_by_[k] = row;
-    if (moved && changed_at_[k] != epoch_) {
+    if (changed_at_[k] != epoch_) {
       changed_at_[k] = epoch_;
       changed.push_back(k);
     }
-    if (!moved && changed_at_[k] != epoch_) continue;
+    // What k reads takes its row from k's only while recomputed.
     for (uint32_t d : space_.deps()[k]) {
       if (!recomputed_[d] || settled_at_[d] == epoch_) continue;
       heap.push_back(d);
