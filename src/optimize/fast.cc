@@ -490,10 +490,11 @@ class Fast {
     if (!s_.chained_bounds() && (large || !polished)) torch_plans(s_, nullptr);
     // The best plan, whichever search found it, takes parts of the
     // cheapest plan the cuts found: torch's plans, too, make one trade in
-    // every layer.
+    // every layer. Judged against the corrected targets: what the builds
+    // showed the model misses, it misses here too.
     if (s_.best() && cheapest) {
       std::vector<std::vector<uint8_t>> steps{space_.saved_flags(s_.best()->saved)};
-      mix(steps, *cheapest, Targets(space_.rows().size(), limit_));
+      mix(steps, *cheapest, targets);
       if (steps.size() > 1) settle(steps);
     }
   }

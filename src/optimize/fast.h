@@ -66,9 +66,11 @@
 //    (Search::chained_bounds), the whole torch_plans search runs.
 //  * Last, unless a checkpointed plan was final, the best plan (whichever
 //    search found it) is mixed with the cheapest plan the rounds' cuts
-//    found, against the plain limit, and the mixed plans are bisected by
-//    builds as a round's are: torch's plans too make one trade in every
-//    layer.
+//    found, against the targets as the builds corrected them, and the
+//    mixed plans are bisected by builds as a round's are: torch's plans too
+//    make one trade in every layer. (Against the plain limit the model let
+//    through steps whose builds all went over: at transformer_49803's
+//    loosest limit in docs/scale.md six builds, none fitting.)
 //  * fast only builds and offers plans (Search::best); it never throws for
 //    an unreachable limit (the caller does, optimize.cc).
 #pragma once
