@@ -118,7 +118,7 @@ def _smallest_peak(cap) -> int:
     try:
         _remat(cap, peak_memory_budget=1, peak_search="torch_plans")
     except remat.BudgetUnreachableError as e:
-        return int(re.search(r"smallest reachable peak is .*?\((\d+) bytes\)", str(e)).group(1))
+        return e.smallest_peak
     raise AssertionError("a 1-byte peak budget was met")
 
 
@@ -328,7 +328,7 @@ def synthetic_rows(exe: str, sizes: list[int], repeat: int) -> list[dict]:
             first.check_returncode()
             peak = _peak(first.stdout)
             r = run("--peak-budget", "1")
-            bottom = int(re.search(r"smallest reachable peak is .*?\((\d+) bytes\)", r.stderr).group(1))
+            bottom = int(re.search(r"smallest (?:reachable peak|peak found) is .*?\((\d+) bytes\)", r.stderr).group(1))
             limits = {"top": peak, "mid": (peak + bottom) // 2, "bottom": bottom}
             # Interleaved, so that load changing during the run affects all alike.
             plain, memory, rest = [], [], []
@@ -378,7 +378,7 @@ def case_rows(smoke: bool, repeat: int) -> list[dict]:
             remat.partition(doc, {**opts, "peak_memory_budget": 1, "peak_search": "torch_plans"})
             bottom = top
         except remat.BudgetUnreachableError as e:
-            bottom = int(re.search(r"smallest reachable peak is .*?\((\d+) bytes\)", str(e)).group(1))
+            bottom = e.smallest_peak
         limits = {"top": top, "mid": (top + bottom) // 2, "bottom": bottom}
         plain, memory = [], []
         search: dict[str, list[float]] = {k: [] for k in limits}
@@ -398,7 +398,7 @@ def case_rows(smoke: bool, repeat: int) -> list[dict]:
 
 # --------------------------------------------------------------------------- the optimizer
 
-_UNREACHABLE = re.compile(r"smallest reachable peak is .*?\((\d+) bytes\)(?:.*?(smaller peak \(proven\)|"
+_UNREACHABLE = re.compile(r"smallest (?:reachable peak|peak found) is .*?\((\d+) bytes\)(?:.*?(smaller peak \(proven\)|"
                           r"peak below .*?\((\d+) bytes\) \(proven\)))?")
 
 

@@ -113,7 +113,7 @@ def run_remat(exe: str, graph: str, args: list[str], timeout: float, folder: str
 def parse_floor(message: str) -> tuple[int | None, int | None]:
     """The smallest reachable peak and the proven lower bound (bytes) an
     unreachable --peak-budget names; None where the message has none."""
-    smallest = re.search(r"smallest reachable peak is [^(]*\((\d+) bytes\)", message)
+    smallest = re.search(r"smallest (?:reachable peak|peak found) is [^(]*\((\d+) bytes\)", message)
     floor = int(smallest.group(1)) if smallest else None
     if "no valid plan has a smaller peak (proven)" in message:
         return floor, floor

@@ -77,7 +77,7 @@ def smallest_peak(cap):
     try:
         plan(cap, peak_memory_budget=1)
     except remat.BudgetUnreachableError as e:
-        return int(re.search(r"smallest reachable peak is .*?\((\d+) bytes\)", str(e)).group(1))
+        return e.smallest_peak
     return None
 
 

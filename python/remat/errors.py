@@ -76,7 +76,11 @@ class NoFiniteCutError(RematError):
 
 
 class BudgetUnreachableError(RematError):
-    """No plan fits the peak memory budget; the message names the smallest reachable peak.
+    """No plan fits the peak memory budget; the message names the smallest peak found.
+
+    It says "the smallest reachable peak" only where the bound proves no
+    valid plan goes lower, else "the smallest peak found" (another plan may
+    reach lower, down to the proven bound).
 
     The same numbers as fields (C++ remat::BudgetUnreachableError), in bytes:
     ``smallest_peak``, the smallest simulated peak of the valid plans the

@@ -246,7 +246,8 @@ class Search {
   }
 
   // The smallest peak goes into the error's field too (remat/error.h);
-  // this search proves no bound.
+  // this search proves no bound, so the peak is the least found, not the
+  // least reachable.
   [[noreturn]] void unreachable() const {
     if (smallest_peak_ < 0)
       throw BudgetUnreachableError(
@@ -256,7 +257,7 @@ class Search {
           -1, -1);
     throw BudgetUnreachableError(
         fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
-                    "reachable peak is {} ({} bytes), with the plan '{}'",
+                    "peak found is {} ({} bytes), with the plan '{}'",
                     memory::size_text(limit_), limit_, memory::size_text(smallest_peak_), smallest_peak_,
                     smallest_label_),
         smallest_peak_, -1);

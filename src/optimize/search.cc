@@ -156,16 +156,19 @@ void throw_unreachable(int64_t limit, int64_t smallest_peak, int64_t bound) {
                     memory::size_text(limit), limit),
         -1, bound);
   // A bound of 0 proves nothing (the model was not a bound of this graph's
-  // plans, or nothing had to be saved): no claim then.
+  // plans, or nothing had to be saved): no claim then. The smallest peak is
+  // called reachable's least only when the bound proves it: fast's builds
+  // otherwise name the least they found, which a plan may beat.
+  const bool proven = bound >= smallest_peak;
   const std::string proof =
-      bound >= smallest_peak ? "no valid plan has a smaller peak (proven)"
-      : bound <= 0           ? "no lower bound was proven"
-                             : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)",
-                                           memory::size_text(bound), bound);
+      proven       ? "no valid plan has a smaller peak (proven)"
+      : bound <= 0 ? "no lower bound was proven"
+                   : fmt::format("no valid plan has a peak below {} ({} bytes) (proven)",
+                                 memory::size_text(bound), bound);
   throw BudgetUnreachableError(
-      fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest "
-                  "reachable peak is {} ({} bytes); {}",
-                  memory::size_text(limit), limit, memory::size_text(smallest_peak), smallest_peak, proof),
+      fmt::format("peak_memory_budget: no plan fits {} ({} bytes); the smallest {} is {} ({} bytes); {}",
+                  memory::size_text(limit), limit, proven ? "reachable peak" : "peak found",
+                  memory::size_text(smallest_peak), smallest_peak, proof),
       smallest_peak, bound <= 0 ? -1 : std::min(bound, smallest_peak));
 }
 

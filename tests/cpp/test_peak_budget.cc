@@ -30,17 +30,18 @@ PartitionResult with_limit(const JointGraph& j, int64_t limit) {
   return min_cut_rematerialization_partition(j, o);
 }
 
-// The smallest reachable peak, read from the error of an impossible limit.
+// The smallest peak torch's plans reach, from the error of an impossible
+// limit: its field, and the number its message names.
 int64_t smallest_peak(const JointGraph& j) {
   try {
     with_limit(j, 1);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kBudgetUnreachable);
+  } catch (const BudgetUnreachableError& e) {
     const std::string msg = e.what();
-    const size_t at = msg.find("reachable peak is ");
+    const size_t at = msg.find("smallest peak found is ");
+    EXPECT_NE(at, std::string::npos) << msg;
     if (at == std::string::npos) return -1;
-    const size_t open = msg.find('(', at);
-    return std::stoll(msg.substr(open + 1));
+    EXPECT_EQ(std::stoll(msg.substr(msg.find('(', at) + 1)), e.smallest_peak()) << msg;
+    return e.smallest_peak();
   }
   ADD_FAILURE() << "a 1-byte limit was met";
   return -1;

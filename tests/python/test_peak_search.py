@@ -155,7 +155,8 @@ def _plan(name: str, search: str, limit: int) -> Outcome:
             return e
 
 
-_SMALLEST = re.compile(r"smallest reachable peak is .*?\((\d+) bytes\)")
+# "reachable" only where the bound proves it the least; "found" otherwise.
+_SMALLEST = re.compile(r"smallest (?:reachable peak|peak found) is .*?\((\d+) bytes\)")
 _BELOW = re.compile(r"no valid plan has a peak below .*?\((\d+) bytes\) \(proven\)")
 _NONE_SMALLER = "no valid plan has a smaller peak (proven)"
 
