@@ -67,7 +67,12 @@ class Search {
       unreachable();
     }
     // Nothing fits: the repair path starts from the smallest peak of all.
-    for (const BudgetPlan& plan : skipped) evaluate(plan);
+    // A candidate whose bound is no lower than the smallest peak built so
+    // far cannot start it (nor its hazard repairs, which are not tried).
+    for (const BudgetPlan& plan : skipped) {
+      if (bound_ && smallest_ && bound_(plan.saved) >= smallest_peak_) continue;
+      evaluate(plan);
+    }
     return repair_path();
   }
 
@@ -133,8 +138,9 @@ class Search {
     return {recipe, build_(saved, cut)};
   }
 
-  // Cuts the recipe; nullopt when the cut is infinite or repeats a plan.
-  std::optional<Built> cut_and_make(const Recipe& recipe) {
+  // Cuts the recipe; nullopt when the cut is infinite or repeats a plan,
+  // or when the bound puts its peak at `no_lower_than` or above (>= 0).
+  std::optional<Built> cut_and_make(const Recipe& recipe, int64_t no_lower_than = -1) {
     MinCutResult cut;
     try {
       cut = solve_min_cut(ctx_, recipe.options, recipe.overrides);
@@ -144,6 +150,10 @@ class Search {
     std::vector<NodeId> key = cut.saved_values;
     std::sort(key.begin(), key.end());
     if (tried_.count(key) != 0) return std::nullopt;
+    if (bound_ && no_lower_than >= 0 && bound_(cut.saved_values) >= no_lower_than) {
+      if (stats_) ++stats_->moves_set_aside;
+      return std::nullopt;
+    }
     return make(recipe, cut.saved_values, &cut);
   }
 
@@ -230,7 +240,11 @@ class Search {
     for (int step = 0; step < kRepairSteps; ++step) {
       std::optional<Built> best;
       for (const Recipe& m : moves(current)) {
-        std::optional<Built> b = cut_and_make(m);
+        // A move the bound puts no lower than the step's best so far (or
+        // the current state) can neither become the step's best nor
+        // continue the path: not built.
+        const int64_t to_beat = best ? best->result.memory.peak_bytes : current.result.memory.peak_bytes;
+        std::optional<Built> b = cut_and_make(m, to_beat);
         if (!b || !b->result.hazards.empty()) continue;
         if (!best || b->result.memory.peak_bytes < best->result.memory.peak_bytes) best = std::move(b);
       }

@@ -27,9 +27,14 @@
 //    With `repairs` false (the fast search's first pass on large graphs,
 //    optimize/fast.h), a limit no candidate meets is unreachable at once: the
 //    candidates set aside are not built and no repair path runs. A
-//    `bound` given (that pass's tighter lower bound of a saved set's peak,
-//    optimize/space.h chained_peak) sets aside the candidates it puts over
-//    the limit too.
+//    `bound` given (the optimizer's tighter lower bound of a saved set's
+//    peak, optimize/space.h chained_peak) sets aside the candidates it puts
+//    over the limit too; with `repairs`, a candidate set aside is built to
+//    start the path only when the bound puts it below the smallest peak
+//    built so far, and a repair move only when the bound puts it below the
+//    step's best so far (or the current state's peak): while the bound
+//    holds, the path is the same, for fewer builds (the optimizer checks
+//    that it held, optimize/search.h chained_bounds).
 //  * Otherwise BudgetUnreachableError (kBudgetUnreachable) naming the limit
 //    and the smallest peak any hazard-free candidate or path state reached
 //    (its smallest_peak; no proven_bound).
@@ -61,6 +66,7 @@ using PlanBuilder =
 
 struct PeakSearchStats {
   int candidates = 0;    // plans built and simulated, repairs included
+  int moves_set_aside = 0;  // repair moves the bound put no lower than needed, not built
   std::string chosen;    // the label of the plan returned
 };
 

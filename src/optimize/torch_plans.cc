@@ -29,7 +29,17 @@ void torch_plans(Search& s, Targets* targets, bool repairs) {
     // values keeps the chain back to a saved one alive (about 40% of
     // fast's time at the middle of its range on the 10^4-node residual
     // MLP went to building them).
+    // With repairs, on spaces past the polish's (where a build that shows
+    // the screen's premise false makes fast run the whole search again,
+    // fast.h), the same model screens the candidates that could start the
+    // repair path and its moves: on resnet_9943 at its smallest peak it
+    // equals every repair move's built peak, and a move no lower than the
+    // step's best need not be built.
     PeakBound screen;
+    if (repairs && s.chained_bounds() && space.vars().size() > static_cast<size_t>(kPolishVars)) {
+      s.screen_with_chained_model();
+      screen = [&](const std::vector<NodeId>& saved) { return space.chained_peak(space.saved_flags(saved)); };
+    }
     if (!repairs) {
       s.screen_with_chained_model();
       const double ceiling = s.best() ? s.best()->result.recompute_runtime : -1;

@@ -16,6 +16,12 @@
 //    that premise (Search::chained_bounds). With a best() already, so are
 //    candidates whose model cost (implied_recompute, a lower bound of the
 //    measured one) is at least its recompute: they cannot replace it.
+//  * With `repairs`, on spaces past kPolishVars and while chained_bounds()
+//    holds, the same model screens (memory/peak_budget.h `bound`) the
+//    candidates that could start the repair path and the path's moves, and
+//    the search is marked screened: the path is the same while the model is
+//    a lower bound, and a build that shows it is not makes fast run the
+//    whole search again (fast.h).
 //  * `targets`, when given, is corrected (fast.h correct) by each
 //    hazard-free plan it builds over the limit, as fast's own builds are.
 //  * Why it runs at all: the cuts' model misses what long recomputed chains

@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "analyze/analyze.h"
+#include "decide/decide.h"
 #include "graph_fixture.h"
+#include "memory/peak_budget.h"
 #include "random_mlp.h"
 #include "remat/error.h"
 #include "remat/partition.h"
@@ -77,6 +80,62 @@ TEST(PeakBudget, NothingFittingNamesTheSmallestReachablePeak) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(smallest) + " bytes"), std::string::npos)
         << e.what();
   }
+}
+
+// The repair path under a bound of each saved set's peak (the optimizer's
+// chained model, optimize/torch_plans.h): candidates that could not start
+// the path and moves that could not be a step's best are not built, and the
+// path is the same. Here the bound is the exact simulated peak, so every
+// build it sets aside is one the path did not need.
+TEST(PeakBudget, ABoundBuildsFewerRepairsAndWalksTheSamePath) {
+  int fewer = 0, moves_set_aside = 0;
+  for (uint32_t seed = 0; seed < 12; ++seed) {
+    const JointGraph j = random_mlp(seed);
+    PartitionOptions o;
+    o.peak_search = PartitionOptions::PeakSearch::kTorchPlans;
+    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+    const Graph& g = plan.prepared();
+    MinCutInputs in = min_cut_inputs(g, j, o);
+    const DecideContext ctx = in.context(g, o);
+    auto simulate = [&](const std::vector<NodeId>& saved) {
+      std::vector<NodeId> joint_ids;
+      for (NodeId p : saved) joint_ids.push_back(g.node(p).origin);
+      return emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+    };
+    int built = 0;
+    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+      ++built;
+      return simulate(saved);
+    };
+    const PeakBound exact = [&](const std::vector<NodeId>& saved) { return simulate(saved).memory.peak_bytes; };
+    // A limit nothing meets walks the whole path; its end is the error's peak.
+    PeakSearchStats stats;
+    auto walk = [&](const PeakBound& bound) {
+      built = 0;
+      stats = PeakSearchStats{};
+      try {
+        solve_peak_budget(ctx, 1, build, &stats, /*repairs=*/true, bound);
+      } catch (const BudgetUnreachableError& e) {
+        return std::make_pair(e.smallest_peak(), std::string(e.what()));
+      }
+      ADD_FAILURE() << "seed " << seed << ": a 1-byte limit was met";
+      return std::make_pair(int64_t{-1}, std::string());
+    };
+    const auto [peak, message] = walk(nullptr);
+    const int unbounded = built;
+    const auto [bounded_peak, bounded_message] = walk(exact);
+    EXPECT_EQ(bounded_peak, peak) << "seed " << seed;
+    EXPECT_EQ(bounded_message, message) << "seed " << seed;  // the same plan named
+    EXPECT_LE(built, unbounded) << "seed " << seed;
+    fewer += built < unbounded;
+    moves_set_aside += stats.moves_set_aside;
+    // A bound of 0 sets nothing aside.
+    walk([](const std::vector<NodeId>&) { return int64_t{0}; });
+    EXPECT_EQ(built, unbounded) << "seed " << seed;
+    EXPECT_EQ(stats.moves_set_aside, 0) << "seed " << seed;
+  }
+  EXPECT_GT(fewer, 0);
+  EXPECT_GT(moves_set_aside, 0);  // the path's own moves, not only candidates
 }
 
 TEST(PeakBudget, TheSearchReachesBelowEveryActivationBudget) {
