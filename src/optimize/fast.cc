@@ -22,8 +22,9 @@ class Fast {
  public:
   explicit Fast(Search& s)
       : s_(s), space_(s.space()), limit_(s.limit()),
-        effort_(space_.vars().size() <= static_cast<size_t>(kLargeSpaceVars) ? kSmallSpaceEffort
-                                                                        : kLargeSpaceEffort),
+        effort_(space_.vars().size() <= static_cast<size_t>(kPolishVars)       ? kSmallSpaceEffort
+                : space_.vars().size() <= static_cast<size_t>(kLargeSpaceVars) ? kMidSpaceEffort
+                                                                               : kLargeSpaceEffort),
         kept_(kept_bytes(space_)), unit_(byte_price(space_)) {}
 
  private:

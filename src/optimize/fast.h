@@ -43,7 +43,8 @@
 //    FastEffort::rounds rounds.
 //    Both narrow fast's search only: the space's vars are restored after it
 //    (less the saves hazards forbade), so exact searches the whole space.
-//  * Spaces of at most kLargeSpaceVars vars get kSmallSpaceEffort; larger ones
+//  * Spaces of at most kPolishVars vars get kSmallSpaceEffort, those up to
+//    kLargeSpaceVars kMidSpaceEffort (fewer row-price steps); larger ones
 //    kLargeSpaceEffort (two rounds, fewer steps and swaps), and there the
 //    torch_plans search (optimize/torch_plans.h) runs first, screened and
 //    without its repair path: each of its builds that does not fit corrects
@@ -122,6 +123,13 @@ struct FastEffort {
 inline constexpr FastEffort kSmallSpaceEffort{kFastRounds, kBisectSteps, kPriceSteps, kGreedySaves,
                                               kSwapCandidates};
 inline constexpr FastEffort kLargeSpaceEffort{2, 5, 4, 8, 8};
+// Spaces past the polish's (optimize.h kPolishVars) up to kLargeSpaceVars:
+// the small spaces' effort with 8 row-price steps, not 20. The steps were
+// 27% of fast's time on the ~2k-node stacks (moe_1923 at its 9.7 MiB
+// limit), and at the 20 limits of docs/scale.md on those graphs 8 steps
+// give the same plans but one (unet_2335's tightest, 1.4e-7 more
+// recompute), 10-20% sooner.
+inline constexpr FastEffort kMidSpaceEffort{kFastRounds, kBisectSteps, 8, kGreedySaves, kSwapCandidates};
 
 // Per row, the most its model value may be: the limit less what the
 // simulation showed the model misses there (fast's correction).
