@@ -235,7 +235,8 @@ bool same_loop(const LoopNest& a, const LoopNest& b, bool reads) {
 // its inlined inputs load, up to kMaxLoads of them.
 constexpr size_t kMaxLoads = 16;
 
-std::vector<NodeId> kernel_loads(const Graph& g, const std::vector<uint8_t>& fused, NodeId v) {
+std::vector<NodeId> kernel_loads(const Graph& g, const std::vector<uint8_t>& fused, NodeId v,
+                                 bool* complete = nullptr) {
   std::vector<NodeId> loads, stack(g.inputs(v).begin(), g.inputs(v).end()), seen;
   while (!stack.empty() && loads.size() < kMaxLoads && seen.size() < 4 * kMaxLoads) {
     const NodeId in = stack.back();
@@ -251,6 +252,7 @@ std::vector<NodeId> kernel_loads(const Graph& g, const std::vector<uint8_t>& fus
     const NodeId root = is_getitem(g, picked) && base_of(g, picked) != kNoNode ? base_of(g, picked) : picked;
     if (std::find(loads.begin(), loads.end(), root) == loads.end()) loads.push_back(root);
   }
+  if (complete != nullptr) *complete = stack.empty();
   return loads;
 }
 
@@ -284,6 +286,8 @@ void find_kernel_groups(const Graph& g, InductorFusion& f) {
   std::vector<LoopNest> nest(n);
   std::vector<NodeId> kernels;  // generated kernels so far
   std::vector<size_t> rank(n, 0);  // kernels and extern kernels, counted
+  f.loads.assign(n, {});
+  f.loads_partial.assign(n, 0);
   size_t materialized = 0;
   NodeId last_extern = kNoNode;
   for (NodeId v = 0; v < n; ++v) {
@@ -291,7 +295,9 @@ void find_kernel_groups(const Graph& g, InductorFusion& f) {
     if (f.external[v] || f.in_kernel[v]) rank[v] = ++materialized;
     if (f.external[v]) last_extern = v;
     if (!f.in_kernel[v] || f.view_copy[v]) continue;
-    loads[v] = kernel_loads(g, f.fused, v);
+    bool complete = true;
+    loads[v] = kernel_loads(g, f.fused, v, &complete);
+    if (!complete) f.loads_partial[v] = 1;
     nest[v] = loop_nest(g, v);
     for (auto it = kernels.rbegin(); it != kernels.rend() && rank[v] - rank[*it] <= kFusionWindow; ++it) {
       const NodeId u = *it, head = group[u];
@@ -303,6 +309,7 @@ void find_kernel_groups(const Graph& g, InductorFusion& f) {
     if (last_extern != kNoNode && group[v] < last_extern) f.kernel_at[v] = group[v];
     kernels.push_back(v);
   }
+  for (NodeId v = 0; v < n; ++v) f.loads[v] = std::move(loads[v]);
 }
 
 }  // namespace

@@ -63,12 +63,20 @@
 //    reads it) and runs the fused kernel where its earliest member was, so
 //    a later member runs before the extern kernels between them when it
 //    needs none of their results (within 64 kernels, inductor's distance
-//    limit). The simulator allocates such a member's buffer there (a
-//    fresh one, never in place of an input); its runs_at stays its own
-//    node, so what it reads is released no earlier than before (inductor
-//    frees it after the fused kernel): the safe side, which keeps every
-//    simulated peak at or above the optimizer's bound (optimize/space.h).
-//    n otherwise.
+//    limit). The simulator allocates such a member's buffer there, in
+//    place of a buffer of its size that it reads last when inductor's
+//    decide_inplace_update would (the member is the buffer's one remaining
+//    reader: no other kernel of the group loads it, nor any kernel between
+//    the group's head and the member), else a fresh one; its runs_at stays
+//    its own node, so what else it reads is released no earlier than
+//    before (inductor frees it after the fused kernel): the safe side,
+//    which keeps every simulated peak at or above the optimizer's bound
+//    (optimize/space.h). n otherwise.
+//  * loads[n]: for a generated kernel n, the buffers it loads (each named
+//    by the node that writes it: a view's base, a getitem's multi-output
+//    op), its materialized inputs' and what its inlined inputs load; at
+//    most 16, and loads_partial[n] when that cut the list short (the
+//    simulator then writes no member of n's group in place).
 // Not modelled: the fan-out rule's large-body case (an inlined expression
 // of more than 50 ops on CPU, 30 elsewhere) and a stored value the
 // scheduler fuses away again, its reordering of kernels for peak memory,
@@ -99,6 +107,8 @@ struct InductorFusion {
   std::vector<uint8_t> in_kernel;
   std::vector<uint8_t> external;
   std::vector<NodeId> kernel_at;
+  std::vector<std::vector<NodeId>> loads;
+  std::vector<uint8_t> loads_partial;
 };
 
 InductorFusion inductor_fusion(const Graph& g);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
@@ -398,11 +399,17 @@ class Simulator {
             hold(s, v);
             break;
           }
+          if (inductor) {
+            const auto group = members.find(v);
+            if (group != members.end()) {
+              run_group(s, v, group->second, fusion, released, count, done);
+              break;
+            }
+          }
           if (inductor && fusion.inplace[v])
-            reuse_dying_input(s, v, released, count[v], count[v + 1], done);
+            reuse_dying_input(s, v, released, count[v], count[v + 1], done, [](uint32_t) { return true; });
           assign_computed(s, v);
           hold(s, v);
-          if (inductor) allocate_members(s, v, members);
           break;
         case NodeKind::kOutput:
           break;
@@ -425,13 +432,51 @@ class Simulator {
     }
   }
 
-  // The buffers of the generated kernels fused into head's kernel, written
-  // with head's (in node order: a member may read an earlier one).
-  void allocate_members(GraphState& s, NodeId head,
-                        const std::unordered_map<NodeId, std::vector<NodeId>>& members) {
-    const auto it = members.find(head);
-    if (it == members.end()) return;
-    for (NodeId m : it->second) {
+  // A fused kernel at `head` (memory/fusion.h kernel_at): head's buffer as
+  // any kernel's, then its members' (in node order: a member may read an
+  // earlier one). A member writes its result in place of a buffer it reads
+  // for the last time when inductor would (decide_inplace_update: the
+  // buffer's one remaining reader is that member): no other kernel of the
+  // group loads it, and no kernel between head and the member does (what
+  // ran before head is done with it). Its other reads still end at its own
+  // place (the safe side, which the optimizer's rows follow).
+  // released[begin[m], begin[m + 1]) are the values whose last read is m.
+  void run_group(GraphState& s, NodeId head, const std::vector<NodeId>& members,
+                 const memory::InductorFusion& fusion, const std::vector<NodeId>& released,
+                 const std::vector<uint32_t>& begin, std::vector<uint8_t>& done) {
+    if (fusion.inplace[head])
+      reuse_dying_input(s, head, released, begin[head], begin[head + 1], done, [](uint32_t) { return true; });
+    assign_computed(s, head);
+    hold(s, head);
+    // The storage records kernel k loads; all of them unless they were not
+    // all listed (then nothing is taken in place of what it might load).
+    auto loaded = [&](NodeId k, std::vector<uint32_t>& out) {
+      const Graph& g = s.g;
+      if (fusion.fused[k] || g.node(k).kind != NodeKind::kCallFunction) return true;
+      const bool generated = fusion.in_kernel[k] && !fusion.view_copy[k];
+      if (generated && fusion.loads_partial[k]) return false;
+      const auto roots = generated ? std::span<const NodeId>(fusion.loads[k]) : g.inputs(k);
+      for (NodeId r : roots) for_each_storage(s, r, [&](uint32_t rec) { out.push_back(rec); });
+      return true;
+    };
+    std::vector<uint32_t> group_loads, own;
+    bool known = loaded(head, group_loads);
+    for (NodeId m : members) known = loaded(m, group_loads) && known;
+    for (NodeId m : members) {
+      if (known && fusion.inplace[m]) {
+        own.clear();
+        loaded(m, own);
+        std::vector<uint32_t> between;  // loaded by the kernels from head to m outside the group
+        bool clear = true;
+        for (NodeId k = head + 1; k < m && clear; ++k)
+          if (fusion.kernel_at[k] != head) clear = loaded(k, between);
+        if (clear)
+          reuse_dying_input(s, m, released, begin[m], begin[m + 1], done, [&](uint32_t rec) {
+            const auto mine = std::count(own.begin(), own.end(), rec);
+            return mine > 0 && std::count(group_loads.begin(), group_loads.end(), rec) == mine &&
+                   std::count(between.begin(), between.end(), rec) == 0;
+          });
+      }
       assign_computed(s, m);
       hold(s, m);
     }
@@ -442,8 +487,9 @@ class Simulator {
   // is released before the result is allocated. released[begin, end) are
   // the values whose last read is v; the ones released here are marked in
   // `done`.
+  template <typename Allowed>
   void reuse_dying_input(const GraphState& s, NodeId v, const std::vector<NodeId>& released,
-                         uint32_t begin, uint32_t end, std::vector<uint8_t>& done) {
+                         uint32_t begin, uint32_t end, std::vector<uint8_t>& done, Allowed&& allowed) {
     const auto out = s.g.tensors(v);
     if (out.size() != 1 || aliased(s, v, out[0]) >= 0) return;
     const int64_t bytes = allocation_bytes(s.g, out[0]);
@@ -451,7 +497,7 @@ class Simulator {
       const int64_t rec = sole_storage(s, released[i]);
       if (rec < 0) continue;
       const Storage& st = st_[static_cast<uint32_t>(rec)];
-      if (st.pinned || st.died != kNever || st.bytes != bytes) continue;
+      if (st.pinned || st.died != kNever || st.bytes != bytes || !allowed(static_cast<uint32_t>(rec))) continue;
       if (backward_tangent(s, st)) continue;
       // A scatter's result is a mutated buffer: inductor writes nothing
       // in place of it.

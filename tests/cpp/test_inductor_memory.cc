@@ -289,6 +289,36 @@ TEST(InductorMemory, AGeneratedKernelStaysAfterTheExternKernelsItReadsOrWhenItsL
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 256, 192, 208, 208}));
 }
 
+// A generated kernel fused into an earlier one writes its result in place
+// of a buffer of its size that it reads last, at the fused kernel, when it
+// is that buffer's one remaining reader (inductor's decide_inplace_update):
+// no other kernel of the group loads it and no kernel between them does.
+// b = m + x joins a's kernel (they share x) before the matmul o. The GELU
+// MLP's backward writes each layer's GELU gradient over the matmul it
+// reads this way. a_reads_m: a = m * w instead of x * w; o_reads_m:
+// o = mm(a, m) instead of mm(a, w).
+std::vector<int64_t> fused_member(bool a_reads_m, bool o_reads_m) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+  Ref a = f.call("aten.mul.Tensor", {a_reads_m ? m : x, w}, {4, 4});
+  Ref o = f.call("aten.mm.default", {a, o_reads_m ? m : w}, {4, 4});
+  Ref b = f.call("aten.add.Tensor", {m, x}, {4, 4});
+  f.output({A::tuple({o, b})});
+  Pair p{f.build(), trivial_backward()};
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+}
+
+TEST(InductorMemory, AFusedKernelsMemberWritesInPlaceOfABufferOnlyItStillReads) {
+  // x, w 128 | m +64 | a +64, b in place of m | o +64 (then a goes) | b | output
+  EXPECT_EQ(fused_member(false, false), (std::vector<int64_t>{64, 128, 192, 256, 320, 256, 256}));
+  // o reads m between a and b: b gets a buffer of its own at a, m goes after b.
+  EXPECT_EQ(fused_member(false, true), (std::vector<int64_t>{64, 128, 192, 320, 384, 320, 256}));
+  // a loads m too, in the same kernel as b: neither writes over it.
+  EXPECT_EQ(fused_member(true, false), (std::vector<int64_t>{64, 128, 192, 320, 384, 320, 256}));
+}
+
 // inductor's wrapper writes nothing in place of a graph input but the
 // donated ones, and AOTAutograd donates the backward's saved values, not
 // its tangents: d, reading the tangent last, gets a buffer of its own.
