@@ -132,9 +132,11 @@ def test_a_limited_conv_net_plan_measures_as_modelled_and_under_its_limit(steps,
 # Plans the sweep measured over their limit before issue 35's last two
 # rules (residual_mlp at 85% by 0.3%, transformer_blocks_x2 at 95% by 0.4%):
 # inductor runs a kernel fused with an earlier one at that one's place, and
-# writes nothing in place of a tangent (tests/cpp/test_inductor_memory.cc
-# pins each rule).
-LIMITED = (("residual_mlp", 0.85), ("transformer_blocks_x2", 0.95))
+# writes nothing in place of a tangent; and one the model put 12% above its
+# step (mlp_gelu_d6 at 90%: each layer's GELU gradient, fused into the
+# recomputed GELU's kernel, is written over the matmul it reads)
+# (tests/cpp/test_inductor_memory.cc pins each rule).
+LIMITED = (("residual_mlp", 0.85), ("transformer_blocks_x2", 0.95), ("mlp_gelu_d6", 0.9))
 
 
 @pytest.mark.one_release
