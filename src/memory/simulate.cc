@@ -486,7 +486,9 @@ class Simulator {
   // buffer it reads for the last time when the sizes match, so that buffer
   // is released before the result is allocated. released[begin, end) are
   // the values whose last read is v; the ones released here are marked in
-  // `done`.
+  // `done`. allowed(rec): whether v may take storage record rec (every
+  // dying input for a kernel at its own place; run_group's rule for a
+  // member of a fused kernel).
   template <typename Allowed>
   void reuse_dying_input(const GraphState& s, NodeId v, const std::vector<NodeId>& released,
                          uint32_t begin, uint32_t end, std::vector<uint8_t>& done, Allowed&& allowed) {
