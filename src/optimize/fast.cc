@@ -392,13 +392,16 @@ class Fast {
 
   // The last of mix()'s steps that fits when built: the model is a lower
   // bound and mix() trusts it, so the steps are bisected by builds (at
-  // most kMixBuilds), the first step taken to fit.
+  // most kMixBuilds, and no more after kSettleMisses in a row that did not
+  // fit), the first step taken to fit.
   std::vector<uint8_t> settle(const std::vector<std::vector<uint8_t>>& steps) {
     size_t lo = 0, hi = steps.size();  // steps[lo] taken to fit; steps[hi..] do not
-    for (int build = 0; build < kMixBuilds && hi - lo > 1; ++build) {
+    int misses = 0;  // builds in a row that did not fit
+    for (int build = 0; build < kMixBuilds && hi - lo > 1 && misses < kSettleMisses; ++build) {
       const size_t mid = build == 0 ? hi - 1 : lo + (hi - lo) / 2;
       const Verdict v = s_.evaluate(steps[mid]);
       (v.fits ? lo : hi) = mid;
+      misses = v.fits ? 0 : misses + 1;
     }
     return steps[lo];
   }

@@ -21,7 +21,8 @@
 //    saved per byte first) while the model fits. One price per byte makes
 //    the same trade in every repeated layer; a mix makes it in some layers
 //    only (at most kMixMoves components, best first). The mixed plans are
-//    bisected by builds (at most kMixBuilds) for the last that fits. Then a
+//    bisected by builds (at most kMixBuilds, kSettleMisses in a row that
+//    do not fit) for the last that fits. Then a
 //    local search: each of the greedy_saves costliest recomputed values is
 //    saved instead when the model still fits (the instants just before
 //    backward nodes within the plain limit), or when recomputing one saved
@@ -96,8 +97,13 @@ inline constexpr double kHighPrice = 1e6;
 inline constexpr int kPriceGrid = 12;
 // The most components mix() tries moving, best gain per byte first.
 inline constexpr int kMixMoves = 256;
-// The most builds that check mix()'s steps.
+// The most builds that check mix()'s steps, and the most in a row that
+// may miss (not fit) before the check stops: past three misses the steps
+// left are the first eighth, and at the 60 limits of docs/scale.md a fourth
+// build never found one that fit (369 -> 343 builds, every plan the same;
+// stopping after two misses lost up to 2.4x recompute).
 inline constexpr int kMixBuilds = 6;
+inline constexpr int kSettleMisses = 3;
 
 // How much fast searches: its rounds (builds), the per-byte price's
 // bisection steps, the row prices' subgradient steps, the local search's
