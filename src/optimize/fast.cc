@@ -243,7 +243,8 @@ class Fast {
   // costliest recomputed values is saved instead if the model still fits;
   // if it does not, with the one saved value recomputed instead (among the
   // swap_candidates largest) that makes it fit at the least cost, when
-  // that still costs less.
+  // that still costs less. Each try is a move of a kept plan (rows.h), its
+  // cost compared by the change it makes, and taken back unless kept.
   std::vector<uint8_t> greedy_saves(std::vector<uint8_t> saved, const Targets& targets) const {
     std::optional<Assignment> a = space_.implied_recompute(saved);
     if (!a) return saved;
@@ -255,56 +256,49 @@ class Fast {
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t x, uint32_t y) { return vars[x].cost > vars[y].cost; });
     if (order.size() > static_cast<size_t>(effort_.greedy_saves)) order.resize(effort_.greedy_saves);
-    double cost = a->cost;
-    auto judge = [&](const std::vector<uint8_t>& s, double cap) { return this->judge(s, targets, cap); };
+    PlanRows rows(space_, saved, targets, limit_);
+    auto fits = [&] { return rows.valid() && rows.excess() <= 0 && rows.excess_before() <= 0; };
+    auto set = [&](uint32_t k, uint8_t flag) {
+      const uint32_t var[] = {k};
+      const uint8_t to[] = {flag};
+      return rows.move(var, to);
+    };
     for (uint32_t k : order) {
       if (saved[k]) continue;
-      std::vector<uint8_t> next = saved;
-      next[k] = 1;
-      const auto j = judge(next, cost);
-      if (!j || j->first >= cost) continue;
-      if (j->second) {
-        saved = std::move(next);
-        cost = j->first;
+      const double gain = set(k, 1);
+      if (!rows.valid() || gain >= 0) {
+        set(k, 0);
+        continue;
+      }
+      if (fits()) {
+        saved[k] = 1;
         continue;
       }
       std::vector<uint32_t> drops;
-      for (uint32_t d = 0; d < next.size(); ++d)
-        if (next[d] && d != k && vars[d].can_recompute && vars[d].bytes > 0) drops.push_back(d);
+      for (uint32_t d = 0; d < saved.size(); ++d)
+        if (saved[d] && d != k && vars[d].can_recompute && vars[d].bytes > 0) drops.push_back(d);
       std::stable_sort(drops.begin(), drops.end(),
                        [&](uint32_t x, uint32_t y) { return vars[x].bytes > vars[y].bytes; });
       if (drops.size() > static_cast<size_t>(effort_.swap_candidates)) drops.resize(effort_.swap_candidates);
-      std::optional<std::vector<uint8_t>> best;
-      double best_cost = cost;
+      std::optional<uint32_t> best;
+      double best_change = 0;  // against the plan without k
       for (uint32_t d : drops) {
-        std::vector<uint8_t> swapped = next;
-        swapped[d] = 0;
-        const auto js = judge(swapped, best_cost);
-        if (js && js->second && js->first < best_cost) {
-          best = std::move(swapped);
-          best_cost = js->first;
+        const double change = gain + set(d, 0);
+        if (change < best_change && fits()) {
+          best = d;
+          best_change = change;
         }
+        set(d, 1);
       }
+      set(k, 0);
       if (best) {
-        saved = std::move(*best);
-        cost = best_cost;
+        set(k, 1);
+        set(*best, 0);
+        saved[k] = 1;
+        saved[*best] = 0;
       }
     }
     return saved;
-  }
-
-  // A plan's cost and whether its model fits the targets and the instants
-  // just before backward nodes the limit (nullopt: invalid). A plan costing
-  // `cap` or more is judged not to fit without its rows: every caller wants
-  // a cheaper plan, and the rows cost several times the recompute set (on
-  // the ~2k-node stacks most of the local search's swaps cost more).
-  std::optional<std::pair<double, bool>> judge(const std::vector<uint8_t>& s, const Targets& targets,
-                                               double cap) const {
-    std::optional<Assignment> b = space_.implied_recompute(s);
-    if (!b) return std::nullopt;
-    if (b->cost >= cap) return std::make_pair(b->cost, false);
-    return std::make_pair(b->cost, excess(space_.row_values(b->saved, b->recomputed), targets) <= 0 &&
-                                       fits_before(b->saved, b->recomputed));
   }
 
   // Takes parts of a cheaper plan into a fitting one. The vars where the
@@ -366,10 +360,10 @@ class Fast {
     std::stable_sort(moves.begin(), moves.end(),
                      [&](const Move& x, const Move& y) { return per_byte(x) > per_byte(y); });
     if (moves.size() > static_cast<size_t>(kMixMoves)) moves.resize(kMixMoves);
-    // Each move is judged as judge() would (the plan it implies, cheaper,
-    // its rows within the targets, the instants before backward nodes
-    // within the limit), on a plan and rows kept up to date rather than
-    // found anew: a move changes a few vars of thousands.
+    // Each move is judged by the plan it implies (cheaper, its rows within
+    // the targets, the instants before backward nodes within the limit),
+    // on a plan and rows kept up to date rather than found anew: a move
+    // changes a few vars of thousands.
     std::vector<uint8_t> plan = f->saved;
     PlanRows rows(space_, plan, targets, limit_);
     std::vector<uint8_t> to, back;
@@ -404,15 +398,6 @@ class Fast {
       misses = v.fits ? 0 : misses + 1;
     }
     return steps[lo];
-  }
-
-  // Whether the instants just before backward nodes fit the limit too
-  // (fast's targets are per row; these get the plain limit).
-  bool fits_before(const std::vector<uint8_t>& saved, const std::vector<uint8_t>& recomputed) const {
-    const std::vector<int64_t> before = space_.values(saved, recomputed, /*before=*/true);
-    for (size_t r = space_.between() + 1; r < before.size(); ++r)
-      if (before[r] > limit_) return false;
-    return true;
   }
 
  public:

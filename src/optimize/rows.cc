@@ -13,6 +13,15 @@ namespace {
 // enough from the int64 limits that spans added to them cannot overflow.
 constexpr int64_t kNoLeaf = std::numeric_limits<int64_t>::min() / 4;
 
+bool same_spans(const VarSpans& a, const VarSpans& b) {
+  if (a.count != b.count) return false;
+  for (int i = 0; i < a.count; ++i)
+    if (a.spans[i].from != b.spans[i].from || a.spans[i].to != b.spans[i].to ||
+        a.spans[i].before_only != b.spans[i].before_only)
+      return false;
+  return true;
+}
+
 }  // namespace
 
 void PlanRows::MaxTree::init(std::vector<int64_t> leaves) {
@@ -25,21 +34,23 @@ void PlanRows::MaxTree::init(std::vector<int64_t> leaves) {
   for (size_t i = size_; i-- > 1;) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
 }
 
+// Bottom up: the nodes covering [from, to) take the add (a leaf in its
+// value, an inner node in its value and its pending add), then the
+// ancestors of both ends take their children's new maximum.
 void PlanRows::MaxTree::add(uint32_t from, uint32_t to, int64_t delta) {
-  if (from < to && delta != 0) add(1, 0, size_, from, to, delta);
-}
-
-void PlanRows::MaxTree::add(size_t node, uint32_t lo, uint32_t hi, uint32_t from, uint32_t to, int64_t delta) {
-  if (to <= lo || hi <= from) return;
-  if (from <= lo && hi <= to) {
+  if (from >= to || delta == 0) return;
+  size_t l = size_ + from, r = size_ + to;
+  const size_t first = l, last = r - 1;
+  auto apply = [&](size_t node) {
     max_[node] += delta;
-    pending_[node] += delta;
-    return;
+    if (node < size_) pending_[node] += delta;
+  };
+  for (; l < r; l /= 2, r /= 2) {
+    if (l & 1) apply(l++);
+    if (r & 1) apply(--r);
   }
-  const uint32_t mid = lo + (hi - lo) / 2;
-  add(2 * node, lo, mid, from, to, delta);
-  add(2 * node + 1, mid, hi, from, to, delta);
-  max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + pending_[node];
+  for (size_t node : {first, last})
+    for (node /= 2; node >= 1; node /= 2) max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + pending_[node];
 }
 
 int64_t PlanRows::MaxTree::leaf(uint32_t i) const {
@@ -155,9 +166,16 @@ void PlanRows::add_spans(const VarSpans& s, int64_t bytes) {
 void PlanRows::refresh(uint32_t k) {
   const auto& vars = space_.vars();
   const auto& rows = space_.rows();
-  add_spans(spans_[k], -vars[k].bytes);
-  spans_[k] = space_.var_spans(k, saved_, recomputed_, made_by_, false);
-  add_spans(spans_[k], vars[k].bytes);
+  // Most vars a change reaches keep their spans (a reader of a var that
+  // changed sides is often alive over the same rows): nothing to move then.
+  const VarSpans fresh = space_.var_spans(k, saved_, recomputed_, made_by_, false);
+  if (!same_spans(fresh, spans_[k])) {
+    add_spans(spans_[k], -vars[k].bytes);
+    spans_[k] = fresh;
+    add_spans(spans_[k], vars[k].bytes);
+  } else {
+    spans_[k].extended = fresh.extended;
+  }
   for (Owned& o : extra_of_[k]) {
     const RowTerm& t = rows[o.row].extra[o.index];
     const int64_t now = space_.holds_storage(saved_, t.var) ? t.bytes : 0;

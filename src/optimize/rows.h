@@ -71,7 +71,8 @@ class PlanRows {
 
  private:
   // Range add, global max over [0, n): each node holds its subtree's max
-  // including its own pending add (no push-down: only the root is read).
+  // including its own pending add (no push-down: only the root and single
+  // leaves are read).
   class MaxTree {
    public:
     void init(std::vector<int64_t> leaves);
@@ -80,7 +81,6 @@ class PlanRows {
     int64_t leaf(uint32_t i) const;
 
    private:
-    void add(size_t node, uint32_t lo, uint32_t hi, uint32_t from, uint32_t to, int64_t delta);
     uint32_t n_ = 0;
     uint32_t size_ = 0;  // leaves, a power of two
     std::vector<int64_t> max_;
