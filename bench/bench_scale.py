@@ -6,11 +6,12 @@ the `remat` command ($REMAT_BUILD_DIR/remat, else `remat` on PATH):
 
 * the plain partition (`remat partition G --timings`): its engine seconds
   (the result's "seconds") and its simulated peak;
-* the smallest reachable peak and a proven lower bound on any valid plan's
-  peak, from the error of `--peak-budget 1 --peak-search exact` (run with
+* the smallest peak exact's search finds (the least reachable only where
+  its bound proves it) and a proven lower bound on any valid plan's peak,
+  from the error of `--peak-budget 1 --peak-search exact` (run with
   --floor-seconds);
-* at --limits limits evenly spread from the plain plan's peak down to the
-  smallest reachable peak: `--peak-search fast`, interleaved with the plain
+* at --limits limits evenly spread from the plain plan's peak down to that
+  smallest peak found: `--peak-search fast`, interleaved with the plain
   partition --repeat times (medians; fast's engine time over plain's is the
   ratio, both from the same run; the same of the whole commands' wall times,
   process start and the graph's reading and writing included, is the
@@ -111,7 +112,7 @@ def run_remat(exe: str, graph: str, args: list[str], timeout: float, folder: str
 
 
 def parse_floor(message: str) -> tuple[int | None, int | None]:
-    """The smallest reachable peak and the proven lower bound (bytes) an
+    """The smallest peak found and the proven lower bound (bytes) an
     unreachable --peak-budget names; None where the message has none."""
     smallest = re.search(r"smallest (?:reachable peak|peak found) is [^(]*\((\d+) bytes\)", message)
     floor = int(smallest.group(1)) if smallest else None
@@ -182,7 +183,7 @@ def bench_graph(exe: str, path: str, args: argparse.Namespace) -> dict:
         if plain["status"] != "ok":
             return {"graph": name, "nodes": graph_nodes(path), "error": plain.get("message", plain["status"])}
         plain_peak = plain["result"]["memory"]["peak_bytes"]
-        log(f"{name}: smallest reachable peak")
+        log(f"{name}: smallest peak found")
         low = run_remat(exe, graph, ["--peak-budget", "1", "--peak-search", "exact",
                                      "--peak-search-seconds", str(args.floor_seconds)],
                         args.timeout + args.floor_seconds, folder)
@@ -289,7 +290,7 @@ def markdown(graphs: list[dict]) -> str:
 
 
 def floors(graphs: list[dict]) -> str:
-    lines = ["| graph | nodes | plain peak (MiB) | plain recompute | smallest reachable peak (MiB) | "
+    lines = ["| graph | nodes | plain peak (MiB) | plain recompute | smallest peak found (MiB) | "
              "no plan below (MiB, proven) |", "|---|---|---|---|---|---|"]
     for g in graphs:
         if "error" not in g:
