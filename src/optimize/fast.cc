@@ -265,8 +265,8 @@ class Fast {
     };
     for (uint32_t k : order) {
       if (saved[k]) continue;
-      const double gain = set(k, 1);
-      if (!rows.valid() || gain >= 0) {
+      const double with_k = set(k, 1);  // the cost's change: < 0 is cheaper
+      if (!rows.valid() || with_k >= 0) {
         set(k, 0);
         continue;
       }
@@ -283,7 +283,7 @@ class Fast {
       std::optional<uint32_t> best;
       double best_change = 0;  // against the plan without k
       for (uint32_t d : drops) {
-        const double change = gain + set(d, 0);
+        const double change = with_k + set(d, 0);
         if (change < best_change && fits()) {
           best = d;
           best_change = change;
