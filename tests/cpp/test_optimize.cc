@@ -37,6 +37,7 @@
 #include "optimize/optimize.h"
 #include "optimize/search.h"
 #include "optimize/space.h"
+#include "plan_space.h"
 #include "optimize/torch_plans.h"
 #include "random_mlp.h"
 #include "remat/error.h"
@@ -45,6 +46,8 @@
 
 namespace remat {
 namespace {
+
+using testing::SpaceOf;
 
 using testing::random_mlp;
 using testing::A;
@@ -165,10 +168,8 @@ std::vector<uint32_t> small_seeds() {
     for (uint32_t seed = 0; seed < 400 && out.size() < 6; ++seed) {
       const JointGraph j = random_mlp(seed);
       PartitionOptions o;
-      PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
-      const Graph& g = plan.prepared();
-      MinCutInputs in = min_cut_inputs(g, j, o);
-      const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+      const SpaceOf s(j, o);
+      const optimize::PlanSpace& space = s.space;
       if (Exhaustive::candidates(space).size() <= 13) out.push_back(seed);
     }
     return out;
@@ -301,10 +302,9 @@ TEST(Optimize, TheMemoryModelBoundsEverySimulatedPeak) {
     const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/" + name + ".json");
     PartitionOptions o;
     o.memory_model = model;
-    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
-    const Graph& g = plan.prepared();
-    MinCutInputs in = min_cut_inputs(g, j, o);
-    const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+    const SpaceOf s(j, o);
+    const Graph& g = s.graph;
+    const optimize::PlanSpace& space = s.space;
     std::mt19937 rng(11);
     int built = 0;
     for (int trial = 0; trial < 400 && built < 40; ++trial) {
@@ -434,10 +434,8 @@ TEST(Optimize, FastIsNeverWorseThanTorchsPlansOnAMidSizeSpace) {
   const JointGraph j = residual_mlp(100, 64);
   {
     PartitionOptions o;
-    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
-    const Graph& g = plan.prepared();
-    MinCutInputs in = min_cut_inputs(g, j, o);
-    const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+    const SpaceOf s(j, o);
+    const optimize::PlanSpace& space = s.space;
     ASSERT_GT(space.vars().size(), static_cast<size_t>(optimize::kPolishVars));
     ASSERT_LE(space.vars().size(), static_cast<size_t>(optimize::kLargeSpaceVars));
   }
@@ -481,10 +479,9 @@ struct ModelCheck {
 };
 ModelCheck check_plan(const JointGraph& j, const std::vector<std::string>& names) {
   PartitionOptions o;
-  PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
-  const Graph& g = plan.prepared();
-  MinCutInputs in = min_cut_inputs(g, j, o);
-  const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+  const SpaceOf s(j, o);
+  const Graph& g = s.graph;
+  const optimize::PlanSpace& space = s.space;
   std::vector<uint8_t> saved(space.vars().size(), 0);
   for (size_t k = 0; k < saved.size(); ++k) saved[k] = Exhaustive::forced(space, static_cast<uint32_t>(k));
   for (const std::string& name : names) {
@@ -586,10 +583,9 @@ TEST(Optimize, EachPasssSimulatedTimelineMeetsTheModelAtItsOwnRows) {
   graphs.push_back(residual_mlp(5, 64));
   for (const JointGraph& j : graphs) {
     PartitionOptions o;
-    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
-    const Graph& g = plan.prepared();
-    MinCutInputs in = min_cut_inputs(g, j, o);
-    const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+    const SpaceOf s(j, o);
+    const Graph& g = s.graph;
+    const optimize::PlanSpace& space = s.space;
     const PartitionResult r = min_cut_rematerialization_partition(j, o);
     std::vector<NodeId> saved_nodes;
     for (NodeId id : r.saved_values) saved_nodes.push_back(space.prepared_of(id));

@@ -20,11 +20,14 @@
 #include "decide/decide.h"
 #include "optimize/rows.h"
 #include "optimize/space.h"
+#include "plan_space.h"
 #include "remat/io.h"
 #include "remat/partition.h"
 
 namespace remat {
 namespace {
+
+using testing::SpaceOf;
 
 struct Features {
   int aliases = 0, early = 0, extra = 0, chained = 0;
@@ -82,10 +85,8 @@ TEST(PlanRows, KeptRowsEqualTheRowsSummedAnewAfterEveryMove) {
       const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/" + name + ".json");
       PartitionOptions o;
       o.memory_model = model;
-      PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
-      const Graph& g = plan.prepared();
-      MinCutInputs in = min_cut_inputs(g, j, o);
-      const optimize::PlanSpace space(in.context(g, o), j.num_fwd_outputs, true, true);
+      const SpaceOf s(j, o);
+      const optimize::PlanSpace& space = s.space;
       const Features f = features(space);
       seen.aliases += f.aliases;
       seen.early += f.early;
