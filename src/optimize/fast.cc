@@ -387,15 +387,20 @@ class Fast {
   // The last of mix()'s steps that fits when built: the model is a lower
   // bound and mix() trusts it, so the steps are bisected by builds (at
   // most kMixBuilds, and no more after kSettleMisses in a row that did not
-  // fit), the first step taken to fit.
+  // fit), the first step taken to fit. Past the polish's spaces a step the
+  // chained model puts over the limit is a miss without its build
+  // (fast.h): most misses are such steps (2 to 6 of the builds at each
+  // limit fast was slowest at), and the bisection takes the same path
+  // while that model is a lower bound.
   std::vector<uint8_t> settle(const std::vector<std::vector<uint8_t>>& steps) {
+    const bool screen = space_.vars().size() > static_cast<size_t>(kPolishVars);
     size_t lo = 0, hi = steps.size();  // steps[lo] taken to fit; steps[hi..] do not
-    int misses = 0;  // builds in a row that did not fit
+    int misses = 0;  // steps in a row that did not fit
     for (int build = 0; build < kMixBuilds && hi - lo > 1 && misses < kSettleMisses; ++build) {
       const size_t mid = build == 0 ? hi - 1 : lo + (hi - lo) / 2;
-      const Verdict v = s_.evaluate(steps[mid]);
-      (v.fits ? lo : hi) = mid;
-      misses = v.fits ? 0 : misses + 1;
+      const bool fits = !(screen && s_.over_by_chained_model(steps[mid])) && s_.evaluate(steps[mid]).fits;
+      (fits ? lo : hi) = mid;
+      misses = fits ? 0 : misses + 1;
     }
     return steps[lo];
   }

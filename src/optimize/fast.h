@@ -22,7 +22,12 @@
 //    the same trade in every repeated layer; a mix makes it in some layers
 //    only (at most kMixMoves components, best first). The mixed plans are
 //    bisected by builds (at most kMixBuilds, kSettleMisses in a row that
-//    do not fit) for the last that fits. Then a
+//    do not fit) for the last that fits. Past the polish's spaces a step
+//    the chained model puts over the limit is a miss without a build
+//    (Search::over_by_chained_model, while chained_bounds() holds): the
+//    bisection takes the same path while the model is a lower bound (at
+//    the 60 limits of docs/scale.md every plan the same, 343 -> 253
+//    builds). Then a
 //    local search: each of the greedy_saves costliest recomputed values is
 //    saved instead when the model still fits (the instants just before
 //    backward nodes within the plain limit), or when recomputing one saved

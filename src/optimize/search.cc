@@ -87,6 +87,13 @@ PartitionResult Search::build_unkeyed(const std::vector<NodeId>& saved) {
   return r;
 }
 
+bool Search::over_by_chained_model(const std::vector<uint8_t>& asked) {
+  if (!chained_bounds_) return false;
+  screened_ = true;
+  std::optional<Assignment> used = space_.implied_recompute(asked);
+  return space_.chained_peak(used ? used->saved : asked) > limit_;
+}
+
 void Search::offer(PartitionResult result, std::vector<NodeId> saved) {
   if (!best_ || result.recompute_runtime < best_->result.recompute_runtime)
     best_ = Outcome{std::move(result), std::move(saved)};

@@ -24,6 +24,11 @@
 //    lower bound rest on it. After screen_with_chained_model() (torch's plans
 //    screened by space.h chained_peak), chained_bounds() stays true while
 //    every plan built since simulated at least its chained peak.
+//  * over_by_chained_model(asked): while chained_bounds() holds, whether the
+//    chained model puts the plan `asked` implies (as evaluate builds it)
+//    over the limit, so that it cannot fit and need not be built; it marks
+//    the search screened, so later builds check that premise. Builds
+//    nothing, counts nothing.
 //  * Stopping, read here only: solver rounds, solver nodes and the time
 //    safety net. solve() runs one solver round when allow_rounds' caps (of
 //    rounds, none until called, and of nodes, Effort::nodes until then; 0:
@@ -131,6 +136,7 @@ class Search {
   const std::vector<uint32_t>& hazardous() const { return hazardous_; }
   bool model_bounds() const { return model_bounds_; }
   void screen_with_chained_model() { screened_ = true; }
+  bool over_by_chained_model(const std::vector<uint8_t>& asked);
   bool chained_bounds() const { return chained_bounds_; }
   int64_t fast_peak_bound() const;
 

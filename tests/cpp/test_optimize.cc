@@ -784,6 +784,46 @@ TEST(Optimize, TorchPlansWithAPlanInHandBuildOnlyCandidatesThatCouldReplaceIt) {
   EXPECT_EQ(dearer.recompute_runtime, plain.recompute_runtime);
 }
 
+// Search::over_by_chained_model (fast's settle skips the builds it rules
+// out): true exactly when the chained model puts the plan over the limit,
+// building nothing; it marks the search screened, so a later build whose
+// simulated peak comes in below its chained peak shows the premise false,
+// and from then on nothing is ruled out.
+TEST(Optimize, TheChainedScreenRulesOutOnlyPlansItPutsOverTheLimitWhileItBounds) {
+  const JointGraph j = residual_mlp(20, 64);
+  PartitionOptions o;
+  SpaceOf of(j, o);
+  optimize::PlanSpace& space = of.space;
+  const DecideContext ctx = of.in.context(of.graph, o);
+  const PartitionResult plain = min_cut_rematerialization_partition(j, o);
+  std::vector<NodeId> saved;
+  for (NodeId id : plain.saved_values) saved.push_back(space.prepared_of(id));
+  const std::vector<uint8_t> flags = space.saved_flags(saved);
+  const int64_t chained = space.chained_peak(flags);
+  ASSERT_GT(chained, 0);
+  int built = 0;
+  int64_t built_peak = 0;  // what the builder says every plan peaks at
+  const optimize::Builder build = [&](const std::vector<NodeId>&) {
+    ++built;
+    PartitionResult r = plain;
+    r.memory.peak_bytes = built_peak;
+    return r;
+  };
+  {
+    optimize::Search s(ctx, space, chained, optimize::Effort{}, build);
+    EXPECT_FALSE(s.over_by_chained_model(flags));
+  }
+  optimize::Search s(ctx, space, chained - 1, optimize::Effort{}, build);
+  EXPECT_TRUE(s.over_by_chained_model(flags));
+  EXPECT_EQ(built, 0);
+  // A build below its chained peak: the model is no bound, the screen off.
+  built_peak = chained - 1;
+  s.evaluate(flags);
+  EXPECT_EQ(built, 1);
+  EXPECT_FALSE(s.chained_bounds());
+  EXPECT_FALSE(s.over_by_chained_model(flags));
+}
+
 // Checkpoint policies hold: a MUST_/PREFER_RECOMPUTE node is never saved,
 // a MUST_SAVE node never recomputed.
 TEST(Optimize, CheckpointPoliciesHold) {

@@ -34,6 +34,10 @@ Contract:
 * exact on the ~10k-node ResNet stack proves a recompute bound above 0 at a
   tight limit, and calls the plain plan, which recomputes nothing, optimal
   at the plain peak (no plan recomputes less).
+* At unet_2335's tightest limit of docs/scale.md, fast builds at most 5
+  plans: the mixed plans' bisection (fast.h settle) takes the steps the
+  chained model puts over the limit as misses without building them (10
+  builds before, for the same plan).
 * At a limit torch's cheap-ops plan fits with room, fast's best plan
   recomputes at most 0.6x of it: the best plan, whichever search found it,
   takes the cheapest plan's choices where they fit (fast.h's final mix;
@@ -169,3 +173,12 @@ def test_exact_at_ten_thousand_nodes_proves_a_bound_and_calls_a_plan_recomputing
     search = tight["peak_search"]
     assert tight["memory"]["peak_bytes"] <= int(28.722 * MiB)
     assert 0 < search["recompute_lower_bound"] <= tight["recompute_runtime"], search
+
+
+@pytest.mark.one_release
+def test_fasts_bisection_builds_no_step_the_chained_model_puts_over_the_limit():
+    joint = _joint("unet_2335")
+    limit = 6355620
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert fast["peak_search"]["plans_built"] <= 5, fast["peak_search"]
