@@ -35,8 +35,9 @@ struct Built {
 class Search {
  public:
   Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats, bool repairs,
-         const PeakBound& bound)
-      : ctx_(ctx), limit_(limit), build_(build), stats_(stats), repairs_(repairs), bound_(bound) {
+         const PeakBound& bound, PeakCandidates& candidates)
+      : ctx_(ctx), limit_(limit), build_(build), stats_(stats), repairs_(repairs), bound_(bound),
+        candidates_(candidates) {
     const Graph& g = ctx.graph;
     for (NodeId p = 0; p < g.size(); ++p) {
       const NodeId j = g.node(p).origin;
@@ -48,11 +49,10 @@ class Search {
   }
 
   PartitionResult run() {
-    BudgetPlanList list(ctx_, kPeakSearchBudgets);
-    std::vector<BudgetPlan> skipped;  // cannot fit: built only if nothing fits
-    while (std::optional<BudgetPlan> plan = list.next()) {
+    std::vector<const BudgetPlan*> skipped;  // cannot fit: built only if nothing fits
+    for (size_t i = 0; const BudgetPlan* plan = candidates_.at(i); ++i) {
       if (lower_bound(plan->saved) > limit_ || (bound_ && bound_(plan->saved) > limit_)) {
-        skipped.push_back(std::move(*plan));
+        skipped.push_back(plan);
         continue;
       }
       if (std::optional<Built> fit = evaluate(*plan)) return finish(std::move(*fit));
@@ -69,9 +69,9 @@ class Search {
     // Nothing fits: the repair path starts from the smallest peak of all.
     // A candidate whose bound is no lower than the smallest peak built so
     // far cannot start it (nor its hazard repairs, which are not tried).
-    for (const BudgetPlan& plan : skipped) {
-      if (bound_ && smallest_ && bound_(plan.saved) >= smallest_peak_) continue;
-      evaluate(plan);
+    for (const BudgetPlan* plan : skipped) {
+      if (bound_ && smallest_ && bound_(plan->saved) >= smallest_peak_) continue;
+      evaluate(*plan);
     }
     return repair_path();
   }
@@ -288,6 +288,7 @@ class Search {
   PeakSearchStats* stats_;
   const bool repairs_;
   const PeakBound& bound_;
+  PeakCandidates& candidates_;
   std::vector<NodeId> prepared_of_;  // joint id -> prepared id
   std::set<std::vector<NodeId>> tried_;  // sorted saved sets built so far
   int64_t inputs_bytes_ = 0;             // the forward's inputs (lower_bound)
@@ -298,9 +299,24 @@ class Search {
 
 }  // namespace
 
+PeakCandidates::PeakCandidates(const DecideContext& ctx) : list_(ctx, kPeakSearchBudgets) {}
+PeakCandidates::~PeakCandidates() = default;
+
+const BudgetPlan* PeakCandidates::at(size_t i) {
+  while (kept_.size() <= i && !listed_) {
+    std::optional<BudgetPlan> plan = list_.next();
+    if (!plan) listed_ = true;
+    else kept_.push_back(std::move(*plan));
+  }
+  return i < kept_.size() ? &kept_[i] : nullptr;
+}
+
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
-                                  PeakSearchStats* stats, bool repairs, const PeakBound& bound) {
-  return Search(ctx, limit, build, stats, repairs, bound).run();
+                                  PeakSearchStats* stats, bool repairs, const PeakBound& bound,
+                                  PeakCandidates* candidates) {
+  if (candidates) return Search(ctx, limit, build, stats, repairs, bound, *candidates).run();
+  PeakCandidates own(ctx);
+  return Search(ctx, limit, build, stats, repairs, bound, own).run();
 }
 
 PeakBudgetPlan plan_peak_budget(const DecideContext& ctx, int64_t limit, size_t joint_size,

@@ -35,6 +35,9 @@
 //    step's best so far (or the current state's peak): while the bound
 //    holds, the path is the same, for fewer builds (the optimizer checks
 //    that it held, optimize/search.h chained_bounds).
+//  * `candidates`, when given, holds the list (PeakCandidates): each is cut
+//    once however many searches on one context read it (fast runs up to
+//    three, optimize/torch_plans.h). The same candidates, in the same order.
 //  * Otherwise BudgetUnreachableError (kBudgetUnreachable) naming the limit
 //    and the smallest peak any hazard-free candidate or path state reached
 //    (its smallest_peak; no proven_bound).
@@ -45,6 +48,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -74,9 +78,26 @@ struct PeakSearchStats {
 // ctx.graph).
 using PeakBound = std::function<int64_t(const std::vector<NodeId>& saved)>;
 
+// The search's candidates (BudgetPlanList over kPeakSearchBudgets), cut as
+// first asked for and kept: a 10^4-node graph's list costs about one plain
+// partition, which a second search on the same context need not pay again.
+// at(i) is the i-th candidate, nullptr past the last; its address stays
+// valid while the PeakCandidates lives.
+class PeakCandidates {
+ public:
+  explicit PeakCandidates(const DecideContext& ctx);
+  ~PeakCandidates();
+  const BudgetPlan* at(size_t i);
+
+ private:
+  BudgetPlanList list_;
+  std::deque<BudgetPlan> kept_;
+  bool listed_ = false;  // list_ has given its last
+};
+
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
                                   PeakSearchStats* stats = nullptr, bool repairs = true,
-                                  const PeakBound& bound = nullptr);
+                                  const PeakBound& bound = nullptr, PeakCandidates* candidates = nullptr);
 
 // The search as the pipeline's plan step runs it (PartitionPlan under
 // peak_memory_budget): `build` receives each candidate's saved values split

@@ -25,7 +25,7 @@ class Fast {
         effort_(space_.vars().size() <= static_cast<size_t>(kPolishVars)       ? kSmallSpaceEffort
                 : space_.vars().size() <= static_cast<size_t>(kLargeSpaceVars) ? kMidSpaceEffort
                                                                                : kLargeSpaceEffort),
-        kept_(kept_bytes(space_)), unit_(byte_price(space_)) {}
+        kept_(kept_bytes(space_)), unit_(byte_price(space_)), torch_candidates_(s.ctx()) {}
 
  private:
   // The min-cut over the space where recomputing var k costs its estimate
@@ -430,9 +430,9 @@ class Fast {
     std::optional<std::vector<uint8_t>> cheapest;  // the rounds' cheapest cut
     int64_t overshoot = -1;  // the last model-fitting round's built peak (over the limit)
     if (large) {
-      torch_plans(s_, &targets, /*repairs=*/false);
+      torch_plans(s_, &targets, /*repairs=*/false, &torch_candidates_);
       if (!s_.best()) checkpointed = checkpoints(s_);
-      if (!s_.best()) torch_plans(s_, &targets);
+      if (!s_.best()) torch_plans(s_, &targets, /*repairs=*/true, &torch_candidates_);
     }
     // A checkpointed plan is final: the round's cuts price what plans save,
     // not the long recomputed chains that set these plans' peaks, so what
@@ -479,9 +479,9 @@ class Fast {
     // plan that fits went unbuilt: then the whole search runs.
     const bool polished = space_.vars().size() <= static_cast<size_t>(kPolishVars);
     if (s_.best_is_free()) return;
-    if (!large && !polished && s_.best()) torch_plans(s_, nullptr, /*repairs=*/false);
-    else if (!large) torch_plans(s_, nullptr);
-    if (!s_.chained_bounds() && (large || !polished)) torch_plans(s_, nullptr);
+    if (!large && !polished && s_.best()) torch_plans(s_, nullptr, /*repairs=*/false, &torch_candidates_);
+    else if (!large) torch_plans(s_, nullptr, /*repairs=*/true, &torch_candidates_);
+    if (!s_.chained_bounds() && (large || !polished)) torch_plans(s_, nullptr, /*repairs=*/true, &torch_candidates_);
     // The best plan, whichever search found it, takes parts of the
     // cheapest plan the cuts found: torch's plans, too, make one trade in
     // every layer. Judged against the corrected targets: what the builds
@@ -534,6 +534,8 @@ class Fast {
   // uniform_cut's cuts by price, made at the space's uniform_generation_.
   mutable std::map<double, std::optional<Cut>> uniform_cuts_;
   mutable uint64_t uniform_generation_ = std::numeric_limits<uint64_t>::max();
+  // torch's candidates, cut once for every torch_plans pass of the search.
+  PeakCandidates torch_candidates_;
 };
 
 }  // namespace

@@ -78,6 +78,10 @@
 //    make one trade in every layer. (Against the plain limit the model let
 //    through steps whose builds all went over: at transformer_49803's
 //    loosest limit in docs/scale.md six builds, none fitting.)
+//  * Every torch_plans pass of one search reads one candidate list
+//    (memory/peak_budget.h PeakCandidates): each candidate is cut once (at
+//    the tightest limits of the ~50k-node stacks the list was cut twice,
+//    about a tenth of fast's time).
 //  * fast only builds and offers plans (Search::best); it never throws for
 //    an unreachable limit (the caller does, optimize.cc).
 #pragma once

@@ -11,7 +11,7 @@
 
 namespace remat::optimize {
 
-void torch_plans(Search& s, Targets* targets, bool repairs) {
+void torch_plans(Search& s, Targets* targets, bool repairs, PeakCandidates* candidates) {
   PlanSpace& space = s.space();
   const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
     PartitionResult r = s.build_unkeyed(saved);
@@ -52,7 +52,7 @@ void torch_plans(Search& s, Targets* targets, bool repairs) {
         return space.chained_peak(flags);
       };
     }
-    PartitionResult r = solve_peak_budget(s.ctx(), s.limit(), build, nullptr, repairs, screen);
+    PartitionResult r = solve_peak_budget(s.ctx(), s.limit(), build, nullptr, repairs, screen, candidates);
     std::vector<NodeId> saved;
     for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
       for (NodeId j : *list) saved.push_back(space.prepared_of(j));

@@ -22,6 +22,9 @@
 //    the search is marked screened: the path is the same while the model is
 //    a lower bound, and a build that shows it is not makes fast run the
 //    whole search again (fast.h).
+//  * `candidates`, when given, keeps torch's candidate list between passes
+//    (memory/peak_budget.h PeakCandidates; fast passes one for its search):
+//    each candidate is cut once.
 //  * `targets`, when given, is corrected (fast.h correct) by each
 //    hazard-free plan it builds over the limit, as fast's own builds are.
 //  * Why it runs at all: the cuts' model misses what long recomputed chains
@@ -31,11 +34,12 @@
 //    recomputing pointwise ops, about 2e3).
 #pragma once
 
+#include "memory/peak_budget.h"
 #include "optimize/fast.h"
 #include "optimize/search.h"
 
 namespace remat::optimize {
 
-void torch_plans(Search& s, Targets* targets, bool repairs = true);
+void torch_plans(Search& s, Targets* targets, bool repairs = true, PeakCandidates* candidates = nullptr);
 
 }  // namespace remat::optimize

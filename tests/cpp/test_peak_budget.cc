@@ -3,9 +3,12 @@
 // torch's own when that fits, nothing fitting is a clear error, and a
 // smaller limit never gives a higher peak, on random MLP-shaped joint
 // graphs. fast, the default search, and exact: test_optimize.cc.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -136,6 +139,51 @@ TEST(PeakBudget, ABoundBuildsFewerRepairsAndWalksTheSamePath) {
   }
   EXPECT_GT(fewer, 0);
   EXPECT_GT(moves_set_aside, 0);  // the path's own moves, not only candidates
+}
+
+// PeakCandidates keeps torch's list (fast's passes share one): the same
+// candidates in BudgetPlanList's order, each kept where it was first given,
+// and searches reading a list that earlier searches read return what they
+// return on a fresh one.
+TEST(PeakBudget, KeptCandidatesAreTorchsListAndASecondSearchGivesTheSameAnswer) {
+  for (uint32_t seed = 0; seed < 6; ++seed) {
+    const JointGraph j = random_mlp(seed);
+    PartitionOptions o;
+    o.peak_search = PartitionOptions::PeakSearch::kTorchPlans;
+    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
+    const Graph& g = plan.prepared();
+    MinCutInputs in = min_cut_inputs(g, j, o);
+    const DecideContext ctx = in.context(g, o);
+    BudgetPlanList list(ctx, kPeakSearchBudgets);
+    PeakCandidates kept(ctx);
+    const BudgetPlan* first = kept.at(0);
+    ASSERT_NE(first, nullptr);
+    size_t n = 0;
+    while (std::optional<BudgetPlan> p = list.next()) {
+      const BudgetPlan* k = kept.at(n++);
+      ASSERT_NE(k, nullptr) << "seed " << seed;
+      EXPECT_EQ(k->label, p->label) << "seed " << seed;
+      EXPECT_EQ(k->saved, p->saved) << "seed " << seed;
+    }
+    EXPECT_EQ(kept.at(n), nullptr);
+    EXPECT_EQ(kept.at(0), first);  // kept, not cut again
+    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+      std::vector<NodeId> joint_ids;
+      for (NodeId p : saved) joint_ids.push_back(g.node(p).origin);
+      return emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+    };
+    auto answer = [&](int64_t limit, PeakCandidates* candidates) {
+      try {
+        const PartitionResult r = solve_peak_budget(ctx, limit, build, nullptr, true, nullptr, candidates);
+        return std::make_pair(r.memory.peak_bytes, fmt::format("{}", fmt::join(r.saved_values, ",")));
+      } catch (const BudgetUnreachableError& e) {
+        return std::make_pair(e.smallest_peak(), std::string(e.what()));
+      }
+    };
+    const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+    for (const int64_t limit : {plain, plain * 9 / 10, plain * 3 / 4, int64_t{1}})
+      EXPECT_EQ(answer(limit, &kept), answer(limit, nullptr)) << "seed " << seed << " at " << limit;
+  }
 }
 
 TEST(PeakBudget, TheSearchReachesBelowEveryActivationBudget) {
