@@ -353,7 +353,13 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved, const CutStory& 
                                        options.graphsafe_rng_device_types, options.torch);
     clock.lap("rng");
   }
-  if (s.reorder) {
+  // Without offloading between them, the backward's reorder and its
+  // getitem raise are one rebuild (the same graph: rewrite.h).
+  const bool raise_with_reorder = s.reorder && !options.enable_activation_offloading;
+  if (raise_with_reorder) {
+    e.backward = reorder_and_raise_getitems(std::move(e.backward));
+    clock.lap("reorder");
+  } else if (s.reorder) {
     e.backward = reorder_to_mimic_autograd_engine(std::move(e.backward));
     clock.lap("reorder");
   }
@@ -364,7 +370,7 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved, const CutStory& 
 
   PartitionResult r;
   r.forward = raise_getitems(std::move(e.forward));
-  r.backward = raise_getitems(std::move(e.backward));
+  r.backward = raise_with_reorder ? std::move(e.backward) : raise_getitems(std::move(e.backward));
   r.forward = thread_graphsafe_rng_from_hops(std::move(r.forward), s.nested,
                                              /*is_backward=*/false, e.forward_names);
   if (s.thread_bw) {

@@ -6,7 +6,11 @@
 // sibling getitems keep their relative order right after their parent. The
 // moves are replayed on a doubly linked list of node ids, each in O(1); a
 // getitem whose input count is not one is an Error, as torch asserts. Names
-// and origins are kept.
+// and origins are kept. raised_getitems_order replays the moves on any
+// order of a graph's nodes (reorder.cc's, before it rebuilds the backward).
+#include <numeric>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,18 +21,19 @@
 
 namespace remat {
 
-Graph raise_getitems(Graph g) {
+std::optional<std::vector<NodeId>> raised_getitems_order(const Graph& g, std::span<const NodeId> order) {
   const size_t n = g.size();
-  if (n == 0) return g;
-  std::vector<NodeId> prev(n), next(n);
-  for (NodeId id = 0; id < n; ++id) {
-    prev[id] = id == 0 ? kNoNode : id - 1;
-    next[id] = id + 1 == n ? kNoNode : id + 1;
+  if (order.empty()) return std::nullopt;
+  std::vector<NodeId> prev(n, kNoNode), next(n, kNoNode);
+  for (size_t k = 0; k < order.size(); ++k) {
+    prev[order[k]] = k == 0 ? kNoNode : order[k - 1];
+    next[order[k]] = k + 1 == order.size() ? kNoNode : order[k + 1];
   }
-  NodeId head = 0;
+  NodeId head = order[0];
   bool moved = false;
 
-  for (NodeId id = static_cast<NodeId>(n); id-- > 0;) {
+  for (size_t k = order.size(); k-- > 0;) {
+    const NodeId id = order[k];
     const OpInfo* op = g.op(id);
     if (g.node(id).kind != NodeKind::kCallFunction || op == nullptr ||
         g.str(op->name) != "operator.getitem") {
@@ -51,13 +56,23 @@ Graph raise_getitems(Graph g) {
     if (next[parent] != kNoNode) prev[next[parent]] = id;
     next[parent] = id;
   }
+  if (!moved) return std::nullopt;
+  std::vector<NodeId> raised;
+  raised.reserve(order.size());
+  for (NodeId id = head; id != kNoNode; id = next[id]) raised.push_back(id);
+  return raised;
+}
 
-  if (!moved) return unchanged(std::move(g));
+Graph raise_getitems(Graph g) {
+  std::vector<NodeId> identity(g.size());
+  std::iota(identity.begin(), identity.end(), NodeId{0});
+  const std::optional<std::vector<NodeId>> order = raised_getitems_order(g, identity);
+  if (!order) return unchanged(std::move(g));
 
   GraphBuilder b(g);  // shares g's strings: copies re-hash nothing
   NodeCopier copier(g, b);
-  std::vector<NodeId> remap(n, kNoNode);
-  for (NodeId id = head; id != kNoNode; id = next[id]) remap[id] = copier.copy(id, remap);
+  std::vector<NodeId> remap(g.size(), kNoNode);
+  for (NodeId id : *order) remap[id] = copier.copy(id, remap);
   return b.finish();
 }
 

@@ -10,8 +10,11 @@
 // Nodes before the first tangent user that nothing after it needs are
 // dropped, as in torch. A backward where no tangent has a user is returned
 // unchanged. Names are kept (FX's node_copy into a fresh graph), and so are
-// origins.
+// origins. reorder_and_raise_getitems gives the graph the two passes give
+// in turn, in one rebuild.
 #include <algorithm>
+#include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,14 +24,18 @@
 
 namespace remat {
 
-Graph reorder_to_mimic_autograd_engine(Graph bw) {
+namespace {
+
+// The autograd engine's order of the backward's nodes (dropped nodes left
+// out); nullopt when no tangent has a user (the backward stays as it is).
+std::optional<std::vector<NodeId>> autograd_engine_order(const Graph& bw) {
   const size_t n = bw.size();
   NodeId first_bwd = kNoNode;
   for (NodeId id = 0; id < n; ++id) {
     if (!is_tangent(bw, id)) continue;
     for (NodeId u : bw.users(id)) first_bwd = std::min(first_bwd, u);
   }
-  if (first_bwd == kNoNode) return bw;
+  if (first_bwd == kNoNode) return std::nullopt;
 
   std::vector<NodeId> order;
   order.reserve(n);
@@ -71,16 +78,41 @@ Graph reorder_to_mimic_autograd_engine(Graph bw) {
     }
   }
   for (NodeId id = first_bwd; id < n; ++id) insert(id);
+  return order;
+}
 
+bool is_identity(const std::vector<NodeId>& order, size_t n) {
+  if (order.size() != n) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (order[k] != k) return false;
+  return true;
+}
+
+}  // namespace
+
+Graph reorder_to_mimic_autograd_engine(Graph bw) {
+  const std::optional<std::vector<NodeId>> order = autograd_engine_order(bw);
+  if (!order) return bw;
   // Often the backward is in that order already.
-  bool identity = order.size() == n;
-  for (size_t k = 0; identity && k < n; ++k) identity = order[k] == k;
-  if (identity) return unchanged(std::move(bw));
-
+  if (is_identity(*order, bw.size())) return unchanged(std::move(bw));
   // torch copies into a fresh FX graph, which could rename a node; but the
   // backward's names are already distinct and FX-legal (extraction named
   // them), so every copy keeps its name and no namespace is needed.
-  return GraphBuilder::rearrange(bw, order);
+  return GraphBuilder::rearrange(bw, *order);
+}
+
+// The two passes' orders composed, then one rebuild: the getitem moves are
+// replayed on the engine's order exactly as raise_getitems replays them on
+// the reordered graph's nodes, which are that order's.
+Graph reorder_and_raise_getitems(Graph bw) {
+  std::optional<std::vector<NodeId>> order = autograd_engine_order(bw);
+  if (!order) {
+    order.emplace(bw.size());
+    std::iota(order->begin(), order->end(), NodeId{0});
+  }
+  if (std::optional<std::vector<NodeId>> raised = raised_getitems_order(bw, *order)) order = std::move(raised);
+  if (is_identity(*order, bw.size())) return unchanged(std::move(bw));
+  return GraphBuilder::rearrange(bw, *order);
 }
 
 }  // namespace remat

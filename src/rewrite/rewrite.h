@@ -18,6 +18,8 @@
 // marked as created.
 #pragma once
 
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,13 @@ int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe =
 
 Graph reorder_to_mimic_autograd_engine(Graph bw);  // already in that order: returned as is
 Graph raise_getitems(Graph g);  // by value: unchanged graphs are not copied
+// The order of `order`'s nodes (ids of g, each once, every getitem after
+// its input) once raise_getitems' moves are replayed on it; nullopt when
+// none moves a node.
+std::optional<std::vector<NodeId>> raised_getitems_order(const Graph& g, std::span<const NodeId> order);
+// raise_getitems(reorder_to_mimic_autograd_engine(bw)), the same graph, in
+// one rebuild instead of two (each plan a peak search builds pays it).
+Graph reorder_and_raise_getitems(Graph bw);
 
 // An invoke_subgraph call of a forward (backward) graph whose body, a graph
 // module of the joint module, has placeholders named like "fwd_rng_state"

@@ -1,5 +1,6 @@
 // tests/cpp/test_rewrite.cc — functionalize_rng_ops,
-// reorder_to_mimic_autograd_engine and raise_getitems, one rule per test.
+// reorder_to_mimic_autograd_engine and raise_getitems (and the two in one
+// rebuild), one rule per test.
 // Expected graphs are what torch 2.13's functions give on the same graphs.
 #include <gtest/gtest.h>
 
@@ -308,6 +309,48 @@ TEST(RewriteTest, RaiseGetitemsMovesEachRightAfterItsParent) {
   EXPECT_EQ(names(raise_getitems(g)),
             (Names{"primals_1", "split", "getitem", "getitem_2", "sin", "getitem_1", "cos",
                    "primals_2", "getitem_3", "output"}));
+}
+
+// Every node's name, arguments and origin, in order.
+std::vector<std::string> described(const Graph& g) {
+  std::vector<std::string> out;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    std::string line = std::string(g.name(id)) + " <- " + std::to_string(g.node(id).origin) + ":";
+    if (g.node(id).args != kNoArg)
+      for (const std::string& a : args(g, id)) line += " " + a;
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+// reorder_and_raise_getitems (what the pipeline runs when nothing comes
+// between the two passes) is the two passes in turn: where the reorder
+// moves nodes and drops one and the raise then moves getitems, where no
+// tangent has a user (only the raise moves), and where neither moves.
+TEST(RewriteTest, ReorderAndRaiseGetitemsIsTheTwoPassesInOneRebuild) {
+  auto backward = [](bool tangent_used) {
+    TestGraph t;
+    Ref p1 = t.placeholder("primals_1");
+    Ref t1 = t.placeholder("tangents_1");
+    Ref split = t.call_multi("aten.split.Tensor", {p1, 2}, {{2}, {2}});
+    t.call("aten.sin.default", {p1});  // needed by nothing: the reorder drops it
+    Ref g0 = t.getitem(split, 0);
+    Ref mul = t.call("aten.mul.Tensor", {tangent_used ? t1 : p1, p1});
+    Ref g1 = t.getitem(split, 1);
+    Ref mul1 = t.call("aten.mul.Tensor", {mul, g0});
+    Ref mul2 = t.call("aten.mul.Tensor", {mul1, g1});
+    t.output({A::tuple({mul2})});
+    return t.build();
+  };
+  for (const bool tangent_used : {true, false}) {
+    const Graph g = backward(tangent_used);
+    const Graph two = raise_getitems(reorder_to_mimic_autograd_engine(g));
+    const Graph one = reorder_and_raise_getitems(g);
+    EXPECT_EQ(described(one), described(two)) << "tangent used: " << tangent_used;
+    EXPECT_NE(names(two), names(g));  // something moved
+  }
+  const Graph settled = raise_getitems(reorder_to_mimic_autograd_engine(backward(true)));
+  EXPECT_EQ(described(reorder_and_raise_getitems(settled)), described(settled));
 }
 
 TEST(RewriteTest, RaiseGetitemsNeedsOneInput) {
