@@ -7,8 +7,9 @@ Four parts, each measured in one run:
   activations weigh; for each, torch's partitioner at activation budgets from
   1 down to 0 (its own plans, simulated with `remat.torch.simulate_memory`
   and measured on CPU with the test suite's storage tracker) and remat's
-  peak budget at limits from the runtime-optimized plan's peak down to the
-  smallest reachable one. Each plan is a point: estimated recompute runtime
+  peak budget (under --figure-search, fast by default) at limits from the
+  runtime-optimized plan's peak down to the smallest peak that search
+  finds. Each plan is a point: estimated recompute runtime
   (the flops estimator over what the backward recomputes; torch's plans
   priced by remat's identical plan at the same budget) against peak memory.
   Where a lower activation budget gives torch a *higher* peak, the segment is
@@ -37,6 +38,7 @@ Four parts, each measured in one run:
     python bench/bench_memory.py --write-docs    # also docs/memory.{md,svg,json}
     python bench/bench_memory.py --smoke         # tiny sizes (CI)
     python bench/bench_memory.py --from-json docs/memory.json --write-docs
+    python bench/bench_memory.py --figure-only docs/memory.json --write-docs
     python bench/bench_memory.py --optimizer-only docs/memory.json --write-docs \
         --highs-python /tmp/highs/bin/python --milp-bench BUILD/bench/cpp/remat_milp_bench
 
@@ -114,9 +116,9 @@ def _remat(cap, **options):
         return rt.partition(joint, options=rt.options_from_torch(**options), **cap.partition_kwargs())
 
 
-def _smallest_peak(cap) -> int:
+def _smallest_peak(cap, search: str = "torch_plans") -> int:
     try:
-        _remat(cap, peak_memory_budget=1, peak_search="torch_plans")
+        _remat(cap, peak_memory_budget=1, peak_search=search)
     except remat.BudgetUnreachableError as e:
         return e.smallest_peak
     raise AssertionError("a 1-byte peak budget was met")
@@ -133,7 +135,10 @@ def _capture(case: models.Case):
     return _CAPTURES[case.name]
 
 
-def figure_rows(case: models.Case) -> dict:
+def figure_rows(case: models.Case, search: str = "fast") -> dict:
+    """torch's plans at each activation budget, and remat's peak budget under
+    `search` at limits from the plain plan's peak down to the search's own
+    smallest peak."""
     print(f"[bench] figure: {case.name}", file=sys.stderr, flush=True)
     cap = _capture(case)
     torch_points = []
@@ -152,12 +157,12 @@ def figure_rows(case: models.Case) -> dict:
             "hazards": len(sim["hazards"]),
         })
     top = _remat(cap).result["memory"]["peak_bytes"]
-    bottom = _smallest_peak(cap)
+    bottom = _smallest_peak(cap, search)
     limits = sorted({top, bottom, *(bottom + (top - bottom) * k // LIMIT_STEPS for k in range(1, LIMIT_STEPS))},
                     reverse=True)
     remat_points = []
     for limit in limits:
-        p = _remat(cap, peak_memory_budget=limit, peak_search="torch_plans")
+        p = _remat(cap, peak_memory_budget=limit, peak_search=search)
         remat_points.append({
             "limit": limit,
             "peak": p.result["memory"]["peak_bytes"],
@@ -166,7 +171,14 @@ def figure_rows(case: models.Case) -> dict:
             "hazards": len(p.result["hazards"]),
         })
     return {"model": case.name, "nodes": len(cap.joint_module.graph.nodes), "torch": torch_points,
-            "remat": remat_points}
+            "remat": remat_points, "search": search}
+
+
+def figure_search(figs: list[dict]) -> str:
+    """The search the figure's remat line used (rows saved before it was
+    recorded used torch_plans)."""
+    found = {f.get("search", "torch_plans") for f in figs}
+    return found.pop() if len(found) == 1 else "mixed"
 
 
 def torch_rises(points: list[dict]) -> list[tuple[float, float, int, int]]:
@@ -216,13 +228,14 @@ def figure_svg(figs: list[dict]) -> str:
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">Peak memory against '
            f'recompute time: torch\'s activation budget vs remat\'s peak budget</text>']
-    lx, ly = width / 2 - 330, 42
+    lx, ly = width / 2 - 360, 42
     out.append(f'<circle cx="{lx}" cy="{ly}" r="3.5" fill="{torch_color}"/><text x="{lx + 8}" y="{ly + 4}">'
                f'torch, activation budget (labelled)</text>')
     out.append(f'<rect x="{lx + 227}" y="{ly - 3}" width="6" height="6" fill="{remat_color}"/>'
-               f'<text x="{lx + 238}" y="{ly + 4}">remat, peak budget (limits high to low)</text>')
-    out.append(f'<line x1="{lx + 470}" y1="{ly}" x2="{lx + 484}" y2="{ly}" stroke="{rise_color}" '
-               f'stroke-width="2.5"/><text x="{lx + 490}" y="{ly + 4}">lower budget, higher peak</text>')
+               f'<text x="{lx + 238}" y="{ly + 4}">remat, peak budget, {_esc(figure_search(figs))} '
+               f'(limits high to low)</text>')
+    out.append(f'<line x1="{lx + 520}" y1="{ly}" x2="{lx + 534}" y2="{ly}" stroke="{rise_color}" '
+               f'stroke-width="2.5"/><text x="{lx + 540}" y="{ly + 4}">lower budget, higher peak</text>')
     for i, fig in enumerate(figs):
         ox, oy = (i % cols) * pw, top + (i // cols) * ph
         pts = fig["torch"] + fig["remat"]
@@ -1027,10 +1040,13 @@ def write_docs(figs, syn, case, opt: dict | None = None) -> None:
                 "Corpus models (tests/python/corpus) with inputs large enough that activations\n"
                 "weigh. Orange: torch's own plans at activation budgets 1, 0.9, ..., 0.1, 0.05,\n"
                 "0, in that order along the line; red segments are where a *lower* budget gave\n"
-                "a *higher* peak. Blue: remat's peak budget under its torch_plans search\n"
-                "(the default search until 2026-12-05; fast since) at limits from the runtime-optimized\n"
-                "plan's peak down to the smallest reachable peak. x: estimated recompute\n"
-                "runtime (torch's flops estimator over what the backward recomputes).\n\n"
+                + textwrap.fill(
+                    f"a *higher* peak. Blue: remat's peak budget under its {figure_search(figs)} search "
+                    + ("(the default) " if figure_search(figs) == "fast" else "(fast is the default since "
+                       "2026-12-05) ")
+                    + "at limits from the runtime-optimized plan's peak down to the smallest peak that search "
+                    "finds. x: estimated recompute runtime (torch's flops estimator over what the backward "
+                    "recomputes).", 78, break_on_hyphens=False) + "\n\n"
                 "![peak memory against recompute time](memory.svg)\n\n"
                 + format_figure_table(figs) + "\n\n"
                 "## What simulating and searching cost\n\n"
@@ -1085,6 +1101,11 @@ def main(argv=None) -> int:
                    help="synthetic graph sizes (default 10000 100000 1000000; 1000 with --smoke)")
     p.add_argument("--no-figure", action="store_true")
     p.add_argument("--figure-from", help="take the figure's rows from a saved docs/memory.json")
+    p.add_argument("--figure-only", metavar="JSON",
+                   help="measure only the figure; the cost tables and the optimizer section from a saved "
+                        "docs/memory.json")
+    p.add_argument("--figure-search", default="fast", choices=("fast", "torch_plans", "exact"),
+                   help="the peak search of the figure's remat line (default fast, remat's default)")
     p.add_argument("--write-docs", action="store_true", help="write docs/memory.{md,svg,json}")
     p.add_argument("--from-json", help="re-render saved results (docs/memory.json) instead of measuring")
     p.add_argument("--optimizer-only", metavar="JSON",
@@ -1117,7 +1138,13 @@ def main(argv=None) -> int:
     if a.smoke:
         chosen = [c for c in chosen if c.name == "residual_mlp"]
     exe = remat_command()
-    if a.optimizer_only:
+    opt = None
+    if a.figure_only:
+        with open(a.figure_only) as f:
+            saved = json.load(f)
+        figs = [figure_rows(c, a.figure_search) for c in chosen]
+        syn, case, opt = saved["synthetic"], saved["cases"], saved.get("optimizer")
+    elif a.optimizer_only:
         with open(a.optimizer_only) as f:
             saved = json.load(f)
         figs, syn, case = saved["figure"], saved["synthetic"], saved["cases"]
@@ -1126,13 +1153,14 @@ def main(argv=None) -> int:
             with open(a.figure_from) as f:
                 figs = json.load(f)["figure"]
         else:
-            figs = [] if a.no_figure else [figure_rows(c) for c in chosen]
+            figs = [] if a.no_figure else [figure_rows(c, a.figure_search) for c in chosen]
         sizes = a.sizes if a.sizes is not None else ([1000] if a.smoke else [10000, 100000, 1000000])
         if exe is None and sizes:
             print("[bench] synthetic: no remat command (set REMAT_BUILD_DIR); skipped", file=sys.stderr)
         syn = synthetic_rows(exe, sizes, a.repeat) if exe and sizes else []
         case = case_rows(a.smoke, a.repeat)
-    opt = None if a.no_optimizer else measure_optimizer(a, figs, chosen, exe)
+    if not a.figure_only:
+        opt = None if a.no_optimizer else measure_optimizer(a, figs, chosen, exe)
     found = targets(figs, syn, case, opt)
     print(format_figure_table(figs) + "\n\n" + format_costs(syn, case) + "\n\n"
           + (format_optimizer_section(opt) + "\n\n" + format_solver_section(opt) + "\n\n" if opt else "")
