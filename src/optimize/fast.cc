@@ -481,7 +481,8 @@ class Fast {
     if (s_.best_is_free()) return;
     if (!large && !polished && s_.best()) torch_plans(s_, nullptr, /*repairs=*/false, &torch_candidates_);
     else if (!large) torch_plans(s_, nullptr, /*repairs=*/true, &torch_candidates_);
-    if (!s_.chained_bounds() && (large || !polished)) torch_plans(s_, nullptr, /*repairs=*/true, &torch_candidates_);
+    if (!s_.chained_bounds() && (large || !polished))
+      torch_plans(s_, nullptr, /*repairs=*/true, &torch_candidates_);
     // The best plan, whichever search found it, takes parts of the
     // cheapest plan the cuts found: torch's plans, too, make one trade in
     // every layer. Judged against the corrected targets: what the builds

@@ -110,7 +110,8 @@ Graph reorder_and_raise_getitems(Graph bw) {
     order.emplace(bw.size());
     std::iota(order->begin(), order->end(), NodeId{0});
   }
-  if (std::optional<std::vector<NodeId>> raised = raised_getitems_order(bw, *order)) order = std::move(raised);
+  if (std::optional<std::vector<NodeId>> raised = raised_getitems_order(bw, *order))
+    order = std::move(raised);
   if (is_identity(*order, bw.size())) return unchanged(std::move(bw));
   return GraphBuilder::rearrange(bw, *order);
 }
