@@ -136,6 +136,23 @@ bool checkpoints(Search& s) {
   };
   // The same for the plan checkpointing c separators (c = 0: base).
   auto peak = [&](size_t c) { return built_peak(c == 0 ? base : checkpointed(s.ctx(), space, base, seps, c)); };
+  // The peak of a plan the search may take unbuilt: one the chained model
+  // puts over the limit and at or above the smallest peak built so far can
+  // neither fit nor name a smaller peak, and its chained peak stands in
+  // for its build (while that model has bounded every build).
+  auto screened_peak = [&](const std::vector<uint8_t>& saved) -> std::optional<int64_t> {
+    if (s.chained_bounds() && s.smallest_peak() >= 0) {
+      const std::optional<Assignment> a = space.implied_recompute(saved);
+      if (!a) return std::nullopt;
+      s.screen_with_chained_model();
+      const int64_t chained = space.chained_peak(a->saved);
+      if (chained > limit && chained >= s.smallest_peak()) return chained;
+    }
+    return built_peak(saved);
+  };
+  auto screened_prefix = [&](size_t c) {
+    return screened_peak(c == 0 ? base : checkpointed(s.ctx(), space, base, seps, c));
+  };
   const size_t n = seps.size();
   const std::vector<uint8_t> full = checkpointed(s.ctx(), space, base, seps, n);
   const int64_t smallest_before = s.smallest_peak();
@@ -147,12 +164,12 @@ bool checkpoints(Search& s) {
   bool hi_built = false;
   size_t hi = n;
   if (peak_hi > limit) {
-    const std::optional<int64_t> at_hi = built_peak(full);
+    const std::optional<int64_t> at_hi = screened_peak(full);
     if (!at_hi) return false;
     if (*at_hi > limit) {
       // The full plan is not the family's smallest peak: near it the
       // peaks rise again. A shorter prefix may fit where it does not.
-      const std::optional<std::pair<size_t, int64_t>> fit = fitting_prefix(n, limit, peak);
+      const std::optional<std::pair<size_t, int64_t>> fit = fitting_prefix(n, limit, screened_prefix);
       if (!fit) return false;
       hi = fit->first;
       peak_hi = fit->second;
@@ -200,7 +217,7 @@ bool checkpoints(Search& s) {
   }
   if (hi_built) return true;
   // Nothing built fits yet: the fully checkpointed plan decides.
-  const std::optional<int64_t> at_n = built_peak(full);
+  const std::optional<int64_t> at_n = screened_peak(full);
   return at_n && *at_n <= limit;
 }
 

@@ -27,8 +27,17 @@
 //    1/64 of the separators or within 1/32 of the limit; a step into the
 //    last eighth of the bracket bisects instead (a line drawn to a rising
 //    end lands next to it). The fully checkpointed plan is built last when
-//    none of them fits. Every plan goes through Search::evaluate (so a
-//    fitting one becomes best()); returns whether a checkpointed plan fits.
+//    none of them fits. Every plan built goes through Search::evaluate (so
+//    a fitting one becomes best()); returns whether a checkpointed plan
+//    fits.
+//  * The fully checkpointed plan and the golden section's prefixes are not
+//    built when the chained model puts them over the limit and at or above
+//    the smallest peak built so far (while Search::chained_bounds() holds,
+//    marking the search screened): they can neither fit nor name a smaller
+//    peak, and their chained peaks stand in for their builds. The golden
+//    section may then take another path than builds would; at the 60
+//    limits of docs/scale.md every plan and every smallest peak stayed the
+//    same (moe_9923's tightest limit 23 -> 18 builds).
 #pragma once
 
 #include <cstddef>

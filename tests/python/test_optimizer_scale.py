@@ -38,6 +38,11 @@ Contract:
   plans: the mixed plans' bisection (fast.h settle) takes the steps the
   chained model puts over the limit as misses without building them (10
   builds before, for the same plan).
+* At moe_9923's tightest limit of docs/scale.md, where neither torch's plans
+  nor the checkpointed ones fit and the repair path reaches the limit, fast
+  builds at most 18 plans: the checkpointed plans the chained model puts
+  over the limit and the smallest peak built so far are not built
+  (optimize/checkpoint.h; 23 builds before, for the same plan).
 * At a limit torch's cheap-ops plan fits with room, fast's best plan
   recomputes at most 0.6x of it: the best plan, whichever search found it,
   takes the cheapest plan's choices where they fit (fast.h's final mix;
@@ -182,3 +187,12 @@ def test_fasts_bisection_builds_no_step_the_chained_model_puts_over_the_limit():
     fast = _partition(joint, limit)
     _check_fits(fast, limit)
     assert fast["peak_search"]["plans_built"] <= 5, fast["peak_search"]
+
+
+@pytest.mark.one_release
+def test_fast_builds_no_checkpointed_plan_that_can_neither_fit_nor_lower_the_smallest_peak():
+    joint = _joint("moe_9923")
+    limit = 29871872
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert fast["peak_search"]["plans_built"] <= 18, fast["peak_search"]
