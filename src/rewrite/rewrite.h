@@ -11,6 +11,7 @@
 //  * reorder_to_mimic_autograd_engine: the backward is rebuilt starting from
 //    the first user of a tangent, pulling in each node's inputs just in time.
 //  * raise_getitems: each getitem moves right after its parent.
+//    reorder_and_raise_getitems: the two above in turn, one rebuild.
 //  * thread_graphsafe_rng_from_hops: invoke_subgraph calls whose bodies take
 //    graph-safe RNG states get them from new placeholders of the outer
 //    graph (find_hop_rng_calls finds them).
@@ -46,9 +47,8 @@ int functionalize_rng_ops(const Graph& joint, Extracted& e, bool use_graphsafe =
 
 Graph reorder_to_mimic_autograd_engine(Graph bw);  // already in that order: returned as is
 Graph raise_getitems(Graph g);  // by value: unchanged graphs are not copied
-// The order of `order`'s nodes (ids of g, each once, every getitem after
-// its input) once raise_getitems' moves are replayed on it; nullopt when
-// none moves a node.
+// `order` (ids of g, each once, each getitem's input among them) once
+// raise_getitems' moves are replayed on it; nullopt when none moves a node.
 std::optional<std::vector<NodeId>> raised_getitems_order(const Graph& g, std::span<const NodeId> order);
 // raise_getitems(reorder_to_mimic_autograd_engine(bw)), the same graph, in
 // one rebuild instead of two (each plan a peak search builds pays it).
