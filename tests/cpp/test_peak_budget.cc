@@ -53,6 +53,39 @@ int64_t smallest_peak(const JointGraph& j) {
   return -1;
 }
 
+// random_mlp(seed) as solve_peak_budget sees it under the torch_plans
+// search: its prepared graph and min-cut context, and each saved set
+// (prepared ids) built exactly as the pipeline builds a plan.
+struct TorchPlansCase {
+  explicit TorchPlansCase(uint32_t seed)
+      : j(random_mlp(seed)),
+        plan(plan_min_cut_rematerialization_partition(j, o)),
+        g(plan.prepared()),
+        in(min_cut_inputs(g, j, o)),
+        ctx(in.context(g, o)) {}
+  TorchPlansCase(const TorchPlansCase&) = delete;
+  TorchPlansCase& operator=(const TorchPlansCase&) = delete;
+
+  PartitionResult build(const std::vector<NodeId>& saved) const {
+    std::vector<NodeId> joint_ids;
+    for (NodeId p : saved) joint_ids.push_back(g.node(p).origin);
+    return emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
+  }
+
+  static PartitionOptions options() {
+    PartitionOptions o;
+    o.peak_search = PartitionOptions::PeakSearch::kTorchPlans;
+    return o;
+  }
+
+  const JointGraph j;
+  const PartitionOptions o = options();
+  PartitionPlan plan;
+  const Graph& g;
+  MinCutInputs in;
+  const DecideContext ctx;
+};
+
 TEST(PeakBudget, ALimitTorchsPlanMeetsGivesTorchsPlan) {
   const JointGraph j = random_mlp(7);
   const PartitionResult plain = min_cut_rematerialization_partition(j, PartitionOptions{});
@@ -93,31 +126,20 @@ TEST(PeakBudget, NothingFittingNamesTheSmallestReachablePeak) {
 TEST(PeakBudget, ABoundBuildsFewerRepairsAndWalksTheSamePath) {
   int fewer = 0, moves_set_aside = 0;
   for (uint32_t seed = 0; seed < 12; ++seed) {
-    const JointGraph j = random_mlp(seed);
-    PartitionOptions o;
-    o.peak_search = PartitionOptions::PeakSearch::kTorchPlans;
-    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
-    const Graph& g = plan.prepared();
-    MinCutInputs in = min_cut_inputs(g, j, o);
-    const DecideContext ctx = in.context(g, o);
-    auto simulate = [&](const std::vector<NodeId>& saved) {
-      std::vector<NodeId> joint_ids;
-      for (NodeId p : saved) joint_ids.push_back(g.node(p).origin);
-      return emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
-    };
+    const TorchPlansCase c(seed);
     int built = 0;
     const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
       ++built;
-      return simulate(saved);
+      return c.build(saved);
     };
-    const PeakBound exact = [&](const std::vector<NodeId>& saved) { return simulate(saved).memory.peak_bytes; };
+    const PeakBound exact = [&](const std::vector<NodeId>& saved) { return c.build(saved).memory.peak_bytes; };
     // A limit nothing meets walks the whole path; its end is the error's peak.
     PeakSearchStats stats;
     auto walk = [&](const PeakBound& bound) {
       built = 0;
       stats = PeakSearchStats{};
       try {
-        solve_peak_budget(ctx, 1, build, &stats, /*repairs=*/true, bound);
+        solve_peak_budget(c.ctx, 1, build, &stats, /*repairs=*/true, bound);
       } catch (const BudgetUnreachableError& e) {
         return std::make_pair(e.smallest_peak(), std::string(e.what()));
       }
@@ -147,15 +169,9 @@ TEST(PeakBudget, ABoundBuildsFewerRepairsAndWalksTheSamePath) {
 // return on a fresh one.
 TEST(PeakBudget, KeptCandidatesAreTorchsListAndASecondSearchGivesTheSameAnswer) {
   for (uint32_t seed = 0; seed < 6; ++seed) {
-    const JointGraph j = random_mlp(seed);
-    PartitionOptions o;
-    o.peak_search = PartitionOptions::PeakSearch::kTorchPlans;
-    PartitionPlan plan = plan_min_cut_rematerialization_partition(j, o);
-    const Graph& g = plan.prepared();
-    MinCutInputs in = min_cut_inputs(g, j, o);
-    const DecideContext ctx = in.context(g, o);
-    BudgetPlanList list(ctx, kPeakSearchBudgets);
-    PeakCandidates kept(ctx);
+    const TorchPlansCase c(seed);
+    BudgetPlanList list(c.ctx, kPeakSearchBudgets);
+    PeakCandidates kept(c.ctx);
     const BudgetPlan* first = kept.at(0);
     ASSERT_NE(first, nullptr);
     size_t n = 0;
@@ -167,20 +183,16 @@ TEST(PeakBudget, KeptCandidatesAreTorchsListAndASecondSearchGivesTheSameAnswer) 
     }
     EXPECT_EQ(kept.at(n), nullptr);
     EXPECT_EQ(kept.at(0), first);  // kept, not cut again
-    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
-      std::vector<NodeId> joint_ids;
-      for (NodeId p : saved) joint_ids.push_back(g.node(p).origin);
-      return emit_partition(plan_min_cut_rematerialization_partition(j, o), joint_ids);
-    };
+    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) { return c.build(saved); };
     auto answer = [&](int64_t limit, PeakCandidates* candidates) {
       try {
-        const PartitionResult r = solve_peak_budget(ctx, limit, build, nullptr, true, nullptr, candidates);
+        const PartitionResult r = solve_peak_budget(c.ctx, limit, build, nullptr, true, nullptr, candidates);
         return std::make_pair(r.memory.peak_bytes, fmt::format("{}", fmt::join(r.saved_values, ",")));
       } catch (const BudgetUnreachableError& e) {
         return std::make_pair(e.smallest_peak(), std::string(e.what()));
       }
     };
-    const int64_t plain = min_cut_rematerialization_partition(j, PartitionOptions{}).memory.peak_bytes;
+    const int64_t plain = min_cut_rematerialization_partition(c.j, PartitionOptions{}).memory.peak_bytes;
     for (const int64_t limit : {plain, plain * 9 / 10, plain * 3 / 4, int64_t{1}})
       EXPECT_EQ(answer(limit, &kept), answer(limit, nullptr)) << "seed " << seed << " at " << limit;
   }
