@@ -32,6 +32,11 @@ struct Built {
   PartitionResult result;
 };
 
+// The order in which the list-order search would have built a candidate
+// (the candidates that may fit, then those set aside, each in list order):
+// among equal peaks the repair path starts from the earliest.
+uint64_t build_order(bool set_aside, size_t index) { return (uint64_t{set_aside} << 32) | index; }
+
 class Search {
  public:
   Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats, bool repairs,
@@ -49,13 +54,16 @@ class Search {
   }
 
   PartitionResult run() {
-    std::vector<const BudgetPlan*> skipped;  // cannot fit: built only if nothing fits
+    // Cannot fit, built only if nothing fits: the index and the bound
+    // (-1 without one).
+    std::vector<std::pair<size_t, int64_t>> skipped;
     for (size_t i = 0; const BudgetPlan* plan = candidates_.at(i); ++i) {
-      if (lower_bound(plan->saved) > limit_ || (bound_ && bound_(plan->saved) > limit_)) {
-        skipped.push_back(plan);
+      const int64_t bound = bound_ ? bound_(plan->saved) : -1;
+      if (lower_bound(plan->saved) > limit_ || bound > limit_) {
+        skipped.emplace_back(i, bound);
         continue;
       }
-      if (std::optional<Built> fit = evaluate(*plan)) return finish(std::move(*fit));
+      if (std::optional<Built> fit = evaluate(*plan, i, build_order(false, i))) return finish(std::move(*fit));
     }
     if (!repairs_) {
       if (smallest_peak_ < 0 && skipped.size() > 0)
@@ -67,25 +75,48 @@ class Search {
       unreachable();
     }
     // Nothing fits: the repair path starts from the smallest peak of all.
-    // A candidate whose bound is no lower than the smallest peak built so
-    // far cannot start it (nor its hazard repairs, which are not tried).
-    for (const BudgetPlan* plan : skipped) {
-      if (bound_ && smallest_ && bound_(plan->saved) >= smallest_peak_) continue;
-      evaluate(*plan);
+    // A candidate whose bound is above the smallest peak built so far
+    // cannot start it (nor its hazard repairs, which are not tried), nor can
+    // one whose bound equals it and that comes later in the list. With a
+    // bound, the least bounds are built first, so that the first build sets
+    // the others aside where the bound is tight: at the tightest limits of
+    // the resnet stacks in docs/scale.md, where it equals every candidate's
+    // peak, one build instead of three. The start is the same as in list
+    // order (the least peak, the earliest on ties) while the bound holds,
+    // unless a candidate with hazards was set aside whose repair would have
+    // had the least peak.
+    if (bound_)
+      std::stable_sort(skipped.begin(), skipped.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    for (const auto& [i, bound] : skipped) {
+      const uint64_t order = build_order(true, i);
+      if (bound_ && smallest_ && (bound > smallest_peak_ || (bound == smallest_peak_ && order > smallest_order_)))
+        continue;
+      evaluate(*candidates_.at(i), i, order);
     }
     return repair_path();
   }
 
  private:
-  // Builds a plan, then its hazard repairs while it has hazards; returns
-  // the first hazard-free one that fits.
-  std::optional<Built> evaluate(const BudgetPlan& plan) {
+  // Builds candidate `index`, then its hazard repairs while it has
+  // hazards; returns the first hazard-free one that fits. A candidate an
+  // earlier search under this limit built hazard-free and over it
+  // (PeakCandidates) is not built again: it cannot fit, and only the one
+  // with the record's smallest peak could start the repair path.
+  std::optional<Built> evaluate(const BudgetPlan& plan, size_t index, uint64_t order) {
     Recipe recipe{plan.label, plan.options, plan.overrides};
+    if (candidates_.missed_peak(limit_, index) >= 0) {
+      std::vector<NodeId> key = plan.saved;
+      std::sort(key.begin(), key.end());
+      tried_.insert(std::move(key));
+      if (const PartitionResult* kept = candidates_.kept_miss(limit_, index)) offer(Built{recipe, *kept}, order);
+      return std::nullopt;
+    }
     Built b = make(recipe, plan.saved, plan.from_cut ? &plan.cut : nullptr);
     for (int round = 0;; ++round) {
       const std::vector<NodeId> readers = hazard_readers(b.result);
       if (readers.empty() && b.result.memory.peak_bytes <= limit_) return b;
-      offer(std::move(b));
+      if (round == 0 && readers.empty()) candidates_.record_miss(limit_, index, b.result);
+      offer(std::move(b), order);
       if (readers.empty() || !plan.from_cut || round == 3) return std::nullopt;
       std::optional<Built> fixed = without_hazards(recipe, readers);
       if (!fixed) return std::nullopt;
@@ -186,12 +217,13 @@ class Search {
   }
 
   // Keeps a hazard-free plan that did not fit if it has the smallest peak so
-  // far: the repair path starts there.
-  void offer(Built b) {
+  // far (the earliest in build_order on ties): the repair path starts there.
+  void offer(Built b, uint64_t order) {
     if (!b.result.hazards.empty()) return;
     const int64_t peak = b.result.memory.peak_bytes;
-    if (smallest_ && peak >= smallest_peak_) return;
+    if (smallest_ && (peak > smallest_peak_ || (peak == smallest_peak_ && order >= smallest_order_))) return;
     smallest_peak_ = peak;
+    smallest_order_ = order;
     smallest_label_ = b.recipe.label;
     smallest_ = std::move(b);
   }
@@ -294,6 +326,7 @@ class Search {
   int64_t inputs_bytes_ = 0;             // the forward's inputs (lower_bound)
   std::optional<Built> smallest_;
   int64_t smallest_peak_ = -1;
+  uint64_t smallest_order_ = 0;  // build_order of smallest_
   std::string smallest_label_;
 };
 
@@ -301,6 +334,30 @@ class Search {
 
 PeakCandidates::PeakCandidates(const DecideContext& ctx) : list_(ctx, kPeakSearchBudgets) {}
 PeakCandidates::~PeakCandidates() = default;
+
+void PeakCandidates::record_miss(int64_t limit, size_t i, const PartitionResult& result) {
+  if (limit != miss_limit_) {
+    miss_limit_ = limit;
+    miss_peaks_.clear();
+    smallest_miss_result_.reset();
+  }
+  if (miss_peaks_.size() <= i) miss_peaks_.resize(i + 1, -1);
+  const int64_t peak = result.memory.peak_bytes;
+  miss_peaks_[i] = peak;
+  const bool smaller = !smallest_miss_result_ || peak < smallest_miss_result_->memory.peak_bytes ||
+                       (peak == smallest_miss_result_->memory.peak_bytes && i < smallest_miss_);
+  if (!smaller) return;
+  smallest_miss_ = i;
+  smallest_miss_result_ = result;
+}
+
+int64_t PeakCandidates::missed_peak(int64_t limit, size_t i) const {
+  return limit == miss_limit_ && i < miss_peaks_.size() ? miss_peaks_[i] : -1;
+}
+
+const PartitionResult* PeakCandidates::kept_miss(int64_t limit, size_t i) const {
+  return limit == miss_limit_ && smallest_miss_result_ && i == smallest_miss_ ? &*smallest_miss_result_ : nullptr;
+}
 
 const BudgetPlan* PeakCandidates::at(size_t i) {
   while (kept_.size() <= i && !listed_) {

@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,16 +84,37 @@ using PeakBound = std::function<int64_t(const std::vector<NodeId>& saved)>;
 // partition, which a second search on the same context need not pay again.
 // at(i) is the i-th candidate, nullptr past the last; its address stays
 // valid while the PeakCandidates lives.
+//
+// It also keeps what the searches under one limit learned of the
+// candidates they built that were hazard-free and did not fit (their
+// peaks, and the result of the one with the smallest peak, the earliest
+// on ties): a later search under that limit takes them instead of building
+// them again (fast's pass with repairs follows its first pass, which built
+// the same candidates: at moe_9923's tightest limit in docs/scale.md one
+// build of about 7 ms). A search under another limit starts the record
+// afresh.
 class PeakCandidates {
  public:
   explicit PeakCandidates(const DecideContext& ctx);
   ~PeakCandidates();
   const BudgetPlan* at(size_t i);
 
+  // Candidate i was built under `limit`: hazard-free, its peak over it.
+  void record_miss(int64_t limit, size_t i, const PartitionResult& result);
+  // The peak recorded for candidate i under `limit`; -1 when none is.
+  int64_t missed_peak(int64_t limit, size_t i) const;
+  // The result of the recorded candidate i (under `limit`) when it is the
+  // one kept, null otherwise: the record's smallest peak.
+  const PartitionResult* kept_miss(int64_t limit, size_t i) const;
+
  private:
   BudgetPlanList list_;
   std::deque<BudgetPlan> kept_;
   bool listed_ = false;  // list_ has given its last
+  int64_t miss_limit_ = -1;                   // the limit the record is for
+  std::vector<int64_t> miss_peaks_;           // per candidate index; -1: none
+  size_t smallest_miss_ = 0;                  // the index of the kept result
+  std::optional<PartitionResult> smallest_miss_result_;
 };
 
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,106 @@ TEST(PeakBudget, KeptCandidatesAreTorchsListAndASecondSearchGivesTheSameAnswer) 
     for (const int64_t limit : {plain, plain * 9 / 10, plain * 3 / 4, int64_t{1}})
       EXPECT_EQ(answer(limit, &kept), answer(limit, nullptr)) << "seed " << seed << " at " << limit;
   }
+}
+
+// The sorted saved sets of torch's candidates for c's context, to tell
+// the candidates' builds from the repair path's.
+std::set<std::vector<NodeId>> candidate_sets(const TorchPlansCase& c) {
+  std::set<std::vector<NodeId>> sets;
+  BudgetPlanList list(c.ctx, kPeakSearchBudgets);
+  while (std::optional<BudgetPlan> p = list.next()) {
+    std::sort(p->saved.begin(), p->saved.end());
+    sets.insert(p->saved);
+  }
+  return sets;
+}
+
+// Where no candidate fits, those set aside are built least bound first: a
+// bound equal to each saved set's peak builds one candidate (the path's
+// start) and sets every other aside. In list order the runtime-optimized
+// plan, the largest, was built first, and each later one below it. The
+// start, the path and the error are the same as without a bound.
+TEST(PeakBudget, ACandidateSetAsideIsBuiltLeastBoundFirstToStartTheRepairPath) {
+  for (uint32_t seed = 0; seed < 12; ++seed) {
+    const TorchPlansCase c(seed);
+    const std::set<std::vector<NodeId>> candidates = candidate_sets(c);
+    int candidate_builds = 0;
+    bool hazards = false;
+    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+      std::vector<NodeId> key = saved;
+      std::sort(key.begin(), key.end());
+      candidate_builds += candidates.count(key) > 0;
+      PartitionResult r = c.build(saved);
+      hazards = hazards || !r.hazards.empty();
+      return r;
+    };
+    const PeakBound exact = [&](const std::vector<NodeId>& saved) { return c.build(saved).memory.peak_bytes; };
+    auto walk = [&](const PeakBound& bound) {
+      candidate_builds = 0;
+      try {
+        solve_peak_budget(c.ctx, 1, build, nullptr, /*repairs=*/true, bound);
+      } catch (const BudgetUnreachableError& e) {
+        return std::string(e.what());
+      }
+      ADD_FAILURE() << "seed " << seed << ": a 1-byte limit was met";
+      return std::string();
+    };
+    const std::string unbounded = walk(nullptr);
+    EXPECT_EQ(candidate_builds, static_cast<int>(candidates.size())) << "seed " << seed;
+    EXPECT_EQ(walk(exact), unbounded) << "seed " << seed;  // the same start and path
+    if (!hazards) EXPECT_EQ(candidate_builds, 1) << "seed " << seed;
+  }
+}
+
+// A search under the limit an earlier one on the same PeakCandidates ran
+// under builds none of the candidates that one built hazard-free over the
+// limit, and answers as a search on a fresh list does (fast's pass with
+// repairs after its first pass, optimize/fast.h).
+TEST(PeakBudget, ASecondSearchUnderOneLimitBuildsNoCandidateTheFirstBuiltOverIt) {
+  int saved_builds = 0;
+  for (uint32_t seed = 0; seed < 12; ++seed) {
+    const TorchPlansCase c(seed);
+    const std::set<std::vector<NodeId>> candidates = candidate_sets(c);
+    std::set<std::vector<NodeId>> built;  // candidates built so far
+    int rebuilt = 0;
+    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+      std::vector<NodeId> key = saved;
+      std::sort(key.begin(), key.end());
+      if (candidates.count(key) > 0 && !built.insert(key).second) ++rebuilt;
+      return c.build(saved);
+    };
+    // Just under every candidate's peak: those built do not fit.
+    int64_t least = INT64_MAX;
+    for (const std::vector<NodeId>& saved : candidates) least = std::min(least, c.build(saved).memory.peak_bytes);
+    const int64_t limit = least - 1;
+    auto answer = [&](PeakCandidates* kept, bool repairs) {
+      try {
+        const PartitionResult r = solve_peak_budget(c.ctx, limit, build, nullptr, repairs, nullptr, kept);
+        return std::make_pair(r.memory.peak_bytes, fmt::format("{}", fmt::join(r.saved_values, ",")));
+      } catch (const BudgetUnreachableError& e) {
+        return std::make_pair(e.smallest_peak(), std::string(e.what()));
+      }
+    };
+    PeakCandidates kept(c.ctx);
+    answer(&kept, /*repairs=*/false);
+    const size_t first = built.size();
+    const auto second = answer(&kept, /*repairs=*/true);
+    EXPECT_EQ(rebuilt, 0) << "seed " << seed;
+    saved_builds += static_cast<int>(first);
+    built.clear();
+    EXPECT_EQ(second, answer(nullptr, /*repairs=*/true)) << "seed " << seed;
+    // Under another limit the record is not used.
+    PeakCandidates other(c.ctx);
+    answer(&other, false);
+    built.clear();
+    rebuilt = 0;
+    try {
+      solve_peak_budget(c.ctx, limit - 1, build, nullptr, true, nullptr, &other);
+    } catch (const BudgetUnreachableError&) {
+    }
+    EXPECT_EQ(built.size(), candidates.size()) << "seed " << seed;
+  }
+  EXPECT_GT(saved_builds, 0);  // the first searches built candidates the second did not
 }
 
 TEST(PeakBudget, TheSearchReachesBelowEveryActivationBudget) {
