@@ -188,6 +188,9 @@ struct PeakSearchSummary {
   std::string search;         // "torch_plans", "fast" or "exact"; "" when no limit was set
   int plans_built = 0;        // candidates built and simulated
   int solver_rounds = 0;      // exact: MILP solves (each cut off a plan that did not fit)
+  // fast (exact's first plan too): the priced min-cuts over the plan space
+  // it solved (counted work; torch's own candidates' cuts not counted).
+  int cuts = 0;
   // exact: no valid plan within the limit recomputes less than this (a proof
   // from the solver over a lower bound of the peak); the plan is optimal
   // when it equals recompute_runtime (`optimal`). -1 when unknown.

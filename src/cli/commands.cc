@@ -153,8 +153,8 @@ void print_memory(const PartitionResult& r) {
   const std::string cut = p.stopped_by == "nodes"  ? " (stopped: --peak-search-nodes ran out)"
                           : p.stopped_by == "time" ? " (stopped: --peak-search-seconds ran out)"
                                                    : "";
-  std::printf("  peak search %s: %d plans built, %d solver rounds (%lld nodes), %.3g s%s%s\n",
-              p.search.c_str(), p.plans_built, p.solver_rounds, static_cast<long long>(p.solver_nodes),
+  std::printf("  peak search %s: %d plans built, %d cut%s, %d solver rounds (%lld nodes), %.3g s%s%s\n",
+              p.search.c_str(), p.plans_built, p.cuts, p.cuts == 1 ? "" : "s", p.solver_rounds, static_cast<long long>(p.solver_nodes),
               p.seconds, proof.c_str(), cut.c_str());
 }
 

@@ -757,6 +757,8 @@ std::string write_result(const JointGraph& joint, const PartitionResult& result,
     w.string(p.search);
     w.key("plans_built");
     w.integer(p.plans_built);
+    w.key("cuts");
+    w.integer(p.cuts);
     w.key("solver_rounds");
     w.integer(p.solver_rounds);
     w.key("recompute_lower_bound");

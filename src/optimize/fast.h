@@ -59,9 +59,14 @@
 //    (optimize/checkpoint.h), and only when those fit nothing either the
 //    torch_plans search with its repairs. A checkpointed plan that fits is
 //    final: no round runs (the cuts price what plans save, not the long
-//    recomputed chains that set these plans' peaks). So is, on any space,
-//    a plan recomputing nothing (Search::best_is_free): no round, and none
-//    of the passes below, can replace it.
+//    recomputed chains that set these plans' peaks). So is, for the
+//    rounds, a plan only the repair path reached: the limit lies below
+//    every plan of torch's and every checkpointed one, and at the four
+//    limits of docs/scale.md where that happened the rounds' cuts offered
+//    no plan cheaper than it to build, for about a third of fast's time;
+//    the last mix (below) still runs, from the cheapest cut alone. So is,
+//    on any space, a plan recomputing nothing (Search::best_is_free): no
+//    round, and none of the passes below, can replace it.
 //  * Then, on the polish's spaces (optimize.h kPolishVars), the whole
 //    torch_plans search runs, its plan replacing fast's when it recomputes
 //    less or fast found none: fast is never worse than torch's plans. On

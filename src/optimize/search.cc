@@ -184,6 +184,7 @@ Outcome Search::finish(const char* mode, const Proof& proof) {
   PeakSearchSummary& s = out.result.peak_search;
   s.search = mode;
   s.plans_built = built_;
+  s.cuts = cuts_;
   s.solver_rounds = rounds_;
   s.recompute_lower_bound = proof.bound;
   s.optimal = proof.optimal;

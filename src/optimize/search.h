@@ -48,7 +48,8 @@
 //  * unreachable(bound) throws BudgetUnreachableError naming the limit, the
 //    smallest simulated peak (or that no hazard-free plan was found) and the
 //    bound when it proves something; finish() returns best() with its
-//    peak_search summary (plans built, solver rounds, the Proof).
+//    peak_search summary (plans built, cuts counted by count_cut, solver
+//    rounds, the Proof).
 #pragma once
 
 #include <chrono>
@@ -120,6 +121,8 @@ class Search {
 
   // --- building ---
   Verdict evaluate(const std::vector<uint8_t>& asked);
+  // One priced min-cut solved (fast's), for the summary's `cuts`.
+  void count_cut() { ++cuts_; }
   // A build outside evaluate's record (torch's own plans, which
   // memory/peak_budget.h builds from node lists): counted, checked against
   // the screen, its peak recorded when it has no hazard.
@@ -183,6 +186,7 @@ class Search {
   bool screened_ = false;       // torch's plans were screened by chained_peak
   bool chained_bounds_ = true;  // every plan built since: peak >= chained_peak
   int built_ = 0;
+  int cuts_ = 0;
   int rounds_ = 0;
   int max_rounds_ = std::numeric_limits<int>::max();  // allow_rounds caps it
   int64_t node_cap_;           // solves stop when nodes_used_ reaches it; < 0: sized at the first

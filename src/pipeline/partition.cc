@@ -522,6 +522,7 @@ optimize::Outcome search_in_memory_order(PlanState& s, const DecideContext& ctx)
   if (other) {
     const PeakSearchSummary& q = other->result.peak_search;
     p.plans_built += q.plans_built;
+    p.cuts += q.cuts;
     p.solver_rounds += q.solver_rounds;
     p.solver_nodes += q.solver_nodes;
     p.seconds += q.seconds;

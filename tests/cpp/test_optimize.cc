@@ -922,7 +922,7 @@ TEST(Optimize, TheAutomaticNodeBudgetShrinksAsTheProgramGrows) {
 // The plan and its summary, less the time it took.
 std::string plan_key(const PartitionResult& r) {
   const PeakSearchSummary& p = r.peak_search;
-  std::string key = fmt::format("{} {} {} {} {} {} {} {} {} |", p.search, p.plans_built, p.solver_rounds,
+  std::string key = fmt::format("{} {} {} {} {} {} {} {} {} {} |", p.search, p.plans_built, p.cuts, p.solver_rounds,
                                 p.recompute_lower_bound, p.optimal, p.solver_nodes, p.stopped_by,
                                 r.recompute_runtime, r.memory.peak_bytes);
   for (NodeId id : r.saved_values) key += fmt::format(" {}", id);

@@ -40,9 +40,20 @@ Contract:
   builds before, for the same plan).
 * At moe_9923's tightest limit of docs/scale.md, where neither torch's plans
   nor the checkpointed ones fit and the repair path reaches the limit, fast
-  builds at most 18 plans: the checkpointed plans the chained model puts
+  builds at most 17 plans: the checkpointed plans the chained model puts
   over the limit and the smallest peak built so far are not built
-  (optimize/checkpoint.h; 23 builds before, for the same plan).
+  (optimize/checkpoint.h; 23 builds before, for the same plan), and the
+  candidate torch's first pass built over the limit is not built again by
+  the pass with repairs (memory/peak_budget.h PeakCandidates; 18 before).
+* At resnet_1991's tightest limit, where the repair path starts from
+  torch's candidates set aside, fast builds at most 6 plans: the candidates
+  are built least chained peak first, and the chained model, equal to their
+  peaks there, sets the others aside (memory/peak_budget.h; 8 before, the
+  same plan).
+* At resnet_9943's tightest limit, where only torch's repair path reaches
+  the limit, fast returns that plan with at most 4 builds (6 before, as
+  above) and one cut: its rounds do not run there (optimize/fast.h; their
+  cuts were a third of fast's time and offered no plan to build).
 * At a limit torch's cheap-ops plan fits with room, fast's best plan
   recomputes at most 0.6x of it: the best plan, whichever search found it,
   takes the cheapest plan's choices where they fit (fast.h's final mix;
@@ -185,7 +196,8 @@ def test_exact_at_ten_thousand_nodes_proves_a_bound_and_calls_a_plan_recomputing
 # which skip each pins and what it built before.
 RULED_OUT = [
     ("unet_2335", 6355620, 5),    # settle's steps
-    ("moe_9923", 29871872, 18),   # checkpointed plans
+    ("moe_9923", 29871872, 17),   # checkpointed plans; torch's candidate built once
+    ("resnet_1991", 5655300, 6),  # the repair path's start
 ]
 
 
@@ -195,3 +207,15 @@ def test_fast_builds_no_plan_the_chained_model_rules_out(name, limit, most):
     fast = _partition(_joint(name), limit)
     _check_fits(fast, limit)
     assert fast["peak_search"]["plans_built"] <= most, fast["peak_search"]
+
+
+@pytest.mark.one_release
+def test_fast_runs_no_round_after_a_plan_only_the_repair_path_reached():
+    joint = _joint("resnet_9943")
+    limit = 27749764
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    torch_plan = _partition(joint, limit, "torch_plans")
+    assert fast["recompute_runtime"] <= torch_plan["recompute_runtime"]
+    assert fast["peak_search"]["plans_built"] <= 4, fast["peak_search"]
+    assert fast["peak_search"]["cuts"] <= 1, fast["peak_search"]

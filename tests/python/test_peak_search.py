@@ -475,7 +475,7 @@ def test_the_result_carries_the_search_summary_only_under_a_limit(rt):
     p = _plan(name, "exact", smallest)
     summary = p.peak_search
     assert summary is p.result["peak_search"]
-    assert set(summary) == {"search", "plans_built", "solver_rounds", "recompute_lower_bound",
+    assert set(summary) == {"search", "plans_built", "cuts", "solver_rounds", "recompute_lower_bound",
                             "optimal", "solver_nodes", "stopped_by", "seconds"}
     assert summary["search"] == "exact" and summary["plans_built"] >= 1
     if summary["optimal"]:  # up to the MILP's tie-break, under 0.5

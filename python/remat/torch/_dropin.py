@@ -190,7 +190,7 @@ class Partition:
     @property
     def peak_search(self) -> Optional[dict]:
         """How the plan under a peak-memory limit was found: the result's
-        "peak_search" ({search, plans_built, solver_rounds,
+        "peak_search" ({search, plans_built, cuts, solver_rounds,
         recompute_lower_bound (None if unknown), optimal, solver_nodes,
         stopped_by (None, "nodes" or "time"), seconds}); None
         when no limit was set."""
