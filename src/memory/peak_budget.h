@@ -29,15 +29,20 @@
 //    candidates set aside are not built and no repair path runs. A
 //    `bound` given (the optimizer's tighter lower bound of a saved set's
 //    peak, optimize/space.h chained_peak) sets aside the candidates it puts
-//    over the limit too; with `repairs`, a candidate set aside is built to
-//    start the path only when the bound puts it below the smallest peak
-//    built so far, and a repair move only when the bound puts it below the
+//    over the limit too; with `repairs`, the candidates set aside are
+//    taken least bound first, each built to start the path only when the
+//    bound puts it below the smallest peak built so far (or at it, and
+//    earlier in the list: ties start where the list order would), and a
+//    repair move only when the bound puts it below the
 //    step's best so far (or the current state's peak): while the bound
 //    holds, the path is the same, for fewer builds (the optimizer checks
 //    that it held, optimize/search.h chained_bounds).
 //  * `candidates`, when given, holds the list (PeakCandidates): each is cut
 //    once however many searches on one context read it (fast runs up to
 //    three, optimize/torch_plans.h). The same candidates, in the same order.
+//    A candidate an earlier search on it built hazard-free over the same
+//    limit is not built again (PeakCandidates below): it cannot fit, and
+//    the record's least-peak result stands in as a start of the path.
 //  * Otherwise BudgetUnreachableError (kBudgetUnreachable) naming the limit
 //    and the smallest peak any hazard-free candidate or path state reached
 //    (its smallest_peak; no proven_bound).
