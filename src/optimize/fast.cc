@@ -465,9 +465,18 @@ class Fast {
       }
       if (found.cheapest) cheapest = found.cheapest;
       if (!plan || !could_beat_best(*plan)) break;
-      const Verdict v = s_.evaluate(*plan);
-      if (v.fits) break;
-      if (v.hazards) continue;
+      // A model-fitting plan the chained model puts over the limit cannot
+      // fit: its build would only correct the targets, which that model's
+      // rows do instead (fast.h).
+      Verdict v;
+      if (found.fitting && screens_round_plans(large) && s_.over_by_chained_model(*plan)) {
+        v.rows = space_.chained_rows(*plan);
+        v.peak = v.rows.empty() ? 0 : *std::max_element(v.rows.begin(), v.rows.end());
+      } else {
+        v = s_.evaluate(*plan);
+        if (v.fits) break;
+        if (v.hazards) continue;
+      }
       // A model-fitting plan that built no lower than the last one: the
       // corrections are not closing in (a deeper stack's plans recompute
       // longer chains with each lower target, and the model misses more
@@ -508,6 +517,13 @@ class Fast {
   }
 
  private:
+  // Whether a round's plan the chained model puts over the limit is taken
+  // as over without its build: on large spaces, and on the others past the
+  // polish's while that model has equalled every build's peak (fast.h).
+  bool screens_round_plans(bool large) const {
+    return large || (space_.vars().size() > static_cast<size_t>(kPolishVars) && s_.chained_gap() == 0);
+  }
+
   // Whether building `saved` could give a plan recomputing less than the
   // best so far: the model's cost is a lower bound of the measured one.
   bool could_beat_best(const std::vector<uint8_t>& saved) const {

@@ -35,7 +35,16 @@
 //    Without a fitting plan the round takes the plan exceeding its targets
 //    least. The plan is built (Search::evaluate) unless its model cost is not
 //    below the best built plan's measured recompute (the model's cost is a
-//    lower bound of the measured one); the search stops at a plan that fits,
+//    lower bound of the measured one), or unless it fits the targets and the
+//    chained model puts it over the limit (Search::over_by_chained_model) on
+//    a large space, or on a space past the polish's while that model has
+//    equalled every build's peak (Search::chained_gap() 0): it cannot fit,
+//    and the chained model's rows (space.h chained_rows) stand in for the
+//    build's in the correction below and as its peak (at the 60 limits of
+//    docs/scale.md 233 -> 224 builds, two plans cheaper, none dearer; on
+//    the ~2k-node stacks where that model misses a share of every build,
+//    using it regardless cost transformer_1995 up to 16 builds instead of 5
+//    and a worse plan). The search stops at a plan that fits,
 //    and when a round's model-fitting plan builds to a peak no lower than
 //    the previous such round's (the corrections are not closing in).
 //  * A build that does not fit corrects what the model does not see

@@ -57,7 +57,7 @@ Verdict Search::evaluate(const std::vector<uint8_t>& asked) {
   v.recompute = r.recompute_runtime;
   v.hazards = !r.hazards.empty();
   if (space_.model_peak(saved) > v.peak) model_bounds_ = false;
-  check_screen(saved, v.peak);
+  check_chained(saved, v.peak, !v.hazards);
   for (const MutationHazard& h : r.hazards) {
     const int k = space_.var_of(space_.prepared_of(r.forward.node(h.saved).origin));
     if (k < 0) continue;
@@ -82,7 +82,7 @@ Verdict Search::evaluate(const std::vector<uint8_t>& asked) {
 PartitionResult Search::build_unkeyed(const std::vector<NodeId>& saved) {
   PartitionResult r = build_(saved);
   ++built_;
-  check_screen(space_.saved_flags(saved), r.memory.peak_bytes);
+  check_chained(space_.saved_flags(saved), r.memory.peak_bytes, r.hazards.empty());
   if (r.hazards.empty()) record_peak(r.memory.peak_bytes);
   return r;
 }
@@ -103,10 +103,13 @@ void Search::record_peak(int64_t peak) {
   smallest_peak_ = smallest_peak_ < 0 ? peak : std::min(smallest_peak_, peak);
 }
 
-// After torch's plans were screened by the chained model: a build whose
-// simulated peak is below it shows the screen's premise false.
-void Search::check_screen(const std::vector<uint8_t>& saved, int64_t simulated) {
-  if (screened_ && space_.chained_peak(saved) > simulated) chained_bounds_ = false;
+// The chained model against a build (one model pass): after a screen, a
+// simulated peak below it shows the screen's premise false; a hazard-free
+// build's peak above it widens chained_gap().
+void Search::check_chained(const std::vector<uint8_t>& saved, int64_t simulated, bool hazard_free) {
+  const int64_t chained = space_.chained_peak(saved);
+  if (screened_ && chained > simulated) chained_bounds_ = false;
+  if (hazard_free) chained_gap_ = std::max(chained_gap_, simulated - chained);
 }
 
 // Every row with only what every plan holds there (the values that cannot

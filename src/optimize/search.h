@@ -24,6 +24,9 @@
 //    lower bound rest on it. After screen_with_chained_model() (torch's plans
 //    screened by space.h chained_peak), chained_bounds() stays true while
 //    every plan built since simulated at least its chained peak.
+//  * chained_gap(): the most any hazard-free build (evaluate's and
+//    build_unkeyed's) peaked above its chained peak, -1 before any; 0 says
+//    the chained model has equalled every build's peak so far.
 //  * over_by_chained_model(asked): while chained_bounds() holds, whether the
 //    chained model puts the plan `asked` implies (as evaluate builds it)
 //    over the limit, so that it cannot fit and need not be built; it marks
@@ -141,6 +144,9 @@ class Search {
   void screen_with_chained_model() { screened_ = true; }
   bool over_by_chained_model(const std::vector<uint8_t>& asked);
   bool chained_bounds() const { return chained_bounds_; }
+  // The most a hazard-free build's simulated peak exceeded its chained
+  // peak (space.h chained_peak); -1 before any build.
+  int64_t chained_gap() const { return chained_gap_; }
   int64_t fast_peak_bound() const;
 
   // --- stopping ---
@@ -169,7 +175,7 @@ class Search {
  private:
   using Clock = std::chrono::steady_clock;
   double left() const;
-  void check_screen(const std::vector<uint8_t>& saved, int64_t simulated);
+  void check_chained(const std::vector<uint8_t>& saved, int64_t simulated, bool hazard_free);
   void record_peak(int64_t peak);
 
   const DecideContext& ctx_;
@@ -185,6 +191,7 @@ class Search {
   bool model_bounds_ = true;    // every built plan's peak >= its model peak
   bool screened_ = false;       // torch's plans were screened by chained_peak
   bool chained_bounds_ = true;  // every plan built since: peak >= chained_peak
+  int64_t chained_gap_ = -1;   // chained_gap()
   int built_ = 0;
   int cuts_ = 0;
   int rounds_ = 0;

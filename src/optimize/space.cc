@@ -592,13 +592,17 @@ std::vector<int64_t> PlanSpace::values(std::span<const uint8_t> saved,
 }
 
 int64_t PlanSpace::chained_peak(std::span<const uint8_t> saved) const {
-  if (!model_rows_) return 0;
+  const std::vector<int64_t> v = chained_rows(saved);
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+std::vector<int64_t> PlanSpace::chained_rows(std::span<const uint8_t> saved) const {
+  if (!model_rows_) return {};
   const std::optional<Assignment> a = implied_recompute(saved);
-  if (!a) return 0;
+  if (!a) return {};
   // The rows after each node only: the chains are what this bound adds,
   // and a screen run per candidate plan should cost one pass.
-  const std::vector<int64_t> v = values(a->saved, a->recomputed, /*before=*/false, /*all_chains=*/true);
-  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+  return values(a->saved, a->recomputed, /*before=*/false, /*all_chains=*/true);
 }
 
 uint32_t PlanSpace::made_by_row(uint32_t k, std::span<const uint8_t> recomputed,

@@ -307,6 +307,8 @@ class PlanSpace {
   // graphs; fast screens torch's plans with it before building them. 0 when
   // the plan is invalid or the model is off.
   int64_t chained_peak(std::span<const uint8_t> saved) const;
+  // chained_peak's rows (row_values' shape; empty where it is 0).
+  std::vector<int64_t> chained_rows(std::span<const uint8_t> saved) const;
 
   // values()'s parts, which optimize/rows.h (the same rows kept up to date
   // under small changes to a plan) shares, so both say the same:

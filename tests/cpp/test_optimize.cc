@@ -824,6 +824,41 @@ TEST(Optimize, TheChainedScreenRulesOutOnlyPlansItPutsOverTheLimitWhileItBounds)
   EXPECT_FALSE(s.over_by_chained_model(flags));
 }
 
+// Search::chained_gap (fast takes a round's plan the chained model rules
+// out as over without building it, on mid-size spaces only while the gap
+// is 0): -1 before any build, then the most a hazard-free build peaked
+// above its chained peak; a build at it leaves 0, one above widens it, one
+// below does not narrow it.
+TEST(Optimize, TheChainedGapIsTheMostABuildPeakedAboveItsChainedPeak) {
+  const JointGraph j = residual_mlp(20, 64);
+  PartitionOptions o;
+  SpaceOf of(j, o);
+  optimize::PlanSpace& space = of.space;
+  const DecideContext ctx = of.in.context(of.graph, o);
+  const PartitionResult plain = min_cut_rematerialization_partition(j, o);
+  std::vector<NodeId> saved;
+  for (NodeId id : plain.saved_values) saved.push_back(space.prepared_of(id));
+  const std::vector<uint8_t> flags = space.saved_flags(saved);
+  const int64_t chained = space.chained_peak(flags);
+  ASSERT_GT(chained, 0);
+  int64_t built_peak = chained;
+  const optimize::Builder build = [&](const std::vector<NodeId>&) {
+    PartitionResult r = plain;
+    r.memory.peak_bytes = built_peak;
+    return r;
+  };
+  optimize::Search s(ctx, space, chained, optimize::Effort{}, build);
+  EXPECT_EQ(s.chained_gap(), -1);
+  s.build_unkeyed(saved);
+  EXPECT_EQ(s.chained_gap(), 0);
+  built_peak = chained + 4096;
+  s.build_unkeyed(saved);
+  EXPECT_EQ(s.chained_gap(), 4096);
+  built_peak = chained - 1;
+  s.build_unkeyed(saved);
+  EXPECT_EQ(s.chained_gap(), 4096);
+}
+
 // Checkpoint policies hold: a MUST_/PREFER_RECOMPUTE node is never saved,
 // a MUST_SAVE node never recomputed.
 TEST(Optimize, CheckpointPoliciesHold) {

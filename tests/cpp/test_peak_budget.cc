@@ -244,7 +244,9 @@ TEST(PeakBudget, ACandidateSetAsideIsBuiltLeastBoundFirstToStartTheRepairPath) {
     const std::string unbounded = walk(nullptr);
     EXPECT_EQ(candidate_builds, static_cast<int>(candidates.size())) << "seed " << seed;
     EXPECT_EQ(walk(exact), unbounded) << "seed " << seed;  // the same start and path
-    if (!hazards) EXPECT_EQ(candidate_builds, 1) << "seed " << seed;
+    if (!hazards) {
+      EXPECT_EQ(candidate_builds, 1) << "seed " << seed;
+    }
   }
 }
 
