@@ -687,11 +687,20 @@ VarSpans PlanSpace::var_spans(uint32_t k, std::span<const uint8_t> saved, std::s
     // one the backward reads only through recomputed users (a transposed
     // activation for a weight's gradient, the next layer's input): until
     // the batch that makes the last of them, since the constant counts
-    // none of its bytes.
+    // none of its bytes. Users of a recomputed view of it read its storage
+    // too (an MoE expert's gate matmul, viewed, then read by the SiLU and
+    // by its gradient's factors, made for later backward nodes: 128 KiB
+    // under every build of moe_1923's plans at its 7.6 MiB limit).
     uint32_t until = v.saved_to;
-    if (v.first_row == Var::kNoRow)
-      for (uint32_t u : users_[k])
+    auto read_late = [&](uint32_t holder) {
+      for (uint32_t u : users_[holder])
         if (recomputed[u] && made_by[u] != Var::kNoRow) until = std::max(until, made_by[u]);
+    };
+    if (v.first_row == Var::kNoRow) {
+      read_late(k);
+      for (uint32_t a : v.aliases)
+        if (recomputed[a]) read_late(a);
+    }
     out.extended = {made_by[k], until};
     add(made_by[k], until);
     return out;

@@ -554,6 +554,20 @@ TEST(Optimize, ASavedViewKeepsItsRootAliveUntilItsRecomputedUserIsMade) {
   EXPECT_LE(c.chained, c.simulated);
 }
 
+// A recomputed value the backward reads only through a recomputed view of
+// it lives until the last of the view's recomputed users is made: here the
+// matmul, made with its view and the early reader's input for the first
+// backward node, is alive through the three large values (the peak) until
+// the late reader's input is made. The chained model followed the value's
+// own users only (the view, made early), and stayed the matmul's 8 KiB
+// below the simulated peak; an MoE expert's gate matmul, viewed and read by
+// the SiLU and its gradient's factors, is such a value (moe_1923's plans at
+// its 7.6 MiB limit: 128 KiB under every build, four builds more).
+TEST(Optimize, ARecomputedValueLivesUntilItsRecomputedViewsLastUserIsMade) {
+  const ModelCheck c = check_plan(view_readers(2), {"primals_1", "primals_2"});
+  EXPECT_EQ(c.chained, c.simulated);
+}
+
 // A view the graph gives a storage of its own holds its input's all the
 // same, as the simulator counts it (memory/simulate.cc): the model gave such
 // a view no bytes and no root, so saving it held nothing. bench/synthetic.py's
