@@ -39,10 +39,11 @@ uint64_t build_order(bool set_aside, size_t index) { return (uint64_t{set_aside}
 
 class Search {
  public:
+  // `start_only`: with `repairs`, stop where the repair path would start.
   Search(const DecideContext& ctx, int64_t limit, const PlanBuilder& build, PeakSearchStats* stats, bool repairs,
-         const PeakBound& bound, PeakCandidates& candidates)
-      : ctx_(ctx), limit_(limit), build_(build), stats_(stats), repairs_(repairs), bound_(bound),
-        candidates_(candidates) {
+         const PeakBound& bound, PeakCandidates& candidates, bool start_only = false)
+      : ctx_(ctx), limit_(limit), build_(build), stats_(stats), repairs_(repairs), start_only_(start_only),
+        bound_(bound), candidates_(candidates) {
     const Graph& g = ctx.graph;
     for (NodeId p = 0; p < g.size(); ++p) {
       const NodeId j = g.node(p).origin;
@@ -93,6 +94,7 @@ class Search {
         continue;
       evaluate(*candidates_.at(i), i, order);
     }
+    if (start_only_) unreachable();
     return repair_path();
   }
 
@@ -319,6 +321,7 @@ class Search {
   const PlanBuilder& build_;
   PeakSearchStats* stats_;
   const bool repairs_;
+  const bool start_only_;
   const PeakBound& bound_;
   PeakCandidates& candidates_;
   std::vector<NodeId> prepared_of_;  // joint id -> prepared id
@@ -366,6 +369,15 @@ const BudgetPlan* PeakCandidates::at(size_t i) {
     else kept_.push_back(std::move(*plan));
   }
   return i < kept_.size() ? &kept_[i] : nullptr;
+}
+
+std::optional<PartitionResult> build_repair_start(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
+                                                  const PeakBound& bound, PeakCandidates& candidates) {
+  try {
+    return Search(ctx, limit, build, nullptr, /*repairs=*/true, bound, candidates, /*start_only=*/true).run();
+  } catch (const BudgetUnreachableError&) {
+    return std::nullopt;  // nothing fits: the start, if any, was built
+  }
 }
 
 PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,

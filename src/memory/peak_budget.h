@@ -126,6 +126,17 @@ PartitionResult solve_peak_budget(const DecideContext& ctx, int64_t limit, const
                                   PeakSearchStats* stats = nullptr, bool repairs = true,
                                   const PeakBound& bound = nullptr, PeakCandidates* candidates = nullptr);
 
+// What solve_peak_budget with repairs builds before its repair path, and
+// no more: the candidates that may fit (the first that fits is returned),
+// then, when none does, those set aside, least bound first, each only while
+// it could start the path (nullopt). Through `candidates`' record, so that
+// a later solve_peak_budget under `limit` on it builds none of them again.
+// fast builds this start before its checkpointed plans where torch's first
+// pass built nothing (optimize/fast.h): the smallest peak it names lets the
+// checkpointed search set aside the plans the chained model puts above it.
+std::optional<PartitionResult> build_repair_start(const DecideContext& ctx, int64_t limit, const PlanBuilder& build,
+                                                  const PeakBound& bound, PeakCandidates& candidates);
+
 // The search as the pipeline's plan step runs it (PartitionPlan under
 // peak_memory_budget): `build` receives each candidate's saved values split
 // by kind (split_saved_values) and its cut's story by joint id (cut_story;

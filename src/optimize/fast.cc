@@ -433,6 +433,7 @@ class Fast {
     int64_t overshoot = -1;  // the last model-fitting round's built peak (over the limit)
     if (large) {
       torch_plans(s_, &targets, /*repairs=*/false, &torch_candidates_);
+      if (!s_.best() && s_.smallest_peak() < 0) torch_repair_start(s_, &targets, &torch_candidates_);
       if (!s_.best()) checkpointed = checkpoints(s_);
       if (!s_.best()) {
         torch_plans(s_, &targets, /*repairs=*/true, &torch_candidates_);

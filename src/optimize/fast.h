@@ -66,7 +66,19 @@
 //    the targets as fast's own do, and the rounds try to beat its plan.
 //    When none of torch's plans fits there, the checkpointed plans
 //    (optimize/checkpoint.h), and only when those fit nothing either the
-//    torch_plans search with its repairs. A checkpointed plan that fits is
+//    torch_plans search with its repairs. Where torch's first pass built
+//    nothing (the chained model put every candidate over the limit), the
+//    repair path's start is built before the checkpointed plans
+//    (torch_plans.h torch_repair_start; the pass with repairs takes it from
+//    PeakCandidates' record): the checkpointed search sets aside the plans
+//    the chained model puts over the limit and above the smallest peak
+//    built, and without one it built them all (at moe_9923's and
+//    moe_49603's tightest limits four and five plans, each peaking three
+//    times the limit). At the 60 limits of docs/scale.md 205 -> 197 builds;
+//    the checkpointed search's path changed at two limits of the
+//    transformer stacks, each plan cheaper (transformer_9963 at 28.5 MiB
+//    1.468e9 -> 1.302e9, transformer_49803 at 131.1 MiB 7.489e9 ->
+//    5.031e9); the rest the same. A checkpointed plan that fits is
 //    final: no round runs (the cuts price what plans save, not the long
 //    recomputed chains that set these plans' peaks). So is, for the
 //    rounds, a plan only the repair path reached: the limit lies below

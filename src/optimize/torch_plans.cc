@@ -11,17 +11,47 @@
 
 namespace remat::optimize {
 
-void torch_plans(Search& s, Targets* targets, bool repairs, PeakCandidates* candidates) {
-  PlanSpace& space = s.space();
-  const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+namespace {
+
+// Builds each plan through the search (counted, its peak recorded), and
+// corrects `targets` (when given) by each hazard-free one over the limit.
+PlanBuilder builder(Search& s, Targets* targets) {
+  return [&s, targets](const std::vector<NodeId>& saved, const MinCutResult*) {
     PartitionResult r = s.build_unkeyed(saved);
     if (targets && r.hazards.empty() && r.memory.peak_bytes > s.limit()) {
       Verdict v;
-      v.rows = space.simulated_rows(r);
-      correct(space, space.saved_flags(saved), v, s.limit(), *targets);
+      v.rows = s.space().simulated_rows(r);
+      correct(s.space(), s.space().saved_flags(saved), v, s.limit(), *targets);
     }
     return r;
   };
+}
+
+// Offers torch's plan `r` (ids of the joint graph) as the search's.
+void offer_plan(Search& s, PartitionResult r) {
+  std::vector<NodeId> saved;
+  for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
+    for (NodeId j : *list) saved.push_back(s.space().prepared_of(j));
+  std::sort(saved.begin(), saved.end());
+  s.offer(std::move(r), std::move(saved));
+}
+
+}  // namespace
+
+void torch_repair_start(Search& s, Targets* targets, PeakCandidates* candidates) {
+  PlanSpace& space = s.space();
+  if (!s.chained_bounds() || candidates == nullptr) return;
+  s.screen_with_chained_model();
+  const PeakBound screen = [&](const std::vector<NodeId>& saved) {
+    return space.chained_peak(space.saved_flags(saved));
+  };
+  std::optional<PartitionResult> fit = build_repair_start(s.ctx(), s.limit(), builder(s, targets), screen, *candidates);
+  if (fit) offer_plan(s, std::move(*fit));
+}
+
+void torch_plans(Search& s, Targets* targets, bool repairs, PeakCandidates* candidates) {
+  PlanSpace& space = s.space();
+  const PlanBuilder build = builder(s, targets);
   try {
     // Without repairs (fast's first pass on a large space), candidates the
     // model with whole recomputed chains puts over the limit are set aside
@@ -52,12 +82,7 @@ void torch_plans(Search& s, Targets* targets, bool repairs, PeakCandidates* cand
         return space.chained_peak(flags);
       };
     }
-    PartitionResult r = solve_peak_budget(s.ctx(), s.limit(), build, nullptr, repairs, screen, candidates);
-    std::vector<NodeId> saved;
-    for (const auto* list : {&r.saved_values, &r.saved_sym_nodes, &r.saved_opaque_nodes})
-      for (NodeId j : *list) saved.push_back(space.prepared_of(j));
-    std::sort(saved.begin(), saved.end());
-    s.offer(std::move(r), std::move(saved));
+    offer_plan(s, solve_peak_budget(s.ctx(), s.limit(), build, nullptr, repairs, screen, candidates));
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kBudgetUnreachable) throw;
   }

@@ -42,4 +42,11 @@ namespace remat::optimize {
 
 void torch_plans(Search& s, Targets* targets, bool repairs = true, PeakCandidates* candidates = nullptr);
 
+// The start of the repair path torch_plans with repairs would take
+// (memory/peak_budget.h build_repair_start, screened by the chained model
+// while chained_bounds() holds; nothing otherwise, nor without
+// `candidates`, whose record keeps it for that later pass). A candidate
+// that fits on the way is offered.
+void torch_repair_start(Search& s, Targets* targets, PeakCandidates* candidates);
+
 }  // namespace remat::optimize

@@ -301,6 +301,46 @@ TEST(PeakBudget, ASecondSearchUnderOneLimitBuildsNoCandidateTheFirstBuiltOverIt)
   EXPECT_GT(saved_builds, 0);  // the first searches built candidates the second did not
 }
 
+// build_repair_start builds what the search with repairs builds before its
+// path and no more (a bound equal to each peak: the one candidate that
+// starts it), and the search after it on the same PeakCandidates builds
+// none of those again and says what a fresh search says.
+TEST(PeakBudget, TheRepairPathsStartIsBuiltOnceAndTheSearchAfterItGoesOnFromIt) {
+  for (uint32_t seed = 0; seed < 12; ++seed) {
+    const TorchPlansCase c(seed);
+    const std::set<std::vector<NodeId>> candidates = candidate_sets(c);
+    int candidate_builds = 0;
+    bool hazards = false;
+    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
+      std::vector<NodeId> key = saved;
+      std::sort(key.begin(), key.end());
+      candidate_builds += candidates.count(key) > 0;
+      PartitionResult r = c.build(saved);
+      hazards = hazards || !r.hazards.empty();
+      return r;
+    };
+    const PeakBound exact = [&](const std::vector<NodeId>& saved) { return c.build(saved).memory.peak_bytes; };
+    auto message = [&](PeakCandidates* kept) {
+      try {
+        solve_peak_budget(c.ctx, 1, build, nullptr, /*repairs=*/true, exact, kept);
+      } catch (const BudgetUnreachableError& e) {
+        return std::string(e.what());
+      }
+      ADD_FAILURE() << "seed " << seed << ": a 1-byte limit was met";
+      return std::string();
+    };
+    const std::string fresh = message(nullptr);
+    PeakCandidates kept(c.ctx);
+    candidate_builds = 0;
+    EXPECT_FALSE(build_repair_start(c.ctx, 1, build, exact, kept).has_value()) << "seed " << seed;
+    if (hazards) continue;
+    EXPECT_EQ(candidate_builds, 1) << "seed " << seed;
+    candidate_builds = 0;
+    EXPECT_EQ(message(&kept), fresh) << "seed " << seed;
+    EXPECT_EQ(candidate_builds, 0) << "seed " << seed;
+  }
+}
+
 TEST(PeakBudget, TheSearchReachesBelowEveryActivationBudget) {
   for (uint32_t seed = 0; seed < 10; ++seed) {
     const JointGraph j = random_mlp(seed);
