@@ -154,8 +154,8 @@ void print_memory(const PartitionResult& r) {
                           : p.stopped_by == "time" ? " (stopped: --peak-search-seconds ran out)"
                                                    : "";
   std::printf("  peak search %s: %d plans built, %d cut%s, %d solver rounds (%lld nodes), %.3g s%s%s\n",
-              p.search.c_str(), p.plans_built, p.cuts, p.cuts == 1 ? "" : "s", p.solver_rounds, static_cast<long long>(p.solver_nodes),
-              p.seconds, proof.c_str(), cut.c_str());
+              p.search.c_str(), p.plans_built, p.cuts, p.cuts == 1 ? "" : "s", p.solver_rounds,
+              static_cast<long long>(p.solver_nodes), p.seconds, proof.c_str(), cut.c_str());
 }
 
 int explain(const JointGraph& joint, const PartitionResult& r, const std::string& name,

@@ -86,8 +86,10 @@ class Search {
     // order (the least peak, the earliest on ties) while the bound holds,
     // unless a candidate with hazards was set aside whose repair would have
     // had the least peak.
-    if (bound_)
-      std::stable_sort(skipped.begin(), skipped.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (bound_) {
+      std::stable_sort(skipped.begin(), skipped.end(),
+                       [](const auto& x, const auto& y) { return x.second < y.second; });
+    }
     for (const auto& [i, bound] : skipped) {
       const uint64_t order = build_order(true, i);
       if (bound_ && smallest_ && (bound > smallest_peak_ || (bound == smallest_peak_ && order > smallest_order_)))

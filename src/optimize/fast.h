@@ -41,7 +41,8 @@
 //    equalled every build's peak (Search::chained_gap() 0): it cannot fit,
 //    and the chained model's rows (space.h chained_rows) stand in for the
 //    build's in the correction below and as its peak (at the 60 limits of
-//    docs/scale.md 233 -> 224 builds, two plans cheaper, none dearer; on
+//    docs/scale.md, when added: 233 -> 224 builds, every plan the same or
+//    cheaper; on
 //    the ~2k-node stacks where that model misses a share of every build,
 //    using it regardless cost transformer_1995 up to 16 builds instead of 5
 //    and a worse plan). The search stops at a plan that fits,
