@@ -45,9 +45,9 @@ Contract:
   same plan).
 * At moe_9923's tightest limit of docs/scale.md, where neither torch's plans
   nor the checkpointed ones fit and the repair path reaches the limit, fast
-  builds at most 17 plans: the checkpointed plans the chained model puts
-  over the limit and the smallest peak built so far are not built
-  (optimize/checkpoint.h; 23 builds before, for the same plan), the
+  builds at most 7 plans, the same plan as with 23: the checkpointed plans
+  the chained model puts over the limit and the smallest peak built so far
+  are not built (optimize/checkpoint.h; 18 builds), the
   candidate torch's first pass built over the limit is not built again by
   the pass with repairs (memory/peak_budget.h PeakCandidates; 18 before),
   the chained model, which follows a recomputed expert matmul's storage
