@@ -45,16 +45,17 @@ Contract:
   same plan).
 * At moe_9923's tightest limit of docs/scale.md, where neither torch's plans
   nor the checkpointed ones fit and the repair path reaches the limit, fast
-  builds at most 7 plans, the same plan as with 23: the checkpointed plans
-  the chained model puts over the limit and the smallest peak built so far
-  are not built (optimize/checkpoint.h; 18 builds), the
-  candidate torch's first pass built over the limit is not built again by
-  the pass with repairs (memory/peak_budget.h PeakCandidates; 18 before),
-  the chained model, which follows a recomputed expert matmul's storage
-  through its view to the view's last recomputed user, sets aside more of
-  the repair path's moves (11 builds; 17 before), and the repair path's
-  start, built before the checkpointed plans when torch's first pass built
-  nothing, lets those be set aside (they peak three times higher; 7 builds).
+  builds at most 7 plans, the same plan it once built 23 for: the
+  checkpointed plans the chained model puts over the limit and the
+  smallest peak built so far are not built (optimize/checkpoint.h; 18
+  builds), nor is the candidate torch's first pass built over the limit
+  built again by the pass with repairs (memory/peak_budget.h
+  PeakCandidates; 17), the chained model, which follows a recomputed
+  expert matmul's storage through its view to the view's last recomputed
+  user, sets aside more of the repair path's moves (11), and the repair
+  path's start, built before the checkpointed plans where torch's first
+  pass built nothing, lets those be set aside (they peak three times
+  higher; 7).
 * At moe_1923's 7.6 MiB limit, fast builds at most 6 plans: the same
   chained model equals every build's peak there, so settle's steps over the
   limit are misses without builds (10 before, 128 KiB under each build).
