@@ -59,8 +59,11 @@ class Search {
     // (-1 without one).
     std::vector<std::pair<size_t, int64_t>> skipped;
     for (size_t i = 0; const BudgetPlan* plan = candidates_.at(i); ++i) {
-      const int64_t bound = bound_ ? bound_(plan->saved) : -1;
-      if (lower_bound(plan->saved) > limit_ || bound > limit_) {
+      // The bound of a candidate the plain lower bound sets aside orders
+      // the repair path's start only.
+      const bool below = lower_bound(plan->saved) <= limit_;
+      const int64_t bound = bound_ && (below || repairs_) ? bound_(plan->saved) : -1;
+      if (!below || bound > limit_) {
         skipped.emplace_back(i, bound);
         continue;
       }

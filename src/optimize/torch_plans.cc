@@ -36,16 +36,18 @@ void offer_plan(Search& s, PartitionResult r) {
   s.offer(std::move(r), std::move(saved));
 }
 
+// The chained model's peak of a saved set (prepared ids): the screen.
+PeakBound chained_bound(const PlanSpace& space) {
+  return [&space](const std::vector<NodeId>& saved) { return space.chained_peak(space.saved_flags(saved)); };
+}
+
 }  // namespace
 
 void torch_repair_start(Search& s, Targets* targets, PeakCandidates* candidates) {
-  PlanSpace& space = s.space();
   if (!s.chained_bounds() || candidates == nullptr) return;
   s.screen_with_chained_model();
-  const PeakBound screen = [&](const std::vector<NodeId>& saved) {
-    return space.chained_peak(space.saved_flags(saved));
-  };
-  std::optional<PartitionResult> fit = build_repair_start(s.ctx(), s.limit(), builder(s, targets), screen, *candidates);
+  std::optional<PartitionResult> fit =
+      build_repair_start(s.ctx(), s.limit(), builder(s, targets), chained_bound(s.space()), *candidates);
   if (fit) offer_plan(s, std::move(*fit));
 }
 
@@ -68,7 +70,7 @@ void torch_plans(Search& s, Targets* targets, bool repairs, PeakCandidates* cand
     PeakBound screen;
     if (repairs && s.chained_bounds() && space.vars().size() > static_cast<size_t>(kPolishVars)) {
       s.screen_with_chained_model();
-      screen = [&](const std::vector<NodeId>& saved) { return space.chained_peak(space.saved_flags(saved)); };
+      screen = chained_bound(space);
     }
     if (!repairs) {
       s.screen_with_chained_model();

@@ -798,22 +798,38 @@ TEST(Optimize, TorchPlansWithAPlanInHandBuildOnlyCandidatesThatCouldReplaceIt) {
   EXPECT_EQ(dearer.recompute_runtime, plain.recompute_runtime);
 }
 
+// residual_mlp(20, 64)'s plan space and its plain plan (prepared ids and
+// flags, and that plan's chained peak), for the Search's chained-model
+// checks, whose builders return the plain plan at a peak of their choosing.
+struct PlainPlanCase {
+  PlainPlanCase() : of(j, o), ctx(of.in.context(of.graph, o)), plain(min_cut_rematerialization_partition(j, o)) {
+    for (NodeId id : plain.saved_values) saved.push_back(of.space.prepared_of(id));
+    flags = of.space.saved_flags(saved);
+    chained = of.space.chained_peak(flags);
+  }
+  const JointGraph j = residual_mlp(20, 64);
+  const PartitionOptions o;
+  SpaceOf of;
+  const DecideContext ctx;
+  const PartitionResult plain;
+  std::vector<NodeId> saved;
+  std::vector<uint8_t> flags;
+  int64_t chained = 0;
+};
+
 // Search::over_by_chained_model (fast's settle skips the builds it rules
 // out): true exactly when the chained model puts the plan over the limit,
 // building nothing; it marks the search screened, so a later build whose
 // simulated peak comes in below its chained peak shows the premise false,
 // and from then on nothing is ruled out.
 TEST(Optimize, TheChainedScreenRulesOutOnlyPlansItPutsOverTheLimitWhileItBounds) {
-  const JointGraph j = residual_mlp(20, 64);
-  PartitionOptions o;
-  SpaceOf of(j, o);
-  optimize::PlanSpace& space = of.space;
-  const DecideContext ctx = of.in.context(of.graph, o);
-  const PartitionResult plain = min_cut_rematerialization_partition(j, o);
-  std::vector<NodeId> saved;
-  for (NodeId id : plain.saved_values) saved.push_back(space.prepared_of(id));
-  const std::vector<uint8_t> flags = space.saved_flags(saved);
-  const int64_t chained = space.chained_peak(flags);
+  PlainPlanCase c;
+  optimize::PlanSpace& space = c.of.space;
+  const DecideContext& ctx = c.ctx;
+  const PartitionResult& plain = c.plain;
+  const std::vector<NodeId>& saved = c.saved;
+  const std::vector<uint8_t>& flags = c.flags;
+  const int64_t chained = c.chained;
   ASSERT_GT(chained, 0);
   int built = 0;
   int64_t built_peak = 0;  // what the builder says every plan peaks at
@@ -844,16 +860,13 @@ TEST(Optimize, TheChainedScreenRulesOutOnlyPlansItPutsOverTheLimitWhileItBounds)
 // above its chained peak; a build at it leaves 0, one above widens it, one
 // below does not narrow it.
 TEST(Optimize, TheChainedGapIsTheMostABuildPeakedAboveItsChainedPeak) {
-  const JointGraph j = residual_mlp(20, 64);
-  PartitionOptions o;
-  SpaceOf of(j, o);
-  optimize::PlanSpace& space = of.space;
-  const DecideContext ctx = of.in.context(of.graph, o);
-  const PartitionResult plain = min_cut_rematerialization_partition(j, o);
-  std::vector<NodeId> saved;
-  for (NodeId id : plain.saved_values) saved.push_back(space.prepared_of(id));
-  const std::vector<uint8_t> flags = space.saved_flags(saved);
-  const int64_t chained = space.chained_peak(flags);
+  PlainPlanCase c;
+  optimize::PlanSpace& space = c.of.space;
+  const DecideContext& ctx = c.ctx;
+  const PartitionResult& plain = c.plain;
+  const std::vector<NodeId>& saved = c.saved;
+  const std::vector<uint8_t>& flags = c.flags;
+  const int64_t chained = c.chained;
   ASSERT_GT(chained, 0);
   int64_t built_peak = chained;
   const optimize::Builder build = [&](const std::vector<NodeId>&) {

@@ -211,6 +211,32 @@ std::set<std::vector<NodeId>> candidate_sets(const TorchPlansCase& c) {
   return sets;
 }
 
+// Builds c's saved sets, counting the builds of torch's candidates (count)
+// and noting whether any build had a hazard.
+struct CandidateBuilds {
+  explicit CandidateBuilds(const TorchPlansCase& graph_case)
+      : c(graph_case), candidates(candidate_sets(graph_case)) {}
+  PlanBuilder builder() {
+    return [this](const std::vector<NodeId>& saved, const MinCutResult*) {
+      std::vector<NodeId> key = saved;
+      std::sort(key.begin(), key.end());
+      count += candidates.count(key) > 0;
+      PartitionResult r = c.build(saved);
+      hazards = hazards || !r.hazards.empty();
+      return r;
+    };
+  }
+  const TorchPlansCase& c;
+  const std::set<std::vector<NodeId>> candidates;
+  int count = 0;
+  bool hazards = false;
+};
+
+// A bound equal to each saved set's simulated peak.
+PeakBound exact_peaks(const TorchPlansCase& c) {
+  return [&c](const std::vector<NodeId>& saved) { return c.build(saved).memory.peak_bytes; };
+}
+
 // Where no candidate fits, those set aside are built least bound first: a
 // bound equal to each saved set's peak builds one candidate (the path's
 // start) and sets every other aside. In list order the runtime-optimized
@@ -219,18 +245,12 @@ std::set<std::vector<NodeId>> candidate_sets(const TorchPlansCase& c) {
 TEST(PeakBudget, ACandidateSetAsideIsBuiltLeastBoundFirstToStartTheRepairPath) {
   for (uint32_t seed = 0; seed < 12; ++seed) {
     const TorchPlansCase c(seed);
-    const std::set<std::vector<NodeId>> candidates = candidate_sets(c);
-    int candidate_builds = 0;
-    bool hazards = false;
-    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
-      std::vector<NodeId> key = saved;
-      std::sort(key.begin(), key.end());
-      candidate_builds += candidates.count(key) > 0;
-      PartitionResult r = c.build(saved);
-      hazards = hazards || !r.hazards.empty();
-      return r;
-    };
-    const PeakBound exact = [&](const std::vector<NodeId>& saved) { return c.build(saved).memory.peak_bytes; };
+    CandidateBuilds counted(c);
+    const std::set<std::vector<NodeId>>& candidates = counted.candidates;
+    int& candidate_builds = counted.count;
+    const bool& hazards = counted.hazards;
+    const PlanBuilder build = counted.builder();
+    const PeakBound exact = exact_peaks(c);
     auto walk = [&](const PeakBound& bound) {
       candidate_builds = 0;
       try {
@@ -308,18 +328,11 @@ TEST(PeakBudget, ASecondSearchUnderOneLimitBuildsNoCandidateTheFirstBuiltOverIt)
 TEST(PeakBudget, TheRepairPathsStartIsBuiltOnceAndTheSearchAfterItGoesOnFromIt) {
   for (uint32_t seed = 0; seed < 12; ++seed) {
     const TorchPlansCase c(seed);
-    const std::set<std::vector<NodeId>> candidates = candidate_sets(c);
-    int candidate_builds = 0;
-    bool hazards = false;
-    const PlanBuilder build = [&](const std::vector<NodeId>& saved, const MinCutResult*) {
-      std::vector<NodeId> key = saved;
-      std::sort(key.begin(), key.end());
-      candidate_builds += candidates.count(key) > 0;
-      PartitionResult r = c.build(saved);
-      hazards = hazards || !r.hazards.empty();
-      return r;
-    };
-    const PeakBound exact = [&](const std::vector<NodeId>& saved) { return c.build(saved).memory.peak_bytes; };
+    CandidateBuilds counted(c);
+    int& candidate_builds = counted.count;
+    const bool& hazards = counted.hazards;
+    const PlanBuilder build = counted.builder();
+    const PeakBound exact = exact_peaks(c);
     auto message = [&](PeakCandidates* kept) {
       try {
         solve_peak_budget(c.ctx, 1, build, nullptr, /*repairs=*/true, exact, kept);
