@@ -827,7 +827,6 @@ TEST(Optimize, TheChainedScreenRulesOutOnlyPlansItPutsOverTheLimitWhileItBounds)
   optimize::PlanSpace& space = c.of.space;
   const DecideContext& ctx = c.ctx;
   const PartitionResult& plain = c.plain;
-  const std::vector<NodeId>& saved = c.saved;
   const std::vector<uint8_t>& flags = c.flags;
   const int64_t chained = c.chained;
   ASSERT_GT(chained, 0);
@@ -865,7 +864,6 @@ TEST(Optimize, TheChainedGapIsTheMostABuildPeakedAboveItsChainedPeak) {
   const DecideContext& ctx = c.ctx;
   const PartitionResult& plain = c.plain;
   const std::vector<NodeId>& saved = c.saved;
-  const std::vector<uint8_t>& flags = c.flags;
   const int64_t chained = c.chained;
   ASSERT_GT(chained, 0);
   int64_t built_peak = chained;
