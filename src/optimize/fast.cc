@@ -284,6 +284,10 @@ class Fast {
       std::optional<uint32_t> best;
       double best_change = 0;  // against the plan without k
       for (uint32_t d : drops) {
+        // Recomputing a saved (so needed) value adds at least its own cost
+        // (move() only adds costs here: nothing stops being recomputed), so
+        // a drop whose own cost cannot beat the best change is not tried.
+        if (rows.saved()[d] && with_k + vars[d].cost >= best_change) continue;
         const double change = with_k + set(d, 0);
         if (change < best_change && fits()) {
           best = d;
