@@ -21,8 +21,14 @@
 //    saved per byte first) while the model fits. One price per byte makes
 //    the same trade in every repeated layer; a mix makes it in some layers
 //    only (at most kMixMoves components, best first). The mixed plans are
-//    bisected by builds (at most kMixBuilds, kSettleMisses in a row that
-//    do not fit) for the last that fits. Past the polish's spaces a step
+//    searched by builds (at most kMixBuilds, kSettleMisses in a row that
+//    do not fit) for the last that fits: halved until a build fits, then
+//    the last step the chained model puts within the limit less that
+//    build's gap (simulated less chained peak), until none left is (the
+//    gap holds nearly constant along one mix's steps; at the 60 limits of
+//    docs/scale.md 197 -> 176 builds, two plans cheaper, the rest the
+//    same); a step so chosen that does not fit turns the search back to
+//    halving. Past the polish's spaces a step
 //    the chained model puts over the limit is a miss without a build
 //    (Search::over_by_chained_model, while chained_bounds() holds): the
 //    bisection takes the same path while the model is a lower bound (at

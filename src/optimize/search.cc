@@ -57,7 +57,7 @@ Verdict Search::evaluate(const std::vector<uint8_t>& asked) {
   v.recompute = r.recompute_runtime;
   v.hazards = !r.hazards.empty();
   if (space_.model_peak(saved) > v.peak) model_bounds_ = false;
-  check_chained(saved, v.peak, !v.hazards);
+  v.chained = check_chained(saved, v.peak, !v.hazards);
   for (const MutationHazard& h : r.hazards) {
     const int k = space_.var_of(space_.prepared_of(r.forward.node(h.saved).origin));
     if (k < 0) continue;
@@ -105,11 +105,12 @@ void Search::record_peak(int64_t peak) {
 
 // The chained model against a build (one model pass): after a screen, a
 // simulated peak below it shows the screen's premise false; a hazard-free
-// build's peak above it widens chained_gap().
-void Search::check_chained(const std::vector<uint8_t>& saved, int64_t simulated, bool hazard_free) {
+// build's peak above it widens chained_gap(). Returns the chained peak.
+int64_t Search::check_chained(const std::vector<uint8_t>& saved, int64_t simulated, bool hazard_free) {
   const int64_t chained = space_.chained_peak(saved);
   if (screened_ && chained > simulated) chained_bounds_ = false;
   if (hazard_free) chained_gap_ = std::max(chained_gap_, simulated - chained);
+  return chained;
 }
 
 // Every row with only what every plan holds there (the values that cannot

@@ -86,6 +86,9 @@ struct Verdict {
   // built graphs have no such node).
   std::vector<int64_t> rows;
   double recompute = 0;  // the build's measured recompute_runtime
+  // The chained model's peak of the plan built (space.h chained_peak):
+  // what fast's settle reads the build's peak against.
+  int64_t chained = 0;
 };
 
 // What a search proved of the recompute (exact): a lower bound (-1: none)
@@ -175,7 +178,7 @@ class Search {
  private:
   using Clock = std::chrono::steady_clock;
   double left() const;
-  void check_chained(const std::vector<uint8_t>& saved, int64_t simulated, bool hazard_free);
+  int64_t check_chained(const std::vector<uint8_t>& saved, int64_t simulated, bool hazard_free);
   void record_peak(int64_t peak);
 
   const DecideContext& ctx_;

@@ -69,6 +69,11 @@ Contract:
   the limit, fast returns that plan with at most 4 builds (6 before, as
   above) and one cut: its rounds do not run there (optimize/fast.h; their
   cuts were a third of fast's time and offered no plan to build).
+* At transformer_1995's 8.85 and 9.98 MiB limits, fast builds at most 5
+  plans (9 and 8 before), each no worse than torch's: once a mixed step
+  fits, settle builds the last step the chained model plus that build's
+  gap puts within the limit, and stops when no step left is (fast.h;
+  halving built four steps of one mix for what one build finds).
 * At a limit torch's cheap-ops plan fits with room, fast's best plan
   recomputes at most 0.6x of it: the best plan, whichever search found it,
   takes the cheapest plan's choices where they fit (fast.h's final mix;
@@ -227,6 +232,25 @@ def test_fast_builds_no_plan_the_chained_model_rules_out(name, limit, most):
     fast = _partition(_joint(name), limit)
     _check_fits(fast, limit)
     assert fast["peak_search"]["plans_built"] <= most, fast["peak_search"]
+
+
+# (graph, limit in bytes, most plans built): limits of docs/scale.md where
+# one mix's steps build with one gap over the chained model.
+GAP_GUIDED = [
+    ("transformer_1995", 9279616, 5),
+    ("transformer_1995", 10465984, 5),
+]
+
+
+@pytest.mark.one_release
+@pytest.mark.parametrize("name,limit,most", GAP_GUIDED, ids=[f"{n}@{l}" for n, l, _ in GAP_GUIDED])
+def test_settle_builds_the_step_a_fitting_builds_gap_puts_last_within_the_limit(name, limit, most):
+    joint = _joint(name)
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert fast["peak_search"]["plans_built"] <= most, fast["peak_search"]
+    torch_plan = _partition(joint, limit, "torch_plans")
+    assert fast["recompute_runtime"] <= torch_plan["recompute_runtime"]
 
 
 @pytest.mark.one_release
