@@ -66,12 +66,13 @@
 //    Both narrow fast's search only: the space's vars are restored after it
 //    (less the saves hazards forbade), so exact searches the whole space.
 //  * Spaces of at most kPolishVars vars get kSmallSpaceEffort, those up to
-//    kLargeSpaceVars kMidSpaceEffort (fewer row-price steps); larger ones
-//    kLargeSpaceEffort (two rounds, fewer steps and swaps), and there the
-//    torch_plans search (optimize/torch_plans.h) runs first, screened and
-//    without its repair path: each of its builds that does not fit corrects
-//    the targets as fast's own do, and the rounds try to beat its plan.
-//    When none of torch's plans fits there, the checkpointed plans
+//    kLargeSpaceVars kMidSpaceEffort (fewer bisection and row-price
+//    steps); larger ones kLargeSpaceEffort (two rounds, fewer steps and
+//    swaps), and there the torch_plans search (optimize/torch_plans.h)
+//    runs first, screened and without its repair path: each of its builds
+//    that does not fit corrects the targets as fast's own do, and the
+//    rounds try to beat its plan. When none of torch's plans fits there,
+//    the checkpointed plans
 //    (optimize/checkpoint.h), and only when those fit nothing either the
 //    torch_plans search with its repairs. Where torch's first pass built
 //    nothing (the chained model put every candidate over the limit), the
@@ -170,14 +171,20 @@ struct FastEffort {
 };
 inline constexpr FastEffort kSmallSpaceEffort{kFastRounds, kBisectSteps, kPriceSteps, kGreedySaves,
                                               kSwapCandidates};
-inline constexpr FastEffort kLargeSpaceEffort{2, 5, 4, 8, 8};
+// Its 3 bisection steps (5 before) give the same plans and builds at the
+// 40 limits of docs/scale.md on the ~10k- and ~50k-node graphs, 412 -> 348
+// cuts; 2 change four plans, three for the worse (unet_49558 at 103.1 MiB
+// 3082 -> 3172).
+inline constexpr FastEffort kLargeSpaceEffort{2, 3, 4, 8, 8};
 // Spaces past the polish's (optimize.h kPolishVars) up to kLargeSpaceVars:
-// the small spaces' effort with 8 row-price steps, not 20. The steps were
-// 27% of fast's time on the ~2k-node stacks (moe_1923 at its 9.7 MiB
-// limit), and at the 20 limits of docs/scale.md on those graphs 8 steps
-// give the same plans but one (unet_2335's tightest, 1.4e-7 more
-// recompute), 10-20% sooner.
-inline constexpr FastEffort kMidSpaceEffort{kFastRounds, kBisectSteps, 8, kGreedySaves, kSwapCandidates};
+// the small spaces' rounds and local search with 3 bisection steps, not 8,
+// and 6 row-price steps, not 20. The cuts were most of fast's time on the
+// ~2k-node stacks (up to 55 a search), and at the 20 limits of
+// docs/scale.md on those graphs these give the same plans as 8 and 8
+// with 511 -> 334 cuts; one step fewer of either loses (2 bisection steps:
+// unet_2335 at 7.8 MiB 54 -> 61; 4 row steps: moe_1923's tightest 2%
+// more recompute), and none at all, 4 of 20 plans up to 6x worse.
+inline constexpr FastEffort kMidSpaceEffort{kFastRounds, 3, 6, kGreedySaves, kSwapCandidates};
 
 // Per row, the most its model value may be: the limit less what the
 // simulation showed the model misses there (fast's correction).

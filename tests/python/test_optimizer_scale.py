@@ -74,6 +74,10 @@ Contract:
   fits, settle builds the last step the chained model plus that build's
   gap puts within the limit, and stops when no step left is (fast.h;
   halving built four steps of one mix for what one build finds).
+* At the ~2k-node stacks' loosest limits of docs/scale.md, fast cuts at
+  most 11 times for a plan no worse than torch's: a mid-size space's
+  search halves the per-byte price 3 times and steps the row prices 6
+  times (fast.h kMidSpaceEffort; 18 cuts with 8 and 8, the same plans).
 * At a limit torch's cheap-ops plan fits with room, fast's best plan
   recomputes at most 0.6x of it: the best plan, whichever search found it,
   takes the cheapest plan's choices where they fit (fast.h's final mix;
@@ -249,6 +253,26 @@ def test_settle_builds_the_step_a_fitting_builds_gap_puts_last_within_the_limit(
     fast = _partition(joint, limit)
     _check_fits(fast, limit)
     assert fast["peak_search"]["plans_built"] <= most, fast["peak_search"]
+    torch_plan = _partition(joint, limit, "torch_plans")
+    assert fast["recompute_runtime"] <= torch_plan["recompute_runtime"]
+
+
+# (graph, limit in bytes): docs/scale.md's loosest limits on the ~2k-node
+# stacks where fast's one round finds its plan.
+LOOSEST_MID = [
+    ("transformer_1995", 11652352),
+    ("moe_1923", 14561792),
+    ("unet_2335", 10042788),
+]
+
+
+@pytest.mark.one_release
+@pytest.mark.parametrize("name,limit", LOOSEST_MID, ids=[n for n, _ in LOOSEST_MID])
+def test_a_mid_size_search_cuts_at_most_eleven_times_in_one_round(name, limit):
+    joint = _joint(name)
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert fast["peak_search"]["cuts"] <= 11, fast["peak_search"]
     torch_plan = _partition(joint, limit, "torch_plans")
     assert fast["recompute_runtime"] <= torch_plan["recompute_runtime"]
 
