@@ -177,13 +177,16 @@ inline constexpr FastEffort kSmallSpaceEffort{kFastRounds, kBisectSteps, kPriceS
 // 3082 -> 3172).
 inline constexpr FastEffort kLargeSpaceEffort{2, 3, 4, 8, 8};
 // Spaces past the polish's (optimize.h kPolishVars) up to kLargeSpaceVars:
-// the small spaces' rounds and local search with 3 bisection steps, not 8,
-// and 6 row-price steps, not 20. The cuts were most of fast's time on the
-// ~2k-node stacks (up to 55 a search), and at the 20 limits of
-// docs/scale.md on those graphs these give the same plans as 8 and 8
-// with 511 -> 334 cuts; one step fewer of either loses (2 bisection steps:
-// unet_2335 at 7.8 MiB 54 -> 61; 4 row steps: moe_1923's tightest 2%
-// more recompute), and none at all, 4 of 20 plans up to 6x worse.
+// the small spaces' rounds and local search with 3 bisection steps and 6
+// row-price steps (the small spaces' 8 and 20; these spaces had 8 and 8
+// until the cuts, most of fast's time on the ~2k-node stacks at up to 55 a
+// search, were cut). At the 20 limits of docs/scale.md on those graphs 3
+// and 6 give the same recompute as 8 and 8 (one plan another of equal
+// recompute: transformer_1995's tightest, 6.43 -> 6.46 MiB peak) with
+// 511 -> 334 cuts; one step fewer of either loses (2 bisection steps:
+// unet_2335 at 7.8 MiB 54 -> 61; 4 row steps: moe_1923's tightest 2% more
+// recompute), and no bisection at all makes 4 of the 20 plans up to 6x
+// worse.
 inline constexpr FastEffort kMidSpaceEffort{kFastRounds, 3, 6, kGreedySaves, kSwapCandidates};
 
 // Per row, the most its model value may be: the limit less what the
