@@ -28,13 +28,12 @@
 //    gap holds nearly constant along one mix's steps; at the 60 limits of
 //    docs/scale.md 197 -> 176 builds, two plans cheaper, the rest the
 //    same); a step so chosen that does not fit turns the search back to
-//    halving. Past the polish's spaces a step
-//    the chained model puts over the limit is a miss without a build
-//    (Search::over_by_chained_model, while chained_bounds() holds): the
-//    bisection takes the same path while the model is a lower bound (at
-//    the 60 limits of docs/scale.md every plan the same, 343 -> 253
-//    builds). Then a
-//    local search: each of the greedy_saves costliest recomputed values is
+//    halving. Past the polish's spaces a step the chained model puts over
+//    the limit is a miss without a build (Search::over_by_chained_model,
+//    while chained_bounds() holds): the search takes the same path while
+//    the model is a lower bound (at the 60 limits of docs/scale.md, when
+//    added, every plan the same, 343 -> 253 builds). Then a local search:
+//    each of the greedy_saves costliest recomputed values is
 //    saved instead when the model still fits (the instants just before
 //    backward nodes within the plain limit), or when recomputing one saved
 //    value instead (among the swap_candidates largest) makes it fit for less.
