@@ -807,6 +807,16 @@ struct PlainPlanCase {
     flags = of.space.saved_flags(saved);
     chained = of.space.chained_peak(flags);
   }
+  // A builder returning the plain plan at `peak` as it is at each build,
+  // counting its builds in `built` when given.
+  optimize::Builder builder(const int64_t& peak, int* built = nullptr) const {
+    return [this, &peak, built](const std::vector<NodeId>&) {
+      if (built != nullptr) ++*built;
+      PartitionResult r = plain;
+      r.memory.peak_bytes = peak;
+      return r;
+    };
+  }
   const JointGraph j = residual_mlp(20, 64);
   const PartitionOptions o;
   SpaceOf of;
@@ -824,25 +834,17 @@ struct PlainPlanCase {
 // and from then on nothing is ruled out.
 TEST(Optimize, TheChainedScreenRulesOutOnlyPlansItPutsOverTheLimitWhileItBounds) {
   PlainPlanCase c;
-  optimize::PlanSpace& space = c.of.space;
-  const DecideContext& ctx = c.ctx;
-  const PartitionResult& plain = c.plain;
   const std::vector<uint8_t>& flags = c.flags;
   const int64_t chained = c.chained;
   ASSERT_GT(chained, 0);
   int built = 0;
   int64_t built_peak = 0;  // what the builder says every plan peaks at
-  const optimize::Builder build = [&](const std::vector<NodeId>&) {
-    ++built;
-    PartitionResult r = plain;
-    r.memory.peak_bytes = built_peak;
-    return r;
-  };
+  const optimize::Builder build = c.builder(built_peak, &built);
   {
-    optimize::Search s(ctx, space, chained, optimize::Effort{}, build);
+    optimize::Search s(c.ctx, c.of.space, chained, optimize::Effort{}, build);
     EXPECT_FALSE(s.over_by_chained_model(flags));
   }
-  optimize::Search s(ctx, space, chained - 1, optimize::Effort{}, build);
+  optimize::Search s(c.ctx, c.of.space, chained - 1, optimize::Effort{}, build);
   EXPECT_TRUE(s.over_by_chained_model(flags));
   EXPECT_EQ(built, 0);
   // A build below its chained peak: the model is no bound, the screen off.
@@ -860,19 +862,12 @@ TEST(Optimize, TheChainedScreenRulesOutOnlyPlansItPutsOverTheLimitWhileItBounds)
 // below does not narrow it.
 TEST(Optimize, TheChainedGapIsTheMostABuildPeakedAboveItsChainedPeak) {
   PlainPlanCase c;
-  optimize::PlanSpace& space = c.of.space;
-  const DecideContext& ctx = c.ctx;
-  const PartitionResult& plain = c.plain;
   const std::vector<NodeId>& saved = c.saved;
   const int64_t chained = c.chained;
   ASSERT_GT(chained, 0);
   int64_t built_peak = chained;
-  const optimize::Builder build = [&](const std::vector<NodeId>&) {
-    PartitionResult r = plain;
-    r.memory.peak_bytes = built_peak;
-    return r;
-  };
-  optimize::Search s(ctx, space, chained, optimize::Effort{}, build);
+  const optimize::Builder build = c.builder(built_peak);  // the Search keeps a reference
+  optimize::Search s(c.ctx, c.of.space, chained, optimize::Effort{}, build);
   EXPECT_EQ(s.chained_gap(), -1);
   s.build_unkeyed(saved);
   EXPECT_EQ(s.chained_gap(), 0);
