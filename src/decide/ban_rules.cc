@@ -54,10 +54,11 @@ BanRules::BanRules(const DecideContext& ctx, const MinCutOptions& mc,
       cg_(cg),
       result_(result),
       banned_(ctx.graph.size(), 0),
-      size_(ctx.graph.size(), kUnknownSize),
       stamp_(ctx.graph.size(), 0),
       tracing_(ctx.trace != nullptr),
-      story_(tracing_ || ctx.story) {
+      story_(tracing_ || ctx.story),
+      memo_(story_ ? nullptr : ctx.memo) {
+  if (!memo_) size_.assign(g_.size(), kUnknownSize);
   result_.ban_reason.assign(g_.size(), std::string_view());
   if (story_) {
     result_.lifted.assign(g_.size(), std::string_view());
@@ -76,8 +77,10 @@ void BanRules::log(LogRecord::Level level, bool debug_only, std::string_view for
 }
 
 int64_t BanRules::size(NodeId n) {
-  if (size_[n] == kUnknownSize) size_[n] = size_of(g_, n, opt_);
-  return size_[n];
+  int64_t& known = memo_ ? memo_->size(n) : size_[n];
+  static_assert(CutMemo::kUnknownSize == kUnknownSize);
+  if (known == kUnknownSize) known = size_of(g_, n, opt_);
+  return known;
 }
 
 bool BanRules::ban(NodeId n, std::string_view torch_reason, std::string_view label,
@@ -134,6 +137,15 @@ bool BanRules::materialized_backwards(NodeId n) {
 
 const char* BanRules::should_ban(NodeId n) {
   detail_.clear();
+  if (memo_) {
+    uint8_t& known = memo_->ban_known(mc_, n);
+    const char*& reason = memo_->ban_reason(mc_, n);
+    if (!known) {
+      reason = should_ban_rule(n);
+      known = 1;
+    }
+    return reason;
+  }
   const char* reason = should_ban_rule(n);
   if (story_ && reason != nullptr) explain_rule(n, reason);
   return reason;

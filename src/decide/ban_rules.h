@@ -18,6 +18,8 @@
 // above/below fusible", "too long", the banned ops) in MinCutResult::log;
 // with ctx.trace or ctx.story set, each node's story (the ban a dont_ban
 // lifted, what a ban rule measured) in MinCutResult::lifted / ban_detail.
+// Without either, sizes and should_ban's answers come from ctx.memo when
+// the context has one (decide/cut_memo.h), and go into it.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "decide/capacity_graph.h"
+#include "decide/cut_memo.h"
 #include "decide/decide.h"
 #include "decide/fusible.h"
 
@@ -114,6 +117,7 @@ class BanRules {
   NodeId unfusible_user_ = kNoNode;  // materialized_backwards' answer
   bool tracing_;  // torch's log lines
   bool story_;    // the per-node story (MinCutResult's lifted, ban_detail)
+  CutMemo* memo_;  // ctx.memo, unless the story is recorded
 };
 
 }  // namespace remat

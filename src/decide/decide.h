@@ -44,6 +44,8 @@ struct MinCutOptions {
 };
 MinCutOptions min_cut_options_from(const PartitionOptions& options);
 
+class CutMemo;  // decide/cut_memo.h
+
 // Everything solve_min_cut reads, computed once per graph.
 struct DecideContext {
   const Graph& graph;
@@ -60,6 +62,9 @@ struct DecideContext {
   // traced or not, so its reasons never depend on the trace; implied by
   // `trace`.
   bool story = false;
+  // What one cut over this context computes that the next would compute
+  // alike (decide/cut_memo.h), or null: set by a search that cuts many times.
+  CutMemo* memo = nullptr;
 };
 
 // What the min-cut reads about a prepared graph beyond the graph and the

@@ -22,6 +22,7 @@
 
 #include "decide/ban_rules.h"
 #include "decide/capacity_graph.h"
+#include "decide/cut_memo.h"
 #include "decide/decide.h"
 #include "graph/query.h"
 #include "remat/error.h"
@@ -53,7 +54,8 @@ class MinCutSolver {
         rules_(ctx, mc, dont_ban, force_ban, force_recompute, cg_, result_),
         fusion_(rules_.fusion()),
         tracing_(ctx.trace != nullptr),
-        story_(tracing_ || ctx.story) {
+        story_(tracing_ || ctx.story),
+        memo_(story_ ? nullptr : ctx.memo) {
     for (int k = 1; k <= 100; ++k) pow11_[k] = std::pow(1.1, static_cast<double>(k));
     if (story_) {
       result_.capacity.assign(g_.size(), MinCutResult::kNoCapacity);
@@ -89,6 +91,18 @@ class MinCutSolver {
     const char* cannot_save;  // torch's reason, for infinite weights
     bool is_float;            // a Python float in torch (prints as "1.0")
   };
+
+  // get_node_weight, from the memo when the context has one: the weight
+  // reads the node and the context only (decide/cut_memo.h).
+  Weight node_weight(NodeId n) {
+    if (memo_ == nullptr) return get_node_weight(n);
+    CutMemo::Weight& m = memo_->weight(n);
+    if (!m.known) {
+      const Weight w = get_node_weight(n);
+      m = {w.capacity, w.cannot_save, w.is_float, true};
+    }
+    return {m.capacity, m.cannot_save, m.is_float};
+  }
 
   Weight get_node_weight(NodeId n) {
     // 2.15: saving an input the runtime epilogue overwrites after the forward
@@ -182,7 +196,7 @@ class MinCutSolver {
         else
           w = {CapacityGraph::kInf, "non-tensor output", true};
       } else {
-        w = get_node_weight(n);
+        w = node_weight(n);
       }
       uint32_t in = cg_.in(n);
       uint32_t out = cg_.out(n);
@@ -212,6 +226,7 @@ class MinCutSolver {
   double pow11_[101] = {};
   bool tracing_;  // torch's log lines
   bool story_;    // capacity and tie per node
+  CutMemo* memo_;  // ctx.memo, unless the story is recorded
 };
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.h"
+#include "decide/cut_memo.h"
 #include "decide/decide.h"
 #include "extract/extract.h"
 #include "graph/query.h"
@@ -265,8 +266,11 @@ std::unique_ptr<PlanState> min_cut_on(const JointGraph& joint, const PartitionOp
     // over many candidates records none.
     s->info = std::move(in.info);
     s->prepared = std::move(p);
+    // The search cuts dozens of times over this one context: what each cut
+    // reads from the nodes alone is computed once (decide/cut_memo.h).
+    CutMemo memo(s->prepared.graph.size());
     const DecideContext untraced{s->prepared.graph, s->info, in.dist_from_bw,
-                                 in.op_categories, options, nullptr};
+                                 in.op_categories, options, nullptr, false, &memo};
     peak_budget_on(*s, untraced);
     return s;
   }
@@ -813,7 +817,8 @@ std::vector<BudgetPlanPoint> first_budget_plans(const JointGraph& joint,
   s->info = std::move(in.info);
   s->prepared = std::move(p);
   const Graph& g = s->prepared.graph;
-  const DecideContext ctx{g, s->info, in.dist_from_bw, in.op_categories, o, nullptr};
+  CutMemo memo(g.size());  // one cut per budget, over one context
+  const DecideContext ctx{g, s->info, in.dist_from_bw, in.op_categories, o, nullptr, false, &memo};
   BudgetPlanList list(ctx, budgets);
   std::vector<BudgetPlanPoint> out;
   const double expected = 5.0 + static_cast<double>(budgets.size());  // tiers, budgets, budget 0

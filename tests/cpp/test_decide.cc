@@ -7,13 +7,16 @@
 // off to show the decision flips.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
 #include "analyze/analyze.h"
 #include "decide/capacity_graph.h"
+#include "decide/cut_memo.h"
 #include "decide/decide.h"
 #include "graph_fixture.h"
+#include "random_mlp.h"
 #include "remat/error.h"
 
 namespace remat {
@@ -22,6 +25,7 @@ namespace {
 using testing::A;
 using testing::Ref;
 using testing::TestGraph;
+using testing::random_mlp;
 
 // A built graph with everything solve_min_cut reads.
 struct Solved {
@@ -683,6 +687,81 @@ TEST(DecideBan, DeviceValuedNodeIsNeverBannedFrom215) {
   EXPECT_EQ(s215.reason(r, "current_device"), "");
   // Still no tensor: never saved itself.
   for (NodeId n : r.saved_values) EXPECT_NE(n, s215.g.find("current_device"));
+}
+
+// --- the cut memo (decide/cut_memo.h) ------------------------------------------
+
+// One cut's answer, or its error's text.
+struct CutAnswer {
+  std::vector<NodeId> saved, banned;
+  std::vector<std::string_view> reasons;
+  std::string error;
+  bool operator==(const CutAnswer&) const = default;
+};
+
+CutAnswer cut_answer(const DecideContext& ctx, const MinCutOptions& mc, const CutOverrides& o) {
+  try {
+    MinCutResult r = solve_min_cut(ctx, mc, o);
+    return {r.saved_values, r.banned_nodes, r.ban_reason, ""};
+  } catch (const Error& e) {
+    return {{}, {}, {}, e.what()};
+  }
+}
+
+// The memo keeps what a node's cut reads from the node alone; whatever the
+// overrides and the ban-rule options of the cuts before, a cut through it
+// answers as one without it.
+TEST(DecideMemo, AMemoChangesNoCutWhateverTheCutsBefore) {
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    const JointGraph j = random_mlp(seed);
+    const Graph& g = j.graph;
+    const PartitionOptions opt;
+    const NodeInfo info = classify_nodes(g, {}, j.num_fwd_outputs, opt);
+    const std::vector<int64_t> dist = dist_from_bw(g, info);
+    const std::vector<uint8_t> cats = opt.ops.classify(g, opt.torch);
+    CutMemo memo(g.size());
+    const DecideContext plain{g, info, dist, cats, opt};
+    const DecideContext memoized{g, info, dist, cats, opt, nullptr, false, &memo};
+    std::mt19937 rng(seed);
+    for (int k = 0; k < 24; ++k) {
+      MinCutOptions mc;
+      mc.ban_if_not_in_allowlist = rng() % 2;
+      mc.ban_if_materialized_backward = rng() % 2;
+      mc.ban_if_reduction = rng() % 2;
+      CutOverrides o;
+      for (std::vector<uint8_t>* v : {&o.dont_ban, &o.ban, &o.recompute}) {
+        if (rng() % 2) continue;
+        v->assign(g.size(), 0);
+        for (auto& x : *v) x = rng() % 5 == 0;
+      }
+      ASSERT_EQ(cut_answer(memoized, mc, o), cut_answer(plain, mc, o)) << "seed " << seed << ", cut " << k;
+    }
+    // The memo was read and filled: every weighed node's weight is known.
+    size_t known = 0;
+    for (NodeId n = 0; n < g.size(); ++n) known += memo.weight(n).known;
+    EXPECT_GT(known, g.size() / 2) << "seed " << seed;
+  }
+}
+
+// A cut that records its story explains each ban as it goes: it neither
+// reads the memo nor fills it.
+TEST(DecideMemo, ACutWithItsStoryLeavesTheMemoAlone) {
+  const JointGraph j = random_mlp(3);
+  const Graph& g = j.graph;
+  const PartitionOptions opt;
+  const NodeInfo info = classify_nodes(g, {}, j.num_fwd_outputs, opt);
+  const std::vector<int64_t> dist = dist_from_bw(g, info);
+  const std::vector<uint8_t> cats = opt.ops.classify(g, opt.torch);
+  CutMemo memo(g.size());
+  const DecideContext story{g, info, dist, cats, opt, nullptr, true, &memo};
+  const MinCutOptions mc;
+  const MinCutResult r = solve_min_cut(story, mc);
+  EXPECT_FALSE(r.ban_detail.empty());
+  for (NodeId n = 0; n < g.size(); ++n) {
+    EXPECT_FALSE(memo.weight(n).known);
+    EXPECT_EQ(memo.size(n), CutMemo::kUnknownSize);
+    EXPECT_FALSE(memo.ban_known(mc, n));
+  }
 }
 
 }  // namespace
