@@ -24,7 +24,9 @@
 //    prefix that fits; none: false. Then the shortest
 //    prefix that fits (the family's least recompute) is searched by regula
 //    falsi on c, at most kCheckpointBuilds more builds, stopping when within
-//    1/64 of the separators or within 1/32 of the limit; a step into the
+//    1/64 of the separators or, once one of its steps fitted, within 1/32 of
+//    the limit (not from the golden section's prefix: it lies near the
+//    least peak, where the peaks are flat in c); a step into the
 //    last eighth of the bracket bisects instead (a line drawn to a rising
 //    end lands next to it). The fully checkpointed plan is built last when
 //    none of them fits. Every plan built goes through Search::evaluate (so

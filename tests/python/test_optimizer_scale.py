@@ -26,6 +26,12 @@ Contract:
   no more than its own plan for a looser limit, which fits there too: both
   are checkpointed plans, and the fully checkpointed one peaks higher than
   a shorter prefix (optimize/checkpoint.h: a step next to that end bisects).
+* On the ~10k-node transformer stack at docs/scale.md's tightest limit,
+  where the golden section's first fitting prefix peaks at the limit
+  itself, fast's checkpointed plan recomputes at most 1.40e9 (1.476e9
+  before): the regula falsi goes on from that prefix, its peak being near
+  the family's least, where peaks are flat in the prefix length, not a
+  sign that a shorter prefix cannot fit (optimize/checkpoint.h).
 * On the ~10k-node transformer stack, at a limit its fully checkpointed plan
   does not fit (it peaks at 25.6 MiB), fast finds a shorter checkpointed
   prefix that does (checkpoint.h: a golden-section search for the least
@@ -197,6 +203,15 @@ def test_fast_finds_a_shorter_checkpointed_prefix_where_the_full_one_does_not_fi
     limit = 22 * MiB
     fast = _partition(joint, limit)
     _check_fits(fast, limit)
+
+
+@pytest.mark.one_release
+def test_the_checkpointed_search_goes_on_past_the_golden_sections_prefix():
+    joint = _joint("transformer_9963")
+    limit = 21127424  # docs/scale.md's tightest, 20.149 MiB
+    fast = _partition(joint, limit)
+    _check_fits(fast, limit)
+    assert fast["recompute_runtime"] <= 1.40e9, fast["recompute_runtime"]
 
 
 @pytest.mark.one_release
