@@ -44,8 +44,8 @@ class CutMemo {
   int64_t& size(NodeId n) { return size_[n]; }
   Weight& weight(NodeId n) { return weight_[n]; }
 
-  // The reason slot of node n under `mc`'s ban-rule options; *known(...)
-  // says whether it holds one (null is a node not banned).
+  // Node n's should_ban reason under `mc`'s ban-rule options (null: not
+  // banned), valid once ban_known(mc, n) is set.
   const char*& ban_reason(const MinCutOptions& mc, NodeId n) { return rules(mc).reason[n]; }
   uint8_t& ban_known(const MinCutOptions& mc, NodeId n) { return rules(mc).known[n]; }
 
