@@ -1,6 +1,6 @@
 // tests/cpp/test_decide.cc — decide/: solve_min_cut's rules one at a time,
 // the cut side, the no-finite-cut diagnosis, choose_saved_values_set's
-// budget exits and default_saved_values.
+// budget exits, default_saved_values and the cuts' memo.
 //
 // Each graph is a minimal joint graph in which the rule under test decides
 // the outcome; where useful the same graph is solved with the rule switched
@@ -708,20 +708,38 @@ CutAnswer cut_answer(const DecideContext& ctx, const MinCutOptions& mc, const Cu
   }
 }
 
+// random_mlp(seed) with what solve_min_cut reads, and a memo for it.
+struct MlpCuts {
+  explicit MlpCuts(uint32_t seed)
+      : j(random_mlp(seed)),
+        g(j.graph),
+        info(classify_nodes(g, {}, j.num_fwd_outputs, opt)),
+        dist(dist_from_bw(g, info)),
+        cats(opt.ops.classify(g, opt.torch)),
+        memo(g.size()) {}
+  // A context over the graph, through the memo or not, with the story or not.
+  DecideContext ctx(bool memoized, bool story = false) {
+    return DecideContext{g, info, dist, cats, opt, nullptr, story, memoized ? &memo : nullptr};
+  }
+
+  const JointGraph j;
+  const Graph& g;
+  const PartitionOptions opt;
+  const NodeInfo info;
+  const std::vector<int64_t> dist;
+  const std::vector<uint8_t> cats;
+  CutMemo memo;
+};
+
 // The memo keeps what a node's cut reads from the node alone; whatever the
 // overrides and the ban-rule options of the cuts before, a cut through it
 // answers as one without it.
 TEST(DecideMemo, AMemoChangesNoCutWhateverTheCutsBefore) {
   for (uint32_t seed = 1; seed <= 8; ++seed) {
-    const JointGraph j = random_mlp(seed);
-    const Graph& g = j.graph;
-    const PartitionOptions opt;
-    const NodeInfo info = classify_nodes(g, {}, j.num_fwd_outputs, opt);
-    const std::vector<int64_t> dist = dist_from_bw(g, info);
-    const std::vector<uint8_t> cats = opt.ops.classify(g, opt.torch);
-    CutMemo memo(g.size());
-    const DecideContext plain{g, info, dist, cats, opt};
-    const DecideContext memoized{g, info, dist, cats, opt, nullptr, false, &memo};
+    MlpCuts m(seed);
+    const Graph& g = m.g;
+    const DecideContext plain = m.ctx(false);
+    const DecideContext memoized = m.ctx(true);
     std::mt19937 rng(seed);
     for (int k = 0; k < 24; ++k) {
       MinCutOptions mc;
@@ -738,7 +756,7 @@ TEST(DecideMemo, AMemoChangesNoCutWhateverTheCutsBefore) {
     }
     // The memo was read and filled: every weighed node's weight is known.
     size_t known = 0;
-    for (NodeId n = 0; n < g.size(); ++n) known += memo.weight(n).known;
+    for (NodeId n = 0; n < g.size(); ++n) known += m.memo.weight(n).known;
     EXPECT_GT(known, g.size() / 2) << "seed " << seed;
   }
 }
@@ -746,21 +764,14 @@ TEST(DecideMemo, AMemoChangesNoCutWhateverTheCutsBefore) {
 // A cut that records its story explains each ban as it goes: it neither
 // reads the memo nor fills it.
 TEST(DecideMemo, ACutWithItsStoryLeavesTheMemoAlone) {
-  const JointGraph j = random_mlp(3);
-  const Graph& g = j.graph;
-  const PartitionOptions opt;
-  const NodeInfo info = classify_nodes(g, {}, j.num_fwd_outputs, opt);
-  const std::vector<int64_t> dist = dist_from_bw(g, info);
-  const std::vector<uint8_t> cats = opt.ops.classify(g, opt.torch);
-  CutMemo memo(g.size());
-  const DecideContext story{g, info, dist, cats, opt, nullptr, true, &memo};
+  MlpCuts m(3);
   const MinCutOptions mc;
-  const MinCutResult r = solve_min_cut(story, mc);
+  const MinCutResult r = solve_min_cut(m.ctx(true, /*story=*/true), mc);
   EXPECT_FALSE(r.ban_detail.empty());
-  for (NodeId n = 0; n < g.size(); ++n) {
-    EXPECT_FALSE(memo.weight(n).known);
-    EXPECT_EQ(memo.size(n), CutMemo::kUnknownSize);
-    EXPECT_FALSE(memo.ban_known(mc, n));
+  for (NodeId n = 0; n < m.g.size(); ++n) {
+    EXPECT_FALSE(m.memo.weight(n).known);
+    EXPECT_EQ(m.memo.size(n), CutMemo::kUnknownSize);
+    EXPECT_FALSE(m.memo.ban_known(mc, n));
   }
 }
 
