@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "decide/cut_memo.h"
 #include "graph/query.h"
 
 namespace remat {
@@ -58,7 +59,7 @@ BanRules::BanRules(const DecideContext& ctx, const MinCutOptions& mc,
       tracing_(ctx.trace != nullptr),
       story_(tracing_ || ctx.story),
       memo_(story_ ? nullptr : ctx.memo) {
-  if (!memo_) size_.assign(g_.size(), kUnknownSize);
+  if (!memo_) size_.assign(g_.size(), CutMemo::kUnknownSize);
   result_.ban_reason.assign(g_.size(), std::string_view());
   if (story_) {
     result_.lifted.assign(g_.size(), std::string_view());
@@ -78,8 +79,7 @@ void BanRules::log(LogRecord::Level level, bool debug_only, std::string_view for
 
 int64_t BanRules::size(NodeId n) {
   int64_t& known = memo_ ? memo_->size(n) : size_[n];
-  static_assert(CutMemo::kUnknownSize == kUnknownSize);
-  if (known == kUnknownSize) known = size_of(g_, n, opt_);
+  if (known == CutMemo::kUnknownSize) known = size_of(g_, n, opt_);
   return known;
 }
 
@@ -138,13 +138,9 @@ bool BanRules::materialized_backwards(NodeId n) {
 const char* BanRules::should_ban(NodeId n) {
   detail_.clear();
   if (memo_) {
-    uint8_t& known = memo_->ban_known(mc_, n);
-    const char*& reason = memo_->ban_reason(mc_, n);
-    if (!known) {
-      reason = should_ban_rule(n);
-      known = 1;
-    }
-    return reason;
+    std::optional<const char*>& known = memo_->ban_reason(mc_, n);
+    if (!known) known = should_ban_rule(n);
+    return *known;
   }
   const char* reason = should_ban_rule(n);
   if (story_ && reason != nullptr) explain_rule(n, reason);

@@ -23,13 +23,11 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "decide/capacity_graph.h"
-#include "decide/cut_memo.h"
 #include "decide/decide.h"
 #include "decide/fusible.h"
 
@@ -76,7 +74,6 @@ class BanRules {
   int64_t size(NodeId n);
 
  private:
-  static constexpr int64_t kUnknownSize = std::numeric_limits<int64_t>::min();
 
   bool required_fw(NodeId n) const { return info_.required_fw[n] != 0; }
   int32_t order(NodeId n) const { return info_.fw_order[n]; }
@@ -105,7 +102,7 @@ class BanRules {
   CapacityGraph& cg_;
   MinCutResult& result_;
   std::vector<uint8_t> banned_;
-  std::vector<int64_t> size_;
+  std::vector<int64_t> size_;  // without a memo (CutMemo::kUnknownSize: not yet)
   // Epoch-stamped scratch: no clearing between searches.
   uint32_t epoch_ = 0;
   std::vector<uint32_t> stamp_;

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "decide/decide.h"
@@ -28,45 +29,37 @@
 
 namespace remat {
 
+// The weight of a node's X_in -> X_out edge (min_cut.cc get_node_weight).
+struct NodeWeight {
+  int64_t capacity;
+  const char* cannot_save;  // torch's reason, for infinite weights
+  bool is_float;            // a Python float in torch (prints as "1.0")
+};
+
 class CutMemo {
  public:
+  // A size not computed yet (here and in a cut without a memo).
+  static constexpr int64_t kUnknownSize = std::numeric_limits<int64_t>::min();
+
   explicit CutMemo(size_t nodes) : size_(nodes, kUnknownSize), weight_(nodes) {}
 
-  // The X_in -> X_out edge's weight (min_cut.cc get_node_weight).
-  struct Weight {
-    int64_t capacity = 0;
-    const char* cannot_save = nullptr;  // torch's reason, for infinite weights
-    bool is_float = false;              // a Python float in torch (prints as "1.0")
-    bool known = false;
-  };
-
-  static constexpr int64_t kUnknownSize = std::numeric_limits<int64_t>::min();
   int64_t& size(NodeId n) { return size_[n]; }
-  Weight& weight(NodeId n) { return weight_[n]; }
-
+  std::optional<NodeWeight>& weight(NodeId n) { return weight_[n]; }
   // Node n's should_ban reason under `mc`'s ban-rule options (null: not
-  // banned), valid once ban_known(mc, n) is set.
-  const char*& ban_reason(const MinCutOptions& mc, NodeId n) { return rules(mc).reason[n]; }
-  uint8_t& ban_known(const MinCutOptions& mc, NodeId n) { return rules(mc).known[n]; }
-
- private:
-  struct Rules {
-    std::vector<const char*> reason;
-    std::vector<uint8_t> known;
-  };
-  Rules& rules(const MinCutOptions& mc) {
-    Rules& r = rules_[(mc.ban_if_not_in_allowlist ? 1 : 0) | (mc.ban_if_materialized_backward ? 2 : 0) |
-                      (mc.ban_if_reduction ? 4 : 0)];
-    if (r.known.empty()) {
-      r.reason.assign(size_.size(), nullptr);
-      r.known.assign(size_.size(), 0);
-    }
-    return r;
+  // banned), once computed.
+  std::optional<const char*>& ban_reason(const MinCutOptions& mc, NodeId n) {
+    std::vector<std::optional<const char*>>& r =
+        reasons_[(mc.ban_if_not_in_allowlist ? 1 : 0) | (mc.ban_if_materialized_backward ? 2 : 0) |
+                 (mc.ban_if_reduction ? 4 : 0)];
+    if (r.empty()) r.resize(size_.size());
+    return r[n];
   }
 
+ private:
   std::vector<int64_t> size_;
-  std::vector<Weight> weight_;
-  std::array<Rules, 8> rules_;  // by ban_if_not_in_allowlist, _materialized_backward, _reduction
+  std::vector<std::optional<NodeWeight>> weight_;
+  // By ban_if_not_in_allowlist, _materialized_backward, _reduction.
+  std::array<std::vector<std::optional<const char*>>, 8> reasons_;
 };
 
 }  // namespace remat

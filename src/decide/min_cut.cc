@@ -86,22 +86,15 @@ class MinCutSolver {
   }
 
   // --- the weight of X_in -> X_out --------------------------------------
-  struct Weight {
-    int64_t capacity;
-    const char* cannot_save;  // torch's reason, for infinite weights
-    bool is_float;            // a Python float in torch (prints as "1.0")
-  };
+  using Weight = NodeWeight;
 
   // get_node_weight, from the memo when the context has one: the weight
   // reads the node and the context only (decide/cut_memo.h).
   Weight node_weight(NodeId n) {
     if (memo_ == nullptr) return get_node_weight(n);
-    CutMemo::Weight& m = memo_->weight(n);
-    if (!m.known) {
-      const Weight w = get_node_weight(n);
-      m = {w.capacity, w.cannot_save, w.is_float, true};
-    }
-    return {m.capacity, m.cannot_save, m.is_float};
+    std::optional<Weight>& known = memo_->weight(n);
+    if (!known) known = get_node_weight(n);
+    return *known;
   }
 
   Weight get_node_weight(NodeId n) {

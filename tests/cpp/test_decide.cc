@@ -756,7 +756,7 @@ TEST(DecideMemo, AMemoChangesNoCutWhateverTheCutsBefore) {
     }
     // The memo was read and filled: every weighed node's weight is known.
     size_t known = 0;
-    for (NodeId n = 0; n < g.size(); ++n) known += m.memo.weight(n).known;
+    for (NodeId n = 0; n < g.size(); ++n) known += m.memo.weight(n).has_value();
     EXPECT_GT(known, g.size() / 2) << "seed " << seed;
   }
 }
@@ -769,9 +769,9 @@ TEST(DecideMemo, ACutWithItsStoryLeavesTheMemoAlone) {
   const MinCutResult r = solve_min_cut(m.ctx(true, /*story=*/true), mc);
   EXPECT_FALSE(r.ban_detail.empty());
   for (NodeId n = 0; n < m.g.size(); ++n) {
-    EXPECT_FALSE(m.memo.weight(n).known);
+    EXPECT_FALSE(m.memo.weight(n).has_value());
     EXPECT_EQ(m.memo.size(n), CutMemo::kUnknownSize);
-    EXPECT_FALSE(m.memo.ban_known(mc, n));
+    EXPECT_FALSE(m.memo.ban_reason(mc, n).has_value());
   }
 }
 
