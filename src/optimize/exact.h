@@ -57,7 +57,8 @@
 //    solver nodes are spent. Returns a proven lower bound of any valid plan's peak (at
 //    most the smallest built one; Search::fast_peak_bound when the model is
 //    not a bound).
-//  * fast's polish (optimize.cc, spaces of at most kPolishVars vars): when
+//  * fast's polish (optimize.cc, spaces of at most kPolishVars vars, first
+//    programs of at most kPolishSize rows plus columns): when
 //    fast found no plan, smallest_peak_bound until one fits, at most
 //    kPolishRounds rounds and kPolishNodes nodes, stalling after
 //    kStallRounds; then exact from the plan, at most kPolishRounds rounds

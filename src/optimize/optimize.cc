@@ -25,7 +25,8 @@ Outcome run_fast(Search& s) {
   // until a plan fits; then a short polish by exact's MILP from the
   // plan. Both are bounded by rounds and solver nodes, not seconds, so
   // the answer does not depend on the machine's speed (the caller's time
-  // safety net, when set, still applies). fast's own searches, aimed far below what any plan
+  // safety net, when set, still applies), and neither runs when its first
+  // program is larger than kPolishSize, where a node costs milliseconds. fast's own searches, aimed far below what any plan
   // reaches, price saving so high that their plans overshoot (on
   // mlp_gelu_d6 the smallest peak they built was 1003.3 KiB, the
   // MILP's 908.0 KiB); the smallest-peak search's bound is the proof
@@ -34,10 +35,10 @@ Outcome run_fast(Search& s) {
   Proof proof;
   if (small_space(s.space())) {
     if (!s.best()) {
-      s.allow_rounds(kPolishRounds, kPolishNodes);
+      s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize);
       bound = smallest_peak_bound(s, /*until_fits=*/true, kStallRounds);
     }
-    s.allow_rounds(kPolishRounds, kPolishNodes);
+    s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize);
     proof = exact(s, kPolishStallRounds);
     // fast's own node caps end its polish: not a cut short (the caller's
     // time safety net, when it stopped the polish, still says so).

@@ -15,7 +15,9 @@
 //    spaces of at most kPolishVars vars fast's polish follows
 //    (optimize/exact.h): when nothing fits yet the smallest-peak search
 //    until a plan fits, then exact's MILP from the plan, each bounded by
-//    kPolishRounds solver rounds and kPolishNodes solver nodes.
+//    kPolishRounds solver rounds and kPolishNodes solver nodes, and each
+//    skipped when its first program has more than kPolishSize rows plus
+//    columns.
 //  * kExact: fast first (an incumbent, and a first cut of hazards); when it
 //    found none, the smallest-peak search until a plan fits; then exact
 //    (optimize/exact.h) from the plan, all its solves within Effort::nodes.
@@ -57,6 +59,13 @@ inline constexpr int kPolishVars = 400;
 // The solver nodes each part of that polish may spend, so that fast stays
 // a small multiple of a plain partition on the spaces it runs on.
 inline constexpr int64_t kPolishNodes = 2000;
+// Nor a polish whose first program has more rows plus columns than this
+// (the space's vars alone undercount it: the memory rows are most of it).
+// A node's cost grows with the program: the corpus's polishes start at
+// 1144 or less; a GRU unrolled 6 steps (432 nodes, 221 vars) starts at
+// 1644 to 2024, where its 2000 nodes took 8 to 85 s (its lazy rows grew
+// the programs to 6.7k) and found no better plan than one node did.
+inline constexpr int64_t kPolishSize = 1500;
 // Spaces of more vars are large: fast gets kLargeSpaceEffort there and
 // searches torch's and checkpointed plans first.
 inline constexpr int kLargeSpaceVars = 2000;

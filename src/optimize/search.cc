@@ -131,7 +131,8 @@ double Search::left() const { return std::max(0.0, seconds_ - elapsed()); }
 std::optional<Milp::Result> Search::solve(Milp& milp) {
   if (rounds_ >= max_rounds_) return std::nullopt;
   if (node_cap_ < 0) node_cap_ = nodes_used_ + auto_node_budget(milp.num_rows(), milp.num_variables());
-  if (nodes_used_ >= node_cap_) {
+  const int64_t size = int64_t{milp.num_rows()} + milp.num_variables();
+  if (nodes_used_ >= node_cap_ || (rounds_ == first_round_ && first_size_cap_ >= 0 && size > first_size_cap_)) {
     stopped_by_ = "nodes";
     return std::nullopt;
   }

@@ -39,9 +39,13 @@
 //    safety net (Effort::seconds from the start of the search; 0: none)
 //    allow it. The round's node limit is what is left of the cap (each
 //    round counts at least one node, so the nodes bound the rounds too),
-//    its time limit what is left of the net. When the nodes or the net
-//    stop a round short of a proof, stopped() names which ("nodes",
-//    "time"); forget_stop() clears it. elapsed() goes into the summary.
+//    its time limit what is left of the net. allow_rounds may also refuse
+//    every round when the first one's program is larger than a size (rows
+//    plus columns): what one node costs grows with it (fast's polish,
+//    optimize.h kPolishSize). When the nodes, that size or the net stop
+//    the rounds short of a proof, stopped() names which ("nodes" for the
+//    first two, "time"); forget_stop() clears it. elapsed() goes into the
+//    summary.
 //  * REMAT_MILP_DUMP_DIR set (benchmarks only): solve() writes each program
 //    to DIR/<n>.mps (Milp::write_mps; n counts the process's solves) before
 //    solving it. Read at each solve.
@@ -154,10 +158,14 @@ class Search {
 
   // --- stopping ---
   double elapsed() const;
-  // At most `more` solver rounds and `nodes` solver nodes from now on.
-  void allow_rounds(int more, int64_t nodes) {
+  // At most `more` solver rounds and `nodes` solver nodes from now on;
+  // with `first_size` >= 0, none at all when the first round's program
+  // has more rows plus columns than that.
+  void allow_rounds(int more, int64_t nodes, int64_t first_size = -1) {
     max_rounds_ = rounds_ + more;
     node_cap_ = nodes_used_ + nodes;
+    first_round_ = rounds_;
+    first_size_cap_ = first_size;
   }
   // One solver round of `milp`; nullopt (nothing run) when the rounds,
   // the nodes or the time are spent.
@@ -202,6 +210,8 @@ class Search {
   int64_t node_cap_;           // solves stop when nodes_used_ reaches it; < 0: sized at the first
   int64_t nodes_used_ = 0;     // nodes spent, each solve counting at least one
   int64_t solver_nodes_ = 0;   // branch-and-bound nodes the solver reported
+  int first_round_ = 0;        // rounds_ when allow_rounds was last called
+  int64_t first_size_cap_ = -1;  // allow_rounds' first_size; < 0: none
   std::string stopped_by_;     // PeakSearchSummary::stopped_by
 };
 

@@ -933,6 +933,35 @@ TEST(Optimize, APlanRecomputingNothingIsOptimalWithoutASolve) {
   }
 }
 
+// kPolishSize: a GRU cell unrolled 6 steps at batch 1024, as inductor
+// partitions it (tests/data/gru_unrolled_6_inductor.json, captured by
+// bench/bench_inductor_memory.py's model through remat.torch.capture();
+// 432 nodes, 221 vars, within kPolishVars). The polish's first programs
+// have 1.6k-2k rows and columns; its 2000 solver nodes took 8-116 s at
+// these limits (a plain partition: about 1.5 ms) and found the plans fast
+// finds alone. fast solves no MILP on it now; its plans fit.
+TEST(Optimize, FastsPolishSkipsAProgramTooLargeForIt) {
+  const JointGraph j =
+      read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/gru_unrolled_6_inductor.json");
+  for (MemoryModel model : {MemoryModel::kInductor, MemoryModel::kAten}) {
+    PartitionOptions o;
+    o.memory_model = model;
+    const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+    int fitted = 0;
+    for (int64_t percent : {95, 90, 85}) {
+      const int64_t limit = plain * percent / 100;
+      try {
+        const PartitionResult r = partition_at(j, limit, Search::kFast, model);
+        EXPECT_EQ(r.peak_search.solver_rounds, 0) << percent << "%";
+        EXPECT_LE(r.memory.peak_bytes, limit) << percent << "%";
+        ++fitted;
+      } catch (const BudgetUnreachableError&) {
+      }
+    }
+    EXPECT_GE(fitted, 2);
+  }
+}
+
 TEST(Optimize, PeakSearchOptionsAreValidated) {
   EXPECT_EQ(peak_search_from_name("exact"), Search::kExact);
   EXPECT_EQ(peak_search_from_name("fast"), Search::kFast);
