@@ -22,7 +22,11 @@ the limit.
 
     python bench/bench_inductor_memory.py            # every scaled case
     python bench/bench_inductor_memory.py --limits   # and under peak limits
+    python bench/bench_inductor_memory.py --more     # the corpus's other models
     python bench/bench_inductor_memory.py --smoke    # one case
+
+``--more`` measures inductor_steps.MORE_CASES instead: the corpus's other
+single-graph models (its widths, at a batch where activations weigh).
 """
 
 from __future__ import annotations
@@ -38,13 +42,13 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import remat.torch as rt  # noqa: E402
-from inductor_steps import SCALED_CASES, compile_and_measure  # noqa: E402
+from inductor_steps import MORE_CASES, SCALED_CASES, compile_and_measure  # noqa: E402
 
 
-def rows(names: list[str] | None) -> list[dict]:
+def rows(names: list[str] | None, cases=SCALED_CASES) -> list[dict]:
     out = []
     with pytest.MonkeyPatch.context() as mp:
-        for case in SCALED_CASES:
+        for case in cases:
             if names and case.name not in names:
                 continue
             print(f"[bench] {case.name}", file=sys.stderr, flush=True)
@@ -58,14 +62,14 @@ def rows(names: list[str] | None) -> list[dict]:
 LIMIT_FRACTIONS = (0.95, 0.9, 0.85, 0.75)
 
 
-def limit_rows(names: list[str] | None, fractions=LIMIT_FRACTIONS) -> list[dict]:
+def limit_rows(names: list[str] | None, fractions=LIMIT_FRACTIONS, cases=SCALED_CASES) -> list[dict]:
     """Each model planned at `fractions` of its default simulated peak; a
     limit below the smallest reachable peak is reported as unreachable."""
     import remat
 
     out = []
     with pytest.MonkeyPatch.context() as mp:
-        for case in SCALED_CASES:
+        for case in cases:
             if names and case.name not in names:
                 continue
             default = compile_and_measure(case, rt, mp).result["memory"]["peak_bytes"]
@@ -134,15 +138,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="one model (CI)")
     p.add_argument("--limits", action="store_true", help="also plan and measure under peak limits")
+    p.add_argument("--more", action="store_true",
+                   help="the corpus's other single-graph models (inductor_steps.MORE_CASES) instead")
     p.add_argument("models", nargs="*", help="scaled case names (default: all)")
     a = p.parse_args(argv)
     names = ["layernorm_gelu_mlp"] if a.smoke else a.models
-    found = rows(names)
+    cases = MORE_CASES if a.more else SCALED_CASES
+    found = rows(names, cases)
     print(table(found))
     print()
     print(summary(found))
     if a.limits:
-        limited = limit_rows(names)
+        limited = limit_rows(names, cases=cases)
         print()
         print(limit_table(limited))
         print()

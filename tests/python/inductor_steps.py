@@ -17,6 +17,8 @@ install(), inductor's model by default).
 
 :data:`SCALED_CASES`: corpus models at sizes where activations weigh (the
 corpus's own are a few hundred bytes, below the allocator's noise).
+:data:`MORE_CASES`: the corpus's other single-graph models the same way
+(bench/bench_inductor_memory.py ``--more``; no test compiles them).
 """
 
 from __future__ import annotations
@@ -43,6 +45,60 @@ class ScaledCase:
 
 def _x(*shape: int) -> Callable[[], tuple[Any, ...]]:
     return models._inputs(lambda: models._randn(*shape, requires_grad=True))
+
+
+class _Loss(nn.Module):
+    """A corpus model whose outputs are a tuple (of which some are not
+    floating point), reduced to the one loss a training step needs: the sum
+    of every floating-point output."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args: Any) -> torch.Tensor:
+        outs = self.inner(*args)
+        return sum(o.sum() for o in outs if torch.is_floating_point(o))
+
+
+def _loss(factory: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
+    return lambda: _Loss(factory())
+
+
+# The corpus's other single-graph models at a batch where their
+# activations weigh (their widths are the corpus's own): measured by
+# bench/bench_inductor_memory.py only (each compile costs seconds).
+_B = 4096
+_WIDE = models._inputs(lambda: models._randn(_B, 8, requires_grad=True))
+MORE_CASES = [
+    ScaledCase("dropout_mlp", models._seeded(models.DropoutMLP), _WIDE),
+    ScaledCase("checkpoint_mlp", models._seeded(models.CheckpointMLP), _WIDE),
+    ScaledCase("checkpoint_dropout", models._seeded(lambda: models.CheckpointMLP(dropout=0.25)), _WIDE),
+    ScaledCase("sac_save_mm",
+               models._seeded(lambda: models.MatmulCheckpoint(models.sac_context(models.policy_save_mm))), _WIDE),
+    ScaledCase("checkpoint_transformer_block", models._seeded(models.SdpaInCheckpoint), _x(4, 128, 16)),
+    ScaledCase("multi_output", models._seeded(_loss(models.MultiOutput)), _WIDE),
+    ScaledCase("input_mutation", models._seeded(models.InputMutation),
+               models._inputs(lambda: models._randn(_B, 8, requires_grad=True), lambda: models._randn(_B, 8, seed=7))),
+    ScaledCase("buffer_mutation", models._seeded(models.BufferMutation), _WIDE),
+    ScaledCase("batchnorm1d_running_stats", models._seeded(models.BatchNorm1dMLP), _WIDE),
+    ScaledCase("topk", models._seeded(_loss(models.TopK)), _WIDE),
+    ScaledCase("max_min_dim", models._seeded(models.MaxDim), _WIDE),
+    ScaledCase("split_chunk", models._seeded(models.SplitChunk), _WIDE),
+    ScaledCase("var_mean", models._seeded(models.VarMean), _WIDE),
+    ScaledCase("mixed_grad_inputs", models._seeded(models.MixedGradInputs),
+               models._inputs(lambda: models._randn(_B, 8, requires_grad=True), lambda: models._randn(_B, 8, seed=3),
+                              lambda: models._randn(8, requires_grad=True, seed=4))),
+    ScaledCase("mlp_bf16", models._seeded(lambda: models._mlp(64, 3, "gelu").to(torch.bfloat16)),
+               models._inputs(lambda: models._randn(512, 64).to(torch.bfloat16).requires_grad_())),
+    ScaledCase("rmsnorm_nn", models._seeded(lambda: models.NormMLP(nn.RMSNorm(64), 64)), _x(512, 64)),
+    ScaledCase("embedding", models._seeded(models.EmbeddingBag), models._inputs(lambda: models._randint(20, 512, 32))),
+    ScaledCase("gru_unrolled", models._seeded(models.UnrolledGRU), _x(6, 1024, 4)),
+    ScaledCase("lstm_unrolled", models._seeded(models.UnrolledLSTM), _x(6, 1024, 4)),
+    ScaledCase("softmax_logsoftmax", models._seeded(models.Softmaxes), _WIDE),
+    ScaledCase("duplicate_work_cse", models._seeded(models.DuplicateWork), _WIDE),
+    ScaledCase("view_heavy", models._seeded(models.ViewHeavy), _WIDE),
+]
 
 
 SCALED_CASES = [
