@@ -26,7 +26,8 @@ Outcome run_fast(Search& s) {
   // plan. Both are bounded by rounds and solver nodes, not seconds, so
   // the answer does not depend on the machine's speed (the caller's time
   // safety net, when set, still applies), and neither runs when its first
-  // program is larger than kPolishSize, where a node costs milliseconds. fast's own searches, aimed far below what any plan
+  // program is larger than kPolishSize, where a node costs milliseconds.
+  // fast's own searches, aimed far below what any plan
   // reaches, price saving so high that their plans overshoot (on
   // mlp_gelu_d6 the smallest peak they built was 1003.3 KiB, the
   // MILP's 908.0 KiB); the smallest-peak search's bound is the proof

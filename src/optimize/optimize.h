@@ -63,8 +63,8 @@ inline constexpr int64_t kPolishNodes = 2000;
 // (the space's vars alone undercount it: the memory rows are most of it).
 // A node's cost grows with the program: the corpus's polishes start at
 // 1144 or less; a GRU unrolled 6 steps (432 nodes, 221 vars) starts at
-// 1644 to 2024, where its 2000 nodes took 8 to 85 s (its lazy rows grew
-// the programs to 6.7k) and found no better plan than one node did.
+// 1644 to 2024, where its 2000 nodes took 8 to 116 s (its lazy rows grew
+// the programs to 6.7k) and found no plan cheaper than fast's own.
 inline constexpr int64_t kPolishSize = 1500;
 // Spaces of more vars are large: fast gets kLargeSpaceEffort there and
 // searches torch's and checkpointed plans first.
