@@ -22,11 +22,11 @@ the limit.
 
     python bench/bench_inductor_memory.py            # every scaled case
     python bench/bench_inductor_memory.py --limits   # and under peak limits
-    python bench/bench_inductor_memory.py --more     # the corpus's other models
+    python bench/bench_inductor_memory.py --more     # 22 more corpus models
     python bench/bench_inductor_memory.py --smoke    # one case
 
-``--more`` measures inductor_steps.MORE_CASES instead: the corpus's other
-single-graph models (its widths, at a batch where activations weigh).
+``--more`` measures inductor_steps.MORE_CASES instead: 22 more corpus
+models (its widths, at a batch where activations weigh).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     p.add_argument("--smoke", action="store_true", help="one model (CI)")
     p.add_argument("--limits", action="store_true", help="also plan and measure under peak limits")
     p.add_argument("--more", action="store_true",
-                   help="the corpus's other single-graph models (inductor_steps.MORE_CASES) instead")
+                   help="22 more corpus models (inductor_steps.MORE_CASES) instead")
     p.add_argument("models", nargs="*", help="scaled case names (default: all)")
     a = p.parse_args(argv)
     names = ["layernorm_gelu_mlp"] if a.smoke else a.models

@@ -17,7 +17,7 @@ install(), inductor's model by default).
 
 :data:`SCALED_CASES`: corpus models at sizes where activations weigh (the
 corpus's own are a few hundred bytes, below the allocator's noise).
-:data:`MORE_CASES`: the corpus's other single-graph models the same way
+:data:`MORE_CASES`: 22 more corpus models the same way
 (bench/bench_inductor_memory.py ``--more``; no test compiles them).
 """
 
@@ -65,9 +65,11 @@ def _loss(factory: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
     return lambda: _Loss(factory())
 
 
-# The corpus's other single-graph models at a batch where their
-# activations weigh (their widths are the corpus's own): measured by
-# bench/bench_inductor_memory.py only (each compile costs seconds).
+# 22 more corpus models (the families SCALED_CASES does not cover; the
+# corpus's dynamic-shape, nested-tensor, graph-break and no-op cases left
+# out) at a batch where their activations weigh (their widths are the
+# corpus's own): measured by bench/bench_inductor_memory.py only (each
+# compile costs seconds).
 _B = 4096
 _WIDE = models._inputs(lambda: models._randn(_B, 8, requires_grad=True))
 MORE_CASES = [
