@@ -74,7 +74,6 @@ class BanRules {
   int64_t size(NodeId n);
 
  private:
-
   bool required_fw(NodeId n) const { return info_.required_fw[n] != 0; }
   int32_t order(NodeId n) const { return info_.fw_order[n]; }
   bool is_view(NodeId n) const { return fusion_.is_view(n); }

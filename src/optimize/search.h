@@ -164,7 +164,6 @@ class Search {
   void allow_rounds(int more, int64_t nodes, int64_t first_size = -1) {
     max_rounds_ = rounds_ + more;
     node_cap_ = nodes_used_ + nodes;
-    first_round_ = rounds_;
     first_size_cap_ = first_size;
   }
   // One solver round of `milp`; nullopt (nothing run) when the rounds,
@@ -210,8 +209,7 @@ class Search {
   int64_t node_cap_;           // solves stop when nodes_used_ reaches it; < 0: sized at the first
   int64_t nodes_used_ = 0;     // nodes spent, each solve counting at least one
   int64_t solver_nodes_ = 0;   // branch-and-bound nodes the solver reported
-  int first_round_ = 0;        // rounds_ when allow_rounds was last called
-  int64_t first_size_cap_ = -1;  // allow_rounds' first_size; < 0: none
+  int64_t first_size_cap_ = -1;  // allow_rounds' first_size until a round runs; < 0: none
   std::string stopped_by_;     // PeakSearchSummary::stopped_by
 };
 
