@@ -7,11 +7,14 @@
 // for the fan-out rule), backward again for `runs_at` and `last_read`; two
 // more for the convolutions' layout copies and the views that copy; one
 // forward over the generated kernels for the fused groups they join (each
-// compared with the kernels of the last 64, as inductor does).
+// compared with the kernels it reads and those of the last 64, as inductor
+// does; a cycle check visits at most 512 nodes), and one over the groups
+// for where they run.
 #include "memory/fusion.h"
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <span>
 #include <vector>
 
@@ -124,6 +127,48 @@ bool on_cpu(const Graph& g, NodeId n) {
   return ts.size() == 1 && device_type(g.str(ts[0].device)) == "cpu";
 }
 
+// On CPU inductor lowers every cat to a ConcatKernel: a buffer of its own
+// (never inlined into a reader) into whose slices the kernels of its
+// inputs write (realize_into), so an input computed by a generated kernel
+// needs no buffer apart (read by two cats, it is stored in both).
+bool concat_kernel(const Graph& g, NodeId n) {
+  return target_is(g, n, "aten.cat.default") && on_cpu(g, n);
+}
+
+// inductor's post-grad addmm pattern (fx_passes/post_grad.py addmm): an
+// add.Tensor of an mm that nothing else reads and a tensor `inp` of the
+// mm's dtype that broadcasts to its shape becomes addmm(inp, a, b) at the
+// add: one extern kernel there, no buffer for the product. On a GPU it
+// stays unfused when inp is bias-like (a graph input, or broadcast along a
+// dimension; should_prefer_unfused_addmm, for the bias's epilogue fusion).
+// The mm, or kNoNode. `reader_counts` as in inductor_inlined.
+NodeId addmm_product(const Graph& g, NodeId add, const std::function<bool(NodeId)>& reader_counts) {
+  if (!target_is(g, add, "aten.add.Tensor")) return kNoNode;
+  const ArgId kw = g.node(add).kwargs;
+  if (kw != kNoArg && g.arg(kw).span > 1) return kNoNode;  // alpha
+  const NodeId a0 = node_arg(g, add, 0), a1 = node_arg(g, add, 1);
+  if (a0 == kNoNode || a1 == kNoNode || a0 == a1) return kNoNode;
+  const NodeId mm = target_is(g, a0, "aten.mm.default") ? a0 : target_is(g, a1, "aten.mm.default") ? a1 : kNoNode;
+  if (mm == kNoNode) return kNoNode;
+  const NodeId inp = mm == a0 ? a1 : a0;
+  for (NodeId u : g.users(mm))
+    if (u != add && (g.node(u).kind == NodeKind::kOutput || reader_counts(u))) return kNoNode;
+  const auto out = g.tensors(mm), in = g.tensors(inp);
+  if (out.size() != 1 || in.size() != 1 || in[0].dtype != out[0].dtype) return kNoNode;
+  const auto os = g.shape(out[0]), is = g.shape(in[0]);
+  if (is.size() > os.size()) return kNoNode;
+  bool broadcast = is.size() != os.size();
+  for (size_t k = 0; k < is.size(); ++k) {
+    const int64_t d = is[is.size() - 1 - k].value, o = os[os.size() - 1 - k].value;
+    if (d != o && d != 1) return kNoNode;
+    broadcast = broadcast || (d == 1 && o != 1);
+  }
+  const bool bias_like = broadcast || g.node(inp).kind == NodeKind::kPlaceholder ||
+                         g.node(inp).kind == NodeKind::kGetAttr;
+  if (!on_cpu(g, mm) && bias_like) return kNoNode;
+  return mm;
+}
+
 // inductor's fan-out realization (GraphLowering.run_node's mark_reuse): a
 // pointwise value that more than one node reads is stored in a buffer of
 // its own, instead of inlined into every reader, when its inlined
@@ -228,7 +273,9 @@ bool same_loop(const LoopNest& a, const LoopNest& b, bool reads) {
   if (a_pw == b_pw) return false;
   const LoopNest& pw = a_pw ? a : b;
   const LoopNest& red = a_pw ? b : a;
-  return red.trailing && (pw.numel == red.numel || (reads && pw.numel == red.kept));
+  // Outer-loop fusion shares the loops over the kept elements, wherever the
+  // reduced dimensions lie.
+  return (red.trailing && pw.numel == red.numel) || (reads && pw.numel == red.kept);
 }
 
 // The buffers generated kernel v loads: its materialized inputs' and what
@@ -256,60 +303,170 @@ std::vector<NodeId> kernel_loads(const Graph& g, const std::vector<uint8_t>& fus
   return loads;
 }
 
-// Whether generated kernel v can join u's fused kernel, which runs at
-// `head`: a shared buffer (or v reads u), a loop nest that fuses, and every
-// buffer v loads ready by then (written before head or in the group).
-bool joins_group(const std::vector<NodeId>& group, const std::vector<std::vector<NodeId>>& loads,
-                 const std::vector<LoopNest>& nest, NodeId u, NodeId v, NodeId head) {
+// inductor's scheduler (Scheduler.fuse_nodes, up to ten rounds, so fused
+// groups merge further) fuses two generated kernels when one reads the
+// other's result (vertical: at any distance) or both load a buffer
+// (horizontal: only within 64 scheduler nodes of each other,
+// are_long_distant_nodes), their loop nests fuse, the group stays within 64
+// nodes (max_fusion_size), and fusing makes no cycle (no path from one
+// member to another through a node outside the group). After fusing, its
+// topological sort runs each group once everything it reads is ready.
+constexpr size_t kFusionWindow = 64;
+constexpr size_t kMaxFusionSize = 64;
+// Nodes one cycle check may visit; past that it assumes a cycle (no fusion),
+// which keeps the pass linear on graphs of 50,000 nodes.
+constexpr size_t kCycleSearch = 512;
+
+class KernelGroups {
+ public:
+  KernelGroups(const Graph& g, const std::vector<std::vector<NodeId>>& loads)
+      : g_(g), loads_(loads), parent_(g.size()), members_(g.size()), seen_(g.size(), 0) {
+    for (NodeId v = 0; v < g.size(); ++v) {
+      parent_[v] = v;
+      members_[v] = {v};
+    }
+  }
+
+  // A group's root is its earliest member.
+  NodeId find(NodeId v) {
+    while (parent_[v] != v) v = parent_[v] = parent_[parent_[v]];
+    return v;
+  }
+  const std::vector<NodeId>& members(NodeId root) const { return members_[root]; }
+
+  // Whether the groups of a and b may become one (size and cycles).
+  bool may_merge(NodeId a, NodeId b) {
+    a = find(a), b = find(b);
+    return a != b && members_[a].size() + members_[b].size() <= kMaxFusionSize && !would_cycle(a, b);
+  }
+
+  void merge(NodeId a, NodeId b) {
+    a = find(a), b = find(b);
+    if (b < a) std::swap(a, b);
+    std::vector<NodeId> all;
+    all.reserve(members_[a].size() + members_[b].size());
+    std::merge(members_[a].begin(), members_[a].end(), members_[b].begin(), members_[b].end(),
+               std::back_inserter(all));
+    members_[a] = std::move(all);
+    members_[b].clear();
+    parent_[b] = a;
+  }
+
+ private:
+  // A cycle needs a buffer some member loads, written after the union's
+  // first member by a node outside it, that depends on a member.
+  bool would_cycle(NodeId a, NodeId b) {
+    const NodeId head = std::min(a, b);
+    ++stamp_;
+    size_t visits = 0;
+    std::vector<NodeId> stack;
+    for (NodeId root : {a, b})
+      for (NodeId m : members_[root])
+        for (NodeId x : loads_[m]) {
+          const NodeId r = find(x);
+          if (x > head && r != a && r != b) stack.push_back(x);
+        }
+    while (!stack.empty()) {
+      const NodeId y = stack.back();
+      stack.pop_back();
+      if (seen_[y] == stamp_) continue;
+      seen_[y] = stamp_;
+      if (++visits > kCycleSearch) return true;
+      const NodeId r = find(y);
+      if (r == a || r == b) return true;
+      for (NodeId in : g_.inputs(y))
+        if (in >= head) stack.push_back(in);
+    }
+    return false;
+  }
+
+  const Graph& g_;
+  const std::vector<std::vector<NodeId>>& loads_;
+  std::vector<NodeId> parent_;
+  std::vector<std::vector<NodeId>> members_;
+  std::vector<uint32_t> seen_;
+  uint32_t stamp_ = 0;
+};
+
+// Whether generated kernels u and v (v later) may fuse by their buffers and
+// loop nests: v reads u, or (within the window of u's group's first member,
+// `head`) they load a common buffer.
+bool fusible_pair(const std::vector<std::vector<NodeId>>& loads, const std::vector<LoopNest>& nest,
+                  const std::vector<size_t>& rank, NodeId u, NodeId v, NodeId head) {
   const auto& lv = loads[v];
   const bool reads_u = std::find(lv.begin(), lv.end(), u) != lv.end();
   bool shares = reads_u;
   for (NodeId b : loads[u]) shares = shares || std::find(lv.begin(), lv.end(), b) != lv.end();
   if (!shares || !same_loop(nest[u], nest[v], reads_u)) return false;
-  for (NodeId b : lv)
-    if (b > head && group[b] != head) return false;
-  return true;
+  return reads_u || rank[v] - rank[head] <= kFusionWindow;
 }
 
-// inductor's scheduler fuses generated kernels that share a buffer and a
-// loop nest into one, and runs it where its earliest member was
-// (Scheduler.fuse_nodes sorts by min_order): a later member runs before
-// the extern kernels between them when it needs none of their results.
-// kernel_at[v]: that earliest member, for each generated kernel v.
-constexpr size_t kFusionWindow = 64;  // inductor's long-distance limit
+// Where each group runs (the topological sort after fusing): at its first
+// member when everything it loads is written by then, else at its first
+// member after the last such write. A member before that place runs late:
+// runs_at, so what it reads lives until then (its result stays allocated
+// at its own place: the safe side for the optimizer's rows); a member after
+// it, across an extern kernel, allocates there (kernel_at).
+void place_groups(const Graph& g, KernelGroups& groups, InductorFusion& f) {
+  const size_t n = g.size();
+  std::vector<size_t> externs(n + 1, 0);  // extern kernels before each node
+  for (NodeId v = 0; v < n; ++v) externs[v + 1] = externs[v] + f.external[v];
+  for (NodeId root = 0; root < n; ++root) {
+    const auto& members = groups.members(root);
+    if (groups.find(root) != root || members.size() < 2) continue;
+    NodeId last_write = root;
+    for (NodeId m : members)
+      for (NodeId x : f.loads[m])
+        if (x > last_write && groups.find(x) != root) last_write = x;
+    const NodeId place = *std::lower_bound(members.begin(), members.end(), last_write);
+    for (NodeId m : members) {
+      f.group[m] = root;
+      if (m < place)
+        f.runs_at[m] = place;
+      else if (externs[m] > externs[place + 1])
+        f.kernel_at[m] = place;
+    }
+  }
+}
 
 void find_kernel_groups(const Graph& g, InductorFusion& f) {
   const size_t n = g.size();
   f.kernel_at.resize(n);
-  std::vector<NodeId> group(n);  // each kernel's group's first member
-  std::vector<std::vector<NodeId>> loads(n);
+  f.group.resize(n);
+  for (NodeId v = 0; v < n; ++v) f.group[v] = v;
   std::vector<LoopNest> nest(n);
+  std::vector<uint8_t> kernel(n, 0);  // a generated kernel that may fuse
   std::vector<NodeId> kernels;  // generated kernels so far
   std::vector<size_t> rank(n, 0);  // kernels and extern kernels, counted
   f.loads.assign(n, {});
   f.loads_partial.assign(n, 0);
   size_t materialized = 0;
-  NodeId last_extern = kNoNode;
   for (NodeId v = 0; v < n; ++v) {
-    f.kernel_at[v] = group[v] = v;
+    f.kernel_at[v] = v;
     if (f.external[v] || f.in_kernel[v]) rank[v] = ++materialized;
-    if (f.external[v]) last_extern = v;
     if (!f.in_kernel[v] || f.view_copy[v]) continue;
     bool complete = true;
-    loads[v] = kernel_loads(g, f.fused, v, &complete);
-    if (!complete) f.loads_partial[v] = 1;
+    f.loads[v] = kernel_loads(g, f.fused, v, &complete);
+    f.loads_partial[v] = !complete;
     nest[v] = loop_nest(g, v);
-    for (auto it = kernels.rbegin(); it != kernels.rend() && rank[v] - rank[*it] <= kFusionWindow; ++it) {
-      const NodeId u = *it, head = group[u];
-      if (head < group[v] && rank[v] - rank[head] <= kFusionWindow && joins_group(group, loads, nest, u, v, head))
-        group[v] = head;
+    kernel[v] = complete;  // a kernel whose loads are not all known stays alone
+  }
+  KernelGroups groups(g, f.loads);
+  for (NodeId v = 0; v < n; ++v) {
+    if (!kernel[v]) continue;
+    // The kernels v reads, at any distance; then those of the window.
+    std::vector<NodeId> candidates;
+    for (NodeId x : f.loads[v])
+      if (kernel[x]) candidates.push_back(x);
+    for (auto it = kernels.rbegin(); it != kernels.rend() && rank[v] - rank[*it] <= kFusionWindow; ++it)
+      candidates.push_back(*it);
+    for (NodeId u : candidates) {
+      const NodeId head = std::min(groups.find(u), groups.find(v));
+      if (fusible_pair(f.loads, nest, rank, u, v, head) && groups.may_merge(u, v)) groups.merge(u, v);
     }
-    // Within one run of generated kernels the order changes nothing (their
-    // reads are freed at the next extern kernel): moved only across one.
-    if (last_extern != kNoNode && group[v] < last_extern) f.kernel_at[v] = group[v];
     kernels.push_back(v);
   }
-  for (NodeId v = 0; v < n; ++v) f.loads[v] = std::move(loads[v]);
+  place_groups(g, groups, f);
 }
 
 }  // namespace
@@ -331,6 +488,10 @@ bool inductor_fusible(const Graph& g, NodeId n) {
   if (op == nullptr) return false;
   if (renames(g, n)) return true;
   if (op->is_mutable) return false;
+  // Scatters inductor lowers to a pointwise loop (a where over the index),
+  // though no torch list calls them fusible.
+  if (target_is(g, n, "aten.select_scatter.default") || target_is(g, n, "aten.slice_scatter.default")) return true;
+  if (concat_kernel(g, n)) return true;
   // torch's own lists (the newest release's): the ops its partitioner
   // treats as fusible are the ones inductor lowers to inlinable loops.
   static const TorchBehavior kNewest;
@@ -338,7 +499,7 @@ bool inductor_fusible(const Graph& g, NodeId n) {
 }
 
 bool inductor_may_write_in_place(const Graph& g, NodeId n) {
-  if (!inductor_fusible(g, n) || renames(g, n)) return false;
+  if (!inductor_fusible(g, n) || renames(g, n) || concat_kernel(g, n)) return false;
   const auto out = g.tensors(n);
   if (out.size() != 1) return false;
   const int64_t bytes = allocation_bytes(g, out[0]);
@@ -351,7 +512,11 @@ bool inductor_may_write_in_place(const Graph& g, NodeId n) {
 std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(NodeId)>& reader_counts) {
   const size_t n = g.size();
   std::vector<uint8_t> fused(n, 0), fusible(n, 0), needs_buffer(n, 0);
-  for (NodeId v = 0; v < n; ++v) fusible[v] = inductor_fusible(g, v);
+  std::vector<NodeId> product(n, kNoNode);  // the mm an addmm add takes in
+  for (NodeId v = 0; v < n; ++v) {
+    if (g.node(v).kind != NodeKind::kOutput && reader_counts(v)) product[v] = addmm_product(g, v, reader_counts);
+    fusible[v] = product[v] == kNoNode && inductor_fusible(g, v);
+  }
   for (NodeId u = static_cast<NodeId>(n); u-- > 0;) {
     if (g.node(u).kind != NodeKind::kOutput && !reader_counts(u)) continue;
     const bool inlines = fusible[u] && !(renames(g, u) && needs_buffer[u]);
@@ -372,7 +537,7 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
       if (fused[v]) expr[v] = expr[base];
       continue;
     }
-    fused[v] = !(needs_buffer[v] || g.node(v).tensors_count != 1 || shrinks(g, v));
+    fused[v] = !(needs_buffer[v] || g.node(v).tensors_count != 1 || shrinks(g, v) || concat_kernel(g, v));
     if (!fused[v]) continue;
     // What v's kernel body loads: its materialized inputs' buffers, and
     // what its inlined inputs load.
@@ -391,11 +556,17 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
       if (g.node(u).kind == NodeKind::kOutput || reader_counts(u)) readers.push_back(u);
     std::sort(readers.begin(), readers.end());
     readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
-    if (realized_on_reuse(g, v, readers.size(), e)) {
+    // Realized for a cat, a value lives in the cat's slice (realize_into).
+    const bool into_cat = std::any_of(readers.begin(), readers.end(), [&](NodeId u) { return concat_kernel(g, u); });
+    if (!into_cat && realized_on_reuse(g, v, readers.size(), e)) {
       fused[v] = 0;
       e = InlinedExpr{};
     }
   }
+  // An addmm's product gets no buffer (the add, an extern kernel, is the
+  // result).
+  for (NodeId v = 0; v < n; ++v)
+    if (product[v] != kNoNode) fused[product[v]] = 1;
   return fused;
 }
 
@@ -413,10 +584,12 @@ InductorFusion inductor_fusion(const Graph& g) {
   find_view_copies(g, f);
   f.in_kernel.assign(n, 0);
   f.external.assign(n, 0);
+  const auto every_reader = [](NodeId) { return true; };
   for (NodeId v = 0; v < n; ++v) {
-    f.inplace[v] = !f.fused[v] && inductor_may_write_in_place(g, v);
+    const bool addmm = addmm_product(g, v, every_reader) != kNoNode;
+    f.inplace[v] = !f.fused[v] && !addmm && inductor_may_write_in_place(g, v);
     if (g.node(v).kind != NodeKind::kCallFunction || f.fused[v]) continue;
-    const bool fusible = inductor_fusible(g, v);
+    const bool fusible = !addmm && inductor_fusible(g, v);
     f.in_kernel[v] = f.view_copy[v] || (fusible && !renames(g, v));
     f.external[v] = !fusible;
   }
@@ -430,7 +603,10 @@ InductorFusion inductor_fusion(const Graph& g) {
       latest = latest == kNoNode ? at : std::max(latest, at);
     }
     f.last_read[v] = latest;
-    f.runs_at[v] = f.fused[v] && latest != kNoNode ? latest : v;
+    if (f.fused[v] && latest != kNoNode)
+      f.runs_at[v] = latest;
+    else if (f.runs_at[v] == kNoNode)  // not a member that runs late (place_groups)
+      f.runs_at[v] = v;
   }
   return f;
 }

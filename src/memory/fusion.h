@@ -10,21 +10,31 @@
 // buffers. InductorFusion models that, per node of one graph (forward or
 // backward, as the partitioner hands it to inductor):
 //  * fused[n]: n allocates nothing. True when n is fusible (kCatFusible in
-//    torch's default op lists, pointwise-tagged packets included), has one
-//    tensor, is not smaller than its largest tensor input (inductor
+//    torch's default op lists, pointwise-tagged packets included, and
+//    select_scatter and slice_scatter, which inductor lowers to a where),
+//    has one tensor, is not smaller than its largest tensor input (inductor
 //    realizes reductions: their results are read by other kernels), and
 //    nothing that needs a buffer reads it: not the output node, not a
 //    non-fusible op, not a node with several tensors (a scatter's copied
 //    first argument excepted: it is evaluated into the copy). A view is
 //    fused exactly when its base is (it only renames its base's indices).
-//    And inductor's fan-out rule: a value more than one node reads is
-//    stored once when its inlined expression loads more than 4 buffers
+//    A CPU cat is never fused (a ConcatKernel: its own buffer) but fuses
+//    what it reads (its inputs' kernels write into its slices). And
+//    inductor's fan-out rule: a value more than one node reads is stored
+//    once when its inlined expression loads more than 4 buffers
 //    (realize_reads_threshold) or, on CPU, computes exp, log, log10,
-//    log1p, log2, sigmoid or tanh; then it is not fused.
+//    log1p, log2, sigmoid or tanh; then it is not fused, unless a cat reads
+//    it (it lives in the cat's slice). Last, inductor's post-grad addmm pattern:
+//    an mm that only an add.Tensor reads, with a tensor of its dtype that
+//    broadcasts to it (on a GPU not a bias-like one: a graph input, or
+//    broadcast along a dimension), becomes addmm at the add: the mm is
+//    fused (no buffer, its inputs live until the add) and the add is an
+//    extern kernel (external below) whose inputs need buffers.
 //  * runs_at[n]: the node at which what n computes is last evaluated: n
-//    itself when it is materialized; for a fused node, the latest runs_at
-//    of its users (inlined into each consumer's kernel, it is recomputed
-//    there). A value's inputs must live until then.
+//    itself when it is materialized (unless its fused kernel runs later:
+//    kernel_at below); for a fused node, the latest runs_at of its users
+//    (inlined into each consumer's kernel, it is recomputed there). A
+//    value's inputs must live until then.
 //  * last_read[v]: the node after which v's buffers may be released: the
 //    latest runs_at of its users (kNoNode when nothing uses it).
 //  * inplace[n]: n is a fusible materialized op whose kernel may write its
@@ -55,33 +65,43 @@
 //    simulator releases the values such nodes read last only at the next
 //    extern kernel (or the graph's end). Where inductor splits them into
 //    several kernels this holds inputs a little longer: the safe side.
-//  * kernel_at[n]: for a generated kernel n, the node where inductor runs
-//    it: its scheduler fuses generated kernels that share a buffer (or
-//    read one another) and have loop nests its CPU backend fuses (the same
-//    nest; a pointwise op over a reduction's input when the reduction keeps
-//    leading dimensions; a pointwise op over such a reduction's rows that
-//    reads it) and runs the fused kernel where its earliest member was, so
-//    a later member runs before the extern kernels between them when it
-//    needs none of their results (within 64 kernels, inductor's distance
-//    limit). The simulator allocates such a member's buffer there, in
-//    place of a buffer of its size that it reads last when inductor's
-//    decide_inplace_update would (the member is the buffer's one remaining
-//    reader: no other kernel of the group loads it, nor any kernel between
-//    the group's head and the member), else a fresh one; its runs_at stays
-//    its own node, so what else it reads is released no earlier than
-//    before (inductor frees it after the fused kernel): the safe side,
+//  * group[n], kernel_at[n], runs_at[n] of a member of a fused group:
+//    inductor's scheduler fuses generated kernels with loop nests its CPU
+//    backend fuses (the same nest; a pointwise op over a reduction's input
+//    when the reduction keeps leading dimensions; a pointwise op over a
+//    reduction's rows that reads it) when one reads the other (at any
+//    distance) or both load a buffer (within 64 kernels), up to 64 in a
+//    group and never into a cycle, and runs the group once all it loads is
+//    written: at its first member, or else at its first member after the
+//    last write it waits for (its place). group[m] is the group's first
+//    member (n for a kernel in no group). A member before the place runs
+//    late: runs_at[m] is the place, so what it reads lives until then (its
+//    result is still allocated at its own node, the safe side). A member
+//    after the place that needs none of the extern kernels between them
+//    runs before them: kernel_at[m] is the place, and the simulator
+//    allocates its buffer there; what else it reads is released no earlier
+//    than before (inductor frees it after the fused kernel): the safe side,
 //    which keeps every simulated peak at or above the optimizer's bound
-//    (optimize/space.h). n otherwise.
+//    (optimize/space.h). kernel_at[n] is n otherwise. A member writes its
+//    result in place of a buffer of its size that it reads last only when
+//    inductor's decide_inplace_update would: the member is the buffer's one
+//    remaining reader (no other member of the group loads it, nor a kernel
+//    outside the group between the group's first member and it).
 //  * loads[n]: for a generated kernel n, the buffers it loads (each named
 //    by the node that writes it: a view's base, a getitem's multi-output
 //    op), its materialized inputs' and what its inlined inputs load; at
-//    most 16, and loads_partial[n] when that cut the list short (the
-//    simulator then writes no member of n's group in place).
+//    most 16, and loads_partial[n] when that cut the list short (such a
+//    kernel then joins no group).
 // Not modelled: the fan-out rule's large-body case (an inlined expression
-// of more than 50 ops on CPU, 30 elsewhere) and a stored value the
-// scheduler fuses away again, its reordering of kernels for peak memory,
-// its reuse of a freed buffer for a later one of the same size (the
-// freed one lives until then), and workspaces of extern kernels.
+// of more than 50 ops on CPU, 30 elsewhere), a stored value's buffer that
+// inductor removes when its fused kernel is its only reader, the buffers a
+// fused kernel of
+// several loop nests keeps for what crosses them (freed right after it),
+// the scheduler's reordering of kernels for peak memory, its reuse of a
+// freed buffer for a later one of the same size (the freed one lives until
+// then), and workspaces of extern kernels; and what a member of a fused
+// group that runs early reads is held to the member's own node, past the
+// kernel inductor frees it after (the safe side the optimizer's rows need).
 // docs/memory.md measures what that leaves (tests/python/
 // test_inductor_memory.py and bench/bench_inductor_memory.py --limits
 // check it against compiled steps). Linear in the graph's size, times
@@ -107,6 +127,7 @@ struct InductorFusion {
   std::vector<uint8_t> in_kernel;
   std::vector<uint8_t> external;
   std::vector<NodeId> kernel_at;
+  std::vector<NodeId> group;
   std::vector<std::vector<NodeId>> loads;
   std::vector<uint8_t> loads_partial;
 };
@@ -118,8 +139,9 @@ InductorFusion inductor_fusion(const Graph& g);
 // joint graph about the forward or the backward cut from it.
 std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(NodeId)>& reader_counts);
 
-// Whether inductor lowers n into loop bodies it can inline (the first
-// condition of `fused` above), for callers reasoning on a joint graph.
+// Whether inductor lowers n to a generated loop (the first condition of
+// `fused` above: loop bodies it can inline, and a CPU cat, whose kernels
+// write its slices), for callers reasoning on a joint graph.
 bool inductor_fusible(const Graph& g, NodeId n);
 
 // Whether inductor lowers n as a copy of its first argument that a scatter

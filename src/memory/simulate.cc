@@ -10,6 +10,7 @@
 // next extern kernel (memory/fusion.h in_kernel).
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <span>
 #include <unordered_map>
@@ -73,6 +74,9 @@ class Simulator {
     uint32_t born = 0;       // the instant it was allocated
     uint32_t died = kNever;  // the first instant it is no longer alive
   };
+
+  // Each fused group's members (memory/fusion.h group), by its first one.
+  using Groups = std::unordered_map<NodeId, std::vector<NodeId>>;
 
   // Per graph: each node's storage records (one per tensor, -1 where it has
   // none).
@@ -359,11 +363,16 @@ class Simulator {
       }
     }
     // Under inductor: generated kernels fused into an earlier one's kernel
-    // (memory/fusion.h kernel_at) allocate there; head -> its members.
+    // (memory/fusion.h kernel_at) allocate there; head -> its members. And
+    // each fused group's members, by its first member (for in-place writes).
     std::unordered_map<NodeId, std::vector<NodeId>> members;
+    Groups groups;
     if (inductor)
-      for (NodeId v = 0; v < n; ++v)
+      for (NodeId v = 0; v < n; ++v) {
         if (fusion.kernel_at[v] != v) members[fusion.kernel_at[v]].push_back(v);
+        if (fusion.group[v] != v) groups[fusion.group[v]].push_back(v);
+      }
+    for (auto& [first, rest] : groups) rest.insert(rest.begin(), first);
     // Under inductor: values the kernels since the last extern kernel read
     // last, released when the next extern kernel (or the end) comes.
     std::vector<NodeId> pending;
@@ -402,12 +411,12 @@ class Simulator {
           if (inductor) {
             const auto group = members.find(v);
             if (group != members.end()) {
-              run_group(s, v, group->second, fusion, released, count, done);
+              run_group(s, v, group->second, fusion, groups, released, count, done);
               break;
             }
           }
           if (inductor && fusion.inplace[v])
-            reuse_dying_input(s, v, released, count[v], count[v + 1], done, [](uint32_t) { return true; });
+            reuse_dying_input(s, v, released, count[v], count[v + 1], done, inplace_rule(s, v, fusion, groups));
           assign_computed(s, v);
           hold(s, v);
           break;
@@ -433,53 +442,58 @@ class Simulator {
   }
 
   // A fused kernel at `head` (memory/fusion.h kernel_at): head's buffer as
-  // any kernel's, then its members' (in node order: a member may read an
-  // earlier one). A member writes its result in place of a buffer it reads
-  // for the last time when inductor would (decide_inplace_update: the
-  // buffer's one remaining reader is that member): no other kernel of the
-  // group loads it, and no kernel between head and the member does (what
-  // ran before head is done with it). Its other reads still end at its own
-  // place (the safe side, which the optimizer's rows follow).
+  // any kernel's, then the buffers of the members that run there (in node
+  // order: a member may read an earlier one). Their other reads still end
+  // at their own places (the safe side, which the optimizer's rows follow).
   // released[begin[m], begin[m + 1]) are the values whose last read is m.
   void run_group(GraphState& s, NodeId head, const std::vector<NodeId>& members,
-                 const memory::InductorFusion& fusion, const std::vector<NodeId>& released,
+                 const memory::InductorFusion& fusion, const Groups& groups, const std::vector<NodeId>& released,
                  const std::vector<uint32_t>& begin, std::vector<uint8_t>& done) {
-    if (fusion.inplace[head])
-      reuse_dying_input(s, head, released, begin[head], begin[head + 1], done, [](uint32_t) { return true; });
-    assign_computed(s, head);
-    hold(s, head);
-    // The storage records kernel k loads; all of them unless they were not
-    // all listed (then nothing is taken in place of what it might load).
-    auto loaded = [&](NodeId k, std::vector<uint32_t>& out) {
-      const Graph& g = s.g;
-      if (fusion.fused[k] || g.node(k).kind != NodeKind::kCallFunction) return true;
-      const bool generated = fusion.in_kernel[k] && !fusion.view_copy[k];
-      if (generated && fusion.loads_partial[k]) return false;
-      const auto roots = generated ? std::span<const NodeId>(fusion.loads[k]) : g.inputs(k);
-      for (NodeId r : roots) for_each_storage(s, r, [&](uint32_t rec) { out.push_back(rec); });
-      return true;
-    };
-    std::vector<uint32_t> group_loads, own;
-    bool known = loaded(head, group_loads);
-    for (NodeId m : members) known = loaded(m, group_loads) && known;
-    for (NodeId m : members) {
-      if (known && fusion.inplace[m]) {
-        own.clear();
-        loaded(m, own);
-        std::vector<uint32_t> between;  // loaded by the kernels from head to m outside the group
-        bool clear = true;
-        for (NodeId k = head + 1; k < m && clear; ++k)
-          if (fusion.kernel_at[k] != head) clear = loaded(k, between);
-        if (clear)
-          reuse_dying_input(s, m, released, begin[m], begin[m + 1], done, [&](uint32_t rec) {
-            const auto mine = std::count(own.begin(), own.end(), rec);
-            return mine > 0 && std::count(group_loads.begin(), group_loads.end(), rec) == mine &&
-                   std::count(between.begin(), between.end(), rec) == 0;
-          });
-      }
+    std::vector<NodeId> run{head};
+    run.insert(run.end(), members.begin(), members.end());
+    for (NodeId m : run) {
+      if (fusion.inplace[m])
+        reuse_dying_input(s, m, released, begin[m], begin[m + 1], done, inplace_rule(s, m, fusion, groups));
       assign_computed(s, m);
       hold(s, m);
     }
+  }
+
+  // The storage records kernel k loads, appended to `out`; false when they
+  // were not all listed (then nothing may be taken in place of them).
+  bool kernel_loads(const GraphState& s, NodeId k, const memory::InductorFusion& fusion,
+                    std::vector<uint32_t>& out) {
+    const Graph& g = s.g;
+    if (fusion.fused[k] || g.node(k).kind != NodeKind::kCallFunction) return true;
+    const bool generated = fusion.in_kernel[k] && !fusion.view_copy[k];
+    if (generated && fusion.loads_partial[k]) return false;
+    const auto roots = generated ? std::span<const NodeId>(fusion.loads[k]) : g.inputs(k);
+    for (NodeId r : roots) for_each_storage(s, r, [&](uint32_t rec) { out.push_back(rec); });
+    return true;
+  }
+
+  // Which dying buffers kernel v may take in place (reuse_dying_input's
+  // `allowed`): any, for a kernel in no fused group; for a member of one
+  // (memory/fusion.h group), only a buffer v loads and no other member
+  // does, nor a kernel outside the group between its first member and v:
+  // inductor's decide_inplace_update, v being the buffer's one remaining
+  // reader.
+  std::function<bool(uint32_t)> inplace_rule(const GraphState& s, NodeId v, const memory::InductorFusion& fusion,
+                                            const Groups& groups) {
+    const auto group = groups.find(fusion.group[v]);
+    if (group == groups.end()) return [](uint32_t) { return true; };
+    const NodeId first = group->first;
+    std::vector<uint32_t> own, others;
+    bool known = kernel_loads(s, v, fusion, own);
+    for (NodeId m : group->second)
+      if (m != v) known = kernel_loads(s, m, fusion, others) && known;
+    for (NodeId k = first + 1; k < v && known; ++k)
+      if (fusion.group[k] != first) known = kernel_loads(s, k, fusion, others);
+    if (!known) return [](uint32_t) { return false; };
+    return [own = std::move(own), others = std::move(others)](uint32_t rec) {
+      return std::find(own.begin(), own.end(), rec) != own.end() &&
+             std::find(others.begin(), others.end(), rec) == others.end();
+    };
   }
 
   // inductor's inplace_buffers: a pointwise kernel writes its result into a

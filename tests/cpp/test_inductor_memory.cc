@@ -166,45 +166,53 @@ TEST(InductorMemory, NoCopyForChannelsLastOrOneChannelInputs) {
 
 // inductor's fan-out realization: d = p1 + ... + p5, read by two kernels
 // that would each inline it, loads five buffers (more than
-// realize_reads_threshold, 4), so inductor stores it once. With one
-// addend fewer it stays inlined.
-Pair fan_out(int addends) {
+// realize_reads_threshold, 4), so inductor stores it once, whether c sums
+// d's rows or is cos(d) (then c fuses with sin, which loads d too, so c is
+// not written in d's place). With one addend fewer it stays inlined. (Where
+// both readers fuse with d's own kernel inductor removes d's buffer; the
+// model keeps it.)
+Pair fan_out(int addends, bool row_sum) {
   TestGraph f;
   std::vector<Ref> p;
   for (int i = 0; i < addends; ++i) p.push_back(f.placeholder("primals_" + std::to_string(i + 1), {4, 4}));
   Ref d = p[0];
   for (int i = 1; i < addends; ++i) d = f.call("aten.add.Tensor", {d, p[i]}, {4, 4});
   Ref s = f.call("aten.sin.default", {d}, {4, 4});
-  Ref c = f.call("aten.cos.default", {d}, {4, 4});
-  Ref o = f.call("aten.mm.default", {s, c}, {4, 4});
-  f.output({A::tuple({o})});
+  Ref c = row_sum ? f.call("aten.sum.dim_IntList", {d, A::list({1})}, {4}) : f.call("aten.cos.default", {d}, {4, 4});
+  Ref o = f.call("aten.mm.default", {s, s}, {4, 4});
+  f.output({A::tuple({o, c})});
   return {f.build(), trivial_backward()};
 }
 
 TEST(InductorMemory, AValueTwoKernelsReadIsStoredWhenInliningItLoadsMoreThanFourBuffers) {
-  Pair five = fan_out(5);
-  const MemoryProfile ind = simulate_memory(five.fw, five.bw, 1, MemoryModel::kInductor);
-  // p1..p5 320 | three adds inlined | d stored +64 | sin +64 | cos takes
-  // d's buffer (it dies there) | mm +64, then sin and cos go | output
-  EXPECT_EQ(ind.forward_timeline,
-            (std::vector<int64_t>{64, 128, 192, 256, 320, 320, 320, 320, 384, 448, 448, 512, 384}));
-  Pair four = fan_out(4);
-  const MemoryProfile inl = simulate_memory(four.fw, four.bw, 1, MemoryModel::kInductor);
-  // p1..p4 256 | d inlined into sin and cos: no buffer | sin | cos | mm
-  EXPECT_EQ(inl.forward_timeline, (std::vector<int64_t>{64, 128, 192, 256, 256, 256, 256, 320, 384, 448, 320}));
+  Pair five = fan_out(5, true);
+  // p1..p5 320 | three adds inlined | d stored +64 | sin +64 | c +16 | d
+  // goes, mm +64 | output, sin goes
+  EXPECT_EQ(simulate_memory(five.fw, five.bw, 1, MemoryModel::kInductor).forward_timeline,
+            (std::vector<int64_t>{64, 128, 192, 256, 320, 320, 320, 320, 384, 448, 464, 464, 400}));
+  Pair both_pointwise = fan_out(5, false);
+  // d stored +64 | sin +64 | cos +64 | d goes, mm +64 | output, sin goes
+  EXPECT_EQ(simulate_memory(both_pointwise.fw, both_pointwise.bw, 1, MemoryModel::kInductor).forward_timeline,
+            (std::vector<int64_t>{64, 128, 192, 256, 320, 320, 320, 320, 384, 448, 512, 512, 448}));
+  Pair four = fan_out(4, true);
+  // p1..p4 256 | d inlined into sin and the sum: no buffer | sin +64 | c
+  // +16 | mm +64 | output, sin goes
+  EXPECT_EQ(simulate_memory(four.fw, four.bw, 1, MemoryModel::kInductor).forward_timeline,
+            (std::vector<int64_t>{64, 128, 192, 256, 256, 256, 256, 320, 336, 400, 336}));
 }
 
 // On CPU a value that computes a heavy op (exp, log, sigmoid, tanh, ...)
-// and that two kernels read is stored once, whatever it loads.
+// and that two kernels of different loop nests read is stored once,
+// whatever it loads.
 TEST(InductorMemory, OnCpuAValueTwoKernelsReadIsStoredWhenItComputesAHeavyOp) {
   for (const char* op : {"aten.exp.default", "aten.sin.default"}) {
     TestGraph f;
     Ref x = f.placeholder("primals_1", {4, 4});
     Ref e = f.call(op, {x}, {4, 4});
     Ref s = f.call("aten.sin.default", {e}, {4, 4});
-    Ref c = f.call("aten.cos.default", {e}, {4, 4});
-    Ref o = f.call("aten.mm.default", {s, c}, {4, 4});
-    f.output({A::tuple({o})});
+    Ref c = f.call("aten.sum.dim_IntList", {e, A::list({1})}, {4});
+    Ref o = f.call("aten.mm.default", {s, s}, {4, 4});
+    f.output({A::tuple({o, c})});
     Pair p{f.build(), trivial_backward()};
     const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
     EXPECT_EQ(ind.forward_timeline[1], std::string(op) == "aten.exp.default" ? 128 : 64) << op;
@@ -280,7 +288,7 @@ TEST(InductorMemory, AGeneratedKernelStaysAfterTheExternKernelsItReadsOrWhenItsL
   Ref w = f.placeholder("primals_2", {4, 4});
   Ref a = f.call("aten.mul.Tensor", {x, w}, {4, 4});
   Ref o = f.call("aten.mm.default", {a, w}, {4, 4});
-  Ref c = f.call("aten.add.Tensor", {o, x}, {4, 4});
+  Ref c = f.call("aten.mul.Tensor", {o, x}, {4, 4});  // (o + x: an addmm)
   Ref d = f.call("aten.sum.dim_IntList", {x, A::list({0})}, {4});
   f.output({A::tuple({c, d})});
   Pair p{f.build(), trivial_backward()};
@@ -293,7 +301,8 @@ TEST(InductorMemory, AGeneratedKernelStaysAfterTheExternKernelsItReadsOrWhenItsL
 // of a buffer of its size that it reads last, at the fused kernel, when it
 // is that buffer's one remaining reader (inductor's decide_inplace_update):
 // no other kernel of the group loads it and no kernel between them does.
-// b = m + x joins a's kernel (they share x) before the matmul o. The GELU
+// b = m * x joins a's kernel (they share x) before the matmul o (m + x
+// would be an addmm: AnAddOfAMatmulIsOneExternKernel). The GELU
 // MLP's backward writes each layer's GELU gradient over the matmul it
 // reads this way. a_reads_m: a = m * w instead of x * w; o_reads_m:
 // o = mm(a, m) instead of mm(a, w).
@@ -304,7 +313,7 @@ std::vector<int64_t> fused_member(bool a_reads_m, bool o_reads_m) {
   Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
   Ref a = f.call("aten.mul.Tensor", {a_reads_m ? m : x, w}, {4, 4});
   Ref o = f.call("aten.mm.default", {a, o_reads_m ? m : w}, {4, 4});
-  Ref b = f.call("aten.add.Tensor", {m, x}, {4, 4});
+  Ref b = f.call("aten.mul.Tensor", {m, x}, {4, 4});
   f.output({A::tuple({o, b})});
   Pair p{f.build(), trivial_backward()};
   return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
@@ -317,6 +326,113 @@ TEST(InductorMemory, AFusedKernelsMemberWritesInPlaceOfABufferOnlyItStillReads) 
   EXPECT_EQ(fused_member(false, true), (std::vector<int64_t>{64, 128, 192, 320, 384, 320, 256}));
   // a loads m too, in the same kernel as b: neither writes over it.
   EXPECT_EQ(fused_member(true, false), (std::vector<int64_t>{64, 128, 192, 320, 384, 320, 256}));
+}
+
+// inductor's post-grad addmm pattern: add(mm(x, w), y), the mm read by
+// nothing else, becomes one extern kernel at the add, addmm(y, x, w): the
+// product gets no buffer. On a GPU a bias-like y (a graph input, or
+// broadcast) keeps the mm and the add apart (should_prefer_unfused_addmm).
+std::vector<int64_t> add_of_mm(bool mm_also_returned, bool y_is_input, const std::string& device) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+  Ref y = y_is_input ? w : f.call("aten.mul.Tensor", {x, w}, {4, 4});
+  Ref c = f.call("aten.add.Tensor", {m, y}, {4, 4});
+  for (Ref r : {x, w, m, y, c}) f[r].tensors[0].device = device;
+  std::vector<A> outs{c};
+  if (mm_also_returned) outs.push_back(m);
+  f.output({A::tuple(outs)});
+  Pair p{f.build(), trivial_backward()};
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+}
+
+TEST(InductorMemory, AnAddOfAMatmulIsOneExternKernel) {
+  // x, w 128 | no product | y +64 | c +64 (reading y), then y goes | output
+  EXPECT_EQ(add_of_mm(false, false, "cpu"), (std::vector<int64_t>{64, 128, 128, 192, 256, 192}));
+  // the product is returned too: a buffer at the mm, and the add a kernel
+  // that inlines y
+  EXPECT_EQ(add_of_mm(true, false, "cpu"), (std::vector<int64_t>{64, 128, 192, 192, 256, 256}));
+  // on a GPU: fused for a computed y; apart for a graph input (the add
+  // then writes in place of the product)
+  EXPECT_EQ(add_of_mm(false, false, "cuda:0"), (std::vector<int64_t>{64, 128, 128, 192, 256, 192}));
+  EXPECT_EQ(add_of_mm(false, true, "cuda:0"), (std::vector<int64_t>{64, 128, 192, 192, 192}));
+  EXPECT_EQ(add_of_mm(false, true, "cpu"), (std::vector<int64_t>{64, 128, 128, 192, 192}));
+}
+
+// On CPU inductor lowers a cat to a buffer its inputs' kernels write into:
+// a pointwise input gets no buffer of its own, even one two cats read (each
+// cat stores it). On a GPU the cat stays a kernel that reads buffers here.
+std::vector<int64_t> two_cats(const std::string& device) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4});
+  Ref a = f.call("aten.sin.default", {x}, {4});
+  Ref b = f.call("aten.cos.default", {x}, {4});
+  Ref c1 = f.call("aten.cat.default", {A::list({a, b}), 0}, {8});
+  Ref c2 = f.call("aten.cat.default", {A::list({a, x}), 0}, {8});
+  for (Ref r : {x, a, b, c1, c2}) f[r].tensors[0].device = device;
+  f.output({A::tuple({c1, c2})});
+  Pair p{f.build(), trivial_backward()};
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+}
+
+TEST(InductorMemory, OnCpuACatIsABufferItsPointwiseInputsAreWrittenInto) {
+  // x 16 | a, b inlined | c1 +32 | c2 +32 | output
+  EXPECT_EQ(two_cats("cpu"), (std::vector<int64_t>{16, 16, 16, 48, 80, 80}));
+  // cuda: a and b are buffers the cats read
+  EXPECT_EQ(two_cats("cuda:0"), (std::vector<int64_t>{16, 32, 48, 80, 96, 80}));
+}
+
+// inductor lowers select_scatter (and slice_scatter) to a pointwise loop, a
+// where over the index, which the kernels reading it inline: no buffer.
+TEST(InductorMemory, ASelectScatterIsInlinedLikeAPointwiseOp) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4});
+  Ref z = f.call("aten.full.default", {A::list({2, 4}), 0}, {2, 4});
+  Ref y = f.call("aten.select_scatter.default", {z, x, 0, 0}, {2, 4});
+  Ref o = f.call("aten.mul.Tensor", {y, y}, {2, 4});
+  f.output({A::tuple({o})});
+  Pair p{f.build(), trivial_backward()};
+  // x 16 | z, y inlined | o +32 | output
+  EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline,
+            (std::vector<int64_t>{16, 16, 16, 48, 48}));
+}
+
+// A fused group runs once everything it loads is written (inductor's
+// topological sort after fusing): t = s1 + s2 fuses with both column sums
+// (a pointwise op over a reduction's rows that reads it, at any distance),
+// and s2 reads b, written after s1, so s1 runs late, at s2: a, which only
+// s1 reads after the matmul m, lives until then. The GRU's backward holds
+// every step's gate gradients to its end this way, for the bias gradients.
+// With s1_feeds_b, b depends on s1 (through an extern kernel): fusing s1
+// with t would make a cycle, so only s2 and t fuse and a goes at m.
+std::vector<int64_t> late_group(bool s1_feeds_b) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref a = f.call("aten.mul.Tensor", {x, w}, {4, 4});
+  Ref s1 = f.call("aten.sum.dim_IntList", {a, A::list({0})}, {4});
+  Ref m = f.call("aten.mm.default", {a, w}, {4, 4});
+  Ref e = s1_feeds_b ? f.call("aten.mul.Tensor", {m, s1}, {4, 4}) : m;
+  Ref m2 = f.call("aten.mm.default", {e, w}, {4, 4});
+  Ref b = f.call("aten.mul.Tensor", {m2, x}, {4, 4});
+  Ref s2 = f.call("aten.sum.dim_IntList", {b, A::list({0})}, {4});
+  Ref t = f.call("aten.add.Tensor", {s1, s2}, {4});
+  Ref o = f.call("aten.mm.default", {b, w}, {4, 4});
+  f.output({A::tuple({t, o})});
+  Pair p{f.build(), trivial_backward()};
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+}
+
+TEST(InductorMemory, AFusedGroupRunsOnceEverythingItLoadsIsWritten) {
+  // x, w 128 | a +64 | s1 +16 | m +64 | m2 +64, then m goes | b in place
+  // of m2 (a alive) | s2 +16, then a goes (at the next extern kernel) | t in
+  // place of s1 | o +64, a and s2 go | output, b goes
+  EXPECT_EQ(late_group(false), (std::vector<int64_t>{64, 128, 192, 208, 272, 336, 272, 288, 288, 272, 208}));
+  // x, w 128 | a +64 | s1 +16 | m +64, then a goes | e in place of m | m2
+  // +64, then e goes | b in place of m2 | s2 +16 | t in place of s1 | o +64
+  // | output
+  EXPECT_EQ(late_group(true), (std::vector<int64_t>{64, 128, 192, 208, 272, 208, 272, 208, 224, 224, 272, 208}));
 }
 
 // inductor's wrapper writes nothing in place of a graph input but the

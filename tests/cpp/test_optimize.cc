@@ -939,7 +939,10 @@ TEST(Optimize, APlanRecomputingNothingIsOptimalWithoutASolve) {
 // 432 nodes, 221 vars, within kPolishVars). The polish's first programs
 // have 1.6k-2k rows and columns; its 2000 solver nodes took 8-116 s at
 // these limits (a plain partition: about 1.5 ms) and found the plans fast
-// finds alone. fast solves no MILP on it now; its plans fit.
+// finds alone. fast solves no MILP on it now; its plans fit. (Under
+// inductor's model the backward holds every step's two gate-gradient cats
+// to its end, where one fused kernel sums them for the biases' gradients,
+// so the limits that leave room lie within 2% of the plain peak.)
 TEST(Optimize, FastsPolishSkipsAProgramTooLargeForIt) {
   const JointGraph j =
       read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/gru_unrolled_6_inductor.json");
@@ -948,12 +951,14 @@ TEST(Optimize, FastsPolishSkipsAProgramTooLargeForIt) {
     o.memory_model = model;
     const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
     int fitted = 0;
-    for (int64_t percent : {95, 90, 85}) {
-      const int64_t limit = plain * percent / 100;
+    const auto permille = model == MemoryModel::kInductor ? std::vector<int64_t>{995, 990, 985}
+                                                           : std::vector<int64_t>{950, 900, 850};
+    for (int64_t per : permille) {
+      const int64_t limit = plain * per / 1000;
       try {
         const PartitionResult r = partition_at(j, limit, Search::kFast, model);
-        EXPECT_EQ(r.peak_search.solver_rounds, 0) << percent << "%";
-        EXPECT_LE(r.memory.peak_bytes, limit) << percent << "%";
+        EXPECT_EQ(r.peak_search.solver_rounds, 0) << per << " permille";
+        EXPECT_LE(r.memory.peak_bytes, limit) << per << " permille";
         ++fitted;
       } catch (const BudgetUnreachableError&) {
       }
