@@ -461,8 +461,8 @@ class Simulator {
 
   // The storage records kernel k loads, appended to `out`; false when they
   // were not all listed (then nothing may be taken in place of them).
-  bool kernel_loads(const GraphState& s, NodeId k, const memory::InductorFusion& fusion,
-                    std::vector<uint32_t>& out) {
+  bool loaded_records(const GraphState& s, NodeId k, const memory::InductorFusion& fusion,
+                      std::vector<uint32_t>& out) {
     const Graph& g = s.g;
     if (fusion.fused[k] || g.node(k).kind != NodeKind::kCallFunction) return true;
     const bool generated = fusion.in_kernel[k] && !fusion.view_copy[k];
@@ -484,11 +484,11 @@ class Simulator {
     if (group == groups.end()) return [](uint32_t) { return true; };
     const NodeId first = group->first;
     std::vector<uint32_t> own, others;
-    bool known = kernel_loads(s, v, fusion, own);
+    bool known = loaded_records(s, v, fusion, own);
     for (NodeId m : group->second)
-      if (m != v) known = kernel_loads(s, m, fusion, others) && known;
+      if (m != v) known = loaded_records(s, m, fusion, others) && known;
     for (NodeId k = first + 1; k < v && known; ++k)
-      if (fusion.group[k] != first) known = kernel_loads(s, k, fusion, others);
+      if (fusion.group[k] != first) known = loaded_records(s, k, fusion, others);
     if (!known) return [](uint32_t) { return false; };
     return [own = std::move(own), others = std::move(others)](uint32_t rec) {
       return std::find(own.begin(), own.end(), rec) != own.end() &&
