@@ -14,6 +14,7 @@
 #include <limits>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "analyze/analyze.h"
@@ -382,8 +383,12 @@ class Simulator {
     };
     for (NodeId v = 0; v < n; ++v) {
       const Node& node = g.node(v);
-      // A scatter's copy of its input is a generated kernel's: it joins the
-      // kernels before it, and the values they read go after it.
+      // A scatter is a generated kernel's loop (inductor's Scatter node,
+      // fused with the kernels around it: max_min_dim's backward is one
+      // kernel with both its scatters), so what it and the kernels before
+      // it read lives until the next extern kernel. Where inductor falls
+      // back to aten's scatter (scatter_fallback) they go earlier: the
+      // model is then high, the safe side.
       const bool scatters = inductor && memory::inductor_scatters_into_copy(g, v);
       if (inductor && (node.kind == NodeKind::kOutput || fusion.external[v]) && !scatters) flush();
       switch (node.kind) {
@@ -424,10 +429,9 @@ class Simulator {
           break;
       }
       record(s, v);
-      if (scatters) flush();
       for (uint32_t i = count[v]; i < count[v + 1]; ++i) {
         if (!done.empty() && done[i]) continue;
-        if (inductor && fusion.in_kernel[v])
+        if (inductor && (fusion.in_kernel[v] || scatters))
           pending.push_back(released[i]);
         else
           release(s, released[i]);
@@ -474,10 +478,11 @@ class Simulator {
 
   // Which dying buffers kernel v may take in place (reuse_dying_input's
   // `allowed`): any, for a kernel in no fused group; for a member of one
-  // (memory/fusion.h group), only a buffer v loads and no other member
-  // does, nor a kernel outside the group between its first member and v:
-  // inductor's decide_inplace_update, v being the buffer's one remaining
-  // reader.
+  // (memory/fusion.h group), only a buffer v loads whose other loaders are
+  // ancestors of v: inductor's decide_inplace_update, where a reader among
+  // v's ancestors has read it already (within the kernel, its loop nest
+  // comes first), and any other reader, a member or a kernel outside the
+  // group between its first member and v, still needs it.
   std::function<bool(uint32_t)> inplace_rule(const GraphState& s, NodeId v, const memory::InductorFusion& fusion,
                                             const Groups& groups) {
     const auto group = groups.find(fusion.group[v]);
@@ -485,15 +490,39 @@ class Simulator {
     const NodeId first = group->first;
     std::vector<uint32_t> own, others;
     bool known = loaded_records(s, v, fusion, own);
+    auto other = [&](NodeId k) {
+      if (known && !is_ancestor(s.g, k, v)) known = loaded_records(s, k, fusion, others);
+    };
     for (NodeId m : group->second)
-      if (m != v) known = loaded_records(s, m, fusion, others) && known;
-    for (NodeId k = first + 1; k < v && known; ++k)
-      if (fusion.group[k] != first) known = loaded_records(s, k, fusion, others);
+      if (m != v) other(m);
+    for (NodeId k = first + 1; k < v; ++k)
+      if (fusion.group[k] != first) other(k);
     if (!known) return [](uint32_t) { return false; };
     return [own = std::move(own), others = std::move(others)](uint32_t rec) {
       return std::find(own.begin(), own.end(), rec) != own.end() &&
              std::find(others.begin(), others.end(), rec) == others.end();
     };
+  }
+
+  // Whether a path of inputs leads from k to v (k < v), searched back from
+  // v over at most kAncestorSearch nodes; past that, false (the safe side
+  // for inplace_rule: no buffer taken).
+  static bool is_ancestor(const Graph& g, NodeId k, NodeId v) {
+    constexpr size_t kAncestorSearch = 512;
+    if (k >= v) return false;
+    std::vector<NodeId> stack{v};
+    std::unordered_set<NodeId> seen{v};
+    while (!stack.empty()) {
+      const NodeId u = stack.back();
+      stack.pop_back();
+      for (NodeId in : g.inputs(u)) {
+        if (in == k) return true;
+        if (in < k || !seen.insert(in).second) continue;
+        if (seen.size() > kAncestorSearch) return false;
+        stack.push_back(in);
+      }
+    }
+    return false;
   }
 
   // inductor's inplace_buffers: a pointwise kernel writes its result into a

@@ -238,6 +238,31 @@ TEST(InductorMemory, AScatterWritesIntoACopyOfItsInputThatNoKernelOverwrites) {
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 192, 192, 256, 320, 256}));
 }
 
+// A scatter inductor generates is a loop of the kernels around it (CPU
+// fuses max_min_dim's backward, both scatters included, into one kernel),
+// not an extern kernel: m, read last by the sum before it, lives across
+// the scatter and goes when the matmul comes.
+TEST(InductorMemory, WhatKernelsReadBeforeAScatterLivesUntilTheNextExternKernel) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref w = f.placeholder("primals_2", {4, 4});
+  Ref idx = f.placeholder("primals_3", {4, 4});
+  f[idx].tensors[0].dtype = "int64";
+  f[idx].tensors[0].itemsize = 8;
+  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+  Ref s = f.call("aten.sum.dim_IntList", {m, A::list({1})}, {4});
+  Ref z = f.call("aten.full.default", {A::list({4, 4}), 0}, {4, 4});
+  Ref sc = f.call("aten.scatter_add.default", {z, 1, idx, x}, {4, 4});
+  Ref r = f.call("aten.relu.default", {sc}, {4, 4});
+  Ref o = f.call("aten.mm.default", {r, w}, {4, 4});
+  f.output({A::tuple({o, s})});
+  Pair p{f.build(), trivial_backward()};
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  // x, w, idx 256 | m +64 | s +16 | zeros: in the copy | sc +64 (m alive)
+  // | relu +64 (m alive) | m and sc go, o +64 | output
+  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 256, 320, 336, 336, 400, 464, 400, 336}));
+}
+
 // inductor fuses the generated nodes between two extern kernels and frees
 // what they read after its kernels run: m, read last by the sum, lives
 // while t is computed and goes when the second matmul comes.
@@ -295,6 +320,31 @@ TEST(InductorMemory, AGeneratedKernelStaysAfterTheExternKernelsItReadsOrWhenItsL
   const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
   // x, w 128 | a +64 | o +64, a goes | c in place of o | d +16
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 256, 192, 208, 208}));
+}
+
+// A member of a fused kernel writes in place of a buffer that its
+// ancestors in the kernel read too (inductor's decide_inplace_update counts
+// them done: their loop nests run first): var_mean's backward writes the
+// normalized gradient over the matmul its row reductions read. Here
+// p = m - sum(m) takes m's buffer; with q = m * x, fused with them but no
+// ancestor of p, still to read m, p gets a buffer of its own.
+TEST(InductorMemory, AMemberWritesInPlaceOfABufferItsAncestorsInTheKernelRead) {
+  for (const bool sibling : {false, true}) {
+    TestGraph f;
+    Ref x = f.placeholder("primals_1", {4, 4});
+    Ref w = f.placeholder("primals_2", {4, 4});
+    Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+    Ref r = f.call("aten.sum.dim_IntList", {m, A::list({1}), true}, {4, 1});
+    Ref p = f.call("aten.sub.Tensor", {m, r}, {4, 4});
+    std::vector<A> outs;
+    if (sibling) outs.push_back(f.call("aten.mul.Tensor", {m, x}, {4, 4}));
+    outs.push_back(f.call("aten.mm.default", {p, w}, {4, 4}));
+    f.output({A::tuple(outs)});
+    Pair g{f.build(), trivial_backward()};
+    const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor).forward_timeline;
+    // x, w 128 | m +64 | r +16 | p: in place of m, or +64 with q to come
+    EXPECT_EQ(timeline[4], sibling ? 272 : 208) << "sibling " << sibling;
+  }
 }
 
 // A generated kernel fused into an earlier one writes its result in place
