@@ -38,9 +38,14 @@ NodeId base_of(const Graph& g, NodeId n) {
   return inputs.empty() ? kNoNode : inputs[0];
 }
 
+// A gather inductor lowers to a pointwise loop (index): embedding.
+bool gathers(const Graph& g, NodeId n) { return target_is(g, n, "aten.embedding.default"); }
+
 // A reduction's result is smaller than what it reads; inductor realizes
-// reductions, so their results are buffers other kernels load.
+// reductions, so their results are buffers other kernels load. A gather's
+// result may be smaller than its table, and is no reduction.
 bool shrinks(const Graph& g, NodeId n) {
+  if (gathers(g, n)) return false;
   const auto out = g.tensors(n);
   if (out.size() != 1) return false;
   int64_t largest = 0;
@@ -125,6 +130,27 @@ bool heavy_on_cpu(const Graph& g, NodeId n) {
 bool on_cpu(const Graph& g, NodeId n) {
   const auto ts = g.tensors(n);
   return ts.size() == 1 && device_type(g.str(ts[0].device)) == "cpu";
+}
+
+// The values an accumulating index_put u loads inside its own loop, or
+// kNoNode: inductor lowers _unsafe_index_put and
+// _unsafe_masked_index_put_accumulate (embedding's backward) on CPU to a
+// Scatter node whose body evaluates them (no buffer of their own; the
+// masked one wraps them in a where). Elsewhere they may be a fallback's
+// argument (a GPU's atomic-add limits), so the model keeps their buffer.
+NodeId inlined_scatter_values(const Graph& g, NodeId u) {
+  size_t at = 0;
+  if (target_is(g, u, "aten._unsafe_masked_index_put_accumulate.default"))
+    at = 3;
+  else if (target_is(g, u, "aten._unsafe_index_put.default"))
+    at = 2;
+  else
+    return kNoNode;
+  if (!on_cpu(g, u)) return kNoNode;
+  const NodeId values = node_arg(g, u, at);
+  for (size_t i = 0; i < at; ++i)
+    if (node_arg(g, u, i) == values) return kNoNode;
+  return values;
 }
 
 // On CPU inductor lowers every cat to a ConcatKernel: a buffer of its own
@@ -475,7 +501,8 @@ bool inductor_scatters_into_copy(const Graph& g, NodeId n) {
   static const char* const kScatters[] = {
       "aten.scatter.src",          "aten.scatter.value",          "aten.scatter.reduce",
       "aten.scatter.value_reduce", "aten.scatter_add.default",    "aten.scatter_reduce.two",
-      "aten.index_put.default",    "aten._unsafe_index_put.default", "aten.as_strided_scatter.default"};
+      "aten.index_put.default",    "aten._unsafe_index_put.default", "aten.as_strided_scatter.default",
+      "aten._unsafe_masked_index_put_accumulate.default"};
   if (g.node(n).kind != NodeKind::kCallFunction) return false;
   for (const char* name : kScatters)
     if (target_is(g, n, name)) return true;
@@ -491,6 +518,7 @@ bool inductor_fusible(const Graph& g, NodeId n) {
   // Scatters inductor lowers to a pointwise loop (a where over the index),
   // though no torch list calls them fusible.
   if (target_is(g, n, "aten.select_scatter.default") || target_is(g, n, "aten.slice_scatter.default")) return true;
+  if (gathers(g, n)) return true;
   if (concat_kernel(g, n)) return true;
   // torch's own lists (the newest release's): the ops its partitioner
   // treats as fusible are the ones inductor lowers to inlinable loops.
@@ -525,8 +553,11 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
     // a buffer: what it reads must be a buffer too; but the tensor a
     // scatter copies is evaluated into that copy (it may be inlined).
     const NodeId copied = inductor_scatters_into_copy(g, u) ? node_arg(g, u, 0) : kNoNode;
-    for (NodeId v : g.inputs(u))
+    const NodeId values = inlined_scatter_values(g, u);
+    for (NodeId v : g.inputs(u)) {
+      if (v == values) continue;
       if (v != copied || read_besides_self(g, u, v)) needs_buffer[v] = 1;
+    }
   }
   std::vector<InlinedExpr> expr(n);
   for (NodeId v = 0; v < n; ++v) {

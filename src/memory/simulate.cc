@@ -374,23 +374,38 @@ class Simulator {
         if (fusion.group[v] != v) groups[fusion.group[v]].push_back(v);
       }
     for (auto& [first, rest] : groups) rest.insert(rest.begin(), first);
+    // Where each fused group's kernel ends: its last member that runs at
+    // its own node (one fused into the kernel across an extern kernel runs
+    // at the kernel's head).
+    std::unordered_map<NodeId, NodeId> group_end;
+    for (const auto& [first, all] : groups)
+      for (NodeId m : all) {
+        NodeId& end = group_end[first];
+        end = std::max(end, fusion.kernel_at[m] == m ? m : fusion.kernel_at[m]);
+      }
     // Under inductor: values the kernels since the last extern kernel read
-    // last, released when the next extern kernel (or the end) comes.
-    std::vector<NodeId> pending;
-    auto flush = [&]() {
-      for (NodeId p : pending) release(s, p);
-      pending.clear();
+    // last, released when the next extern kernel (or the end) comes, each
+    // with the node before which it may not go: its reader's fused
+    // kernel's end.
+    std::vector<std::pair<NodeId, NodeId>> pending;
+    auto flush = [&](NodeId at) {
+      size_t kept = 0;
+      for (const auto& [p, until] : pending)
+        if (until <= at)
+          release(s, p);
+        else
+          pending[kept++] = {p, until};
+      pending.resize(kept);
     };
     for (NodeId v = 0; v < n; ++v) {
       const Node& node = g.node(v);
-      // A scatter is a generated kernel's loop (inductor's Scatter node,
-      // fused with the kernels around it: max_min_dim's backward is one
-      // kernel with both its scatters), so what it and the kernels before
-      // it read lives until the next extern kernel. Where inductor falls
-      // back to aten's scatter (scatter_fallback) they go earlier: the
-      // model is then high, the safe side.
+      // A scatter's copy of its input is a generated kernel's: it joins the
+      // kernels before it, and the values they read go after it, but for
+      // those a fused kernel still running reads (max_min_dim's backward is
+      // one kernel with both its scatters, the tangent read before them).
       const bool scatters = inductor && memory::inductor_scatters_into_copy(g, v);
-      if (inductor && (node.kind == NodeKind::kOutput || fusion.external[v]) && !scatters) flush();
+      if (inductor && node.kind == NodeKind::kOutput) flush(kNoNode);
+      if (inductor && fusion.external[v] && !scatters) flush(v);
       switch (node.kind) {
         case NodeKind::kPlaceholder:
           if (link != nullptr && (*link)[v] != kNoNode) break;  // held above
@@ -429,12 +444,15 @@ class Simulator {
           break;
       }
       record(s, v);
+      if (scatters) flush(v);
       for (uint32_t i = count[v]; i < count[v + 1]; ++i) {
         if (!done.empty() && done[i]) continue;
-        if (inductor && (fusion.in_kernel[v] || scatters))
-          pending.push_back(released[i]);
-        else
+        if (inductor && fusion.in_kernel[v]) {
+          const auto end = group_end.find(fusion.group[v]);
+          pending.emplace_back(released[i], end == group_end.end() ? v : end->second);
+        } else {
           release(s, released[i]);
+        }
       }
       if (inductor && s.pass == Pass::kForward) drop_layout_copies_after(s, v, fusion);
     }
@@ -504,25 +522,32 @@ class Simulator {
     };
   }
 
-  // Whether a path of inputs leads from k to v (k < v), searched back from
-  // v over at most kAncestorSearch nodes; past that, false (the safe side
-  // for inplace_rule: no buffer taken).
+  // Whether k is an ancestor of v in inductor's sense: a path of inputs
+  // leads from k to v (k < v), and, for an op of several results, from
+  // each getitem taking one out (inductor lowers each result as a node of
+  // its own: max.dim's values and indices, so a reader of the values only
+  // is no descendant of the indices' node; var_mean's reader of both is).
+  // Searched back from v over at most kAncestorSearch nodes; past that,
+  // false (the safe side for inplace_rule: no buffer taken).
   static bool is_ancestor(const Graph& g, NodeId k, NodeId v) {
     constexpr size_t kAncestorSearch = 512;
     if (k >= v) return false;
+    std::vector<NodeId> targets;
+    for (NodeId u : g.users(k))
+      if (is_getitem(g, u)) targets.push_back(u);
+    if (g.node(k).tensors_count <= 1 || targets.empty()) targets.assign(1, k);
     std::vector<NodeId> stack{v};
     std::unordered_set<NodeId> seen{v};
     while (!stack.empty()) {
       const NodeId u = stack.back();
       stack.pop_back();
       for (NodeId in : g.inputs(u)) {
-        if (in == k) return true;
         if (in < k || !seen.insert(in).second) continue;
         if (seen.size() > kAncestorSearch) return false;
         stack.push_back(in);
       }
     }
-    return false;
+    return std::all_of(targets.begin(), targets.end(), [&](NodeId t) { return seen.count(t) != 0; });
   }
 
   // inductor's inplace_buffers: a pointwise kernel writes its result into a

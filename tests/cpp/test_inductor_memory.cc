@@ -238,29 +238,80 @@ TEST(InductorMemory, AScatterWritesIntoACopyOfItsInputThatNoKernelOverwrites) {
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 192, 192, 256, 320, 256}));
 }
 
-// A scatter inductor generates is a loop of the kernels around it (CPU
-// fuses max_min_dim's backward, both scatters included, into one kernel),
-// not an extern kernel: m, read last by the sum before it, lives across
-// the scatter and goes when the matmul comes.
-TEST(InductorMemory, WhatKernelsReadBeforeAScatterLivesUntilTheNextExternKernel) {
+// What generated kernels read last goes after a scatter (its kernel
+// joins those before it), unless a fused kernel that reads it runs on past
+// the scatter: max_min_dim's backward is one kernel with both its
+// scatters, and the tangent read before them lives to its end. Here m,
+// read by the row sum a, lives across the scatter when b = sc * a fuses
+// with a (a pointwise op over a reduction's rows), and goes at the
+// scatter when b = sc * sc does not.
+TEST(InductorMemory, WhatAFusedKernelReadsLivesAcrossAScatterInsideIt) {
+  for (const bool fused : {false, true}) {
+    TestGraph f;
+    Ref x = f.placeholder("primals_1", {4, 4});
+    Ref w = f.placeholder("primals_2", {4, 4});
+    Ref idx = f.placeholder("primals_3", {4, 4});
+    f[idx].tensors[0].dtype = "int64";
+    f[idx].tensors[0].itemsize = 8;
+    Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+    Ref a = f.call("aten.sum.dim_IntList", {m, A::list({1}), true}, {4, 1});
+    Ref z = f.call("aten.full.default", {A::list({4, 4}), 0}, {4, 4});
+    Ref sc = f.call("aten.scatter_add.default", {z, 1, idx, x}, {4, 4});
+    Ref b = f.call("aten.mul.Tensor", {sc, fused ? a : sc}, {4, 4});
+    Ref o = f.call("aten.mm.default", {b, w}, {4, 4});
+    f.output({A::tuple({o, a})});
+    Pair p{f.build(), trivial_backward()};
+    const auto timeline = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+    // x, w, idx 256 | m +64 | a +16 | zeros: in the copy | sc +64 | b +64,
+    // with m alive or gone at the scatter
+    EXPECT_EQ(timeline[7], fused ? 464 : 400) << "fused " << fused;
+  }
+}
+
+// inductor lowers embedding to a gather loop: its result, read by a
+// reduction only, is inlined into it (no (4, 3, 8) buffer).
+TEST(InductorMemory, AnEmbeddingIsAGatherInlinedIntoItsReader) {
   TestGraph f;
-  Ref x = f.placeholder("primals_1", {4, 4});
-  Ref w = f.placeholder("primals_2", {4, 4});
-  Ref idx = f.placeholder("primals_3", {4, 4});
+  Ref w = f.placeholder("primals_1", {20, 8});
+  Ref idx = f.placeholder("primals_2", {4, 3});
   f[idx].tensors[0].dtype = "int64";
   f[idx].tensors[0].itemsize = 8;
-  Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
-  Ref s = f.call("aten.sum.dim_IntList", {m, A::list({1})}, {4});
-  Ref z = f.call("aten.full.default", {A::list({4, 4}), 0}, {4, 4});
-  Ref sc = f.call("aten.scatter_add.default", {z, 1, idx, x}, {4, 4});
-  Ref r = f.call("aten.relu.default", {sc}, {4, 4});
-  Ref o = f.call("aten.mm.default", {r, w}, {4, 4});
-  f.output({A::tuple({o, s})});
+  Ref e = f.call("aten.embedding.default", {w, idx}, {4, 3, 8});
+  Ref m = f.call("aten.sum.dim_IntList", {e, A::list({1})}, {4, 8});
+  f.output({A::tuple({m})});
   Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
-  // x, w, idx 256 | m +64 | s +16 | zeros: in the copy | sc +64 (m alive)
-  // | relu +64 (m alive) | m and sc go, o +64 | output
-  EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 256, 320, 336, 336, 400, 464, 400, 336}));
+  // w 640 | idx +96 | embedding: inlined | mean +128 | output
+  EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline,
+            (std::vector<int64_t>{640, 736, 736, 864, 864}));
+}
+
+// On CPU the values an accumulating index_put adds (embedding's backward:
+// _unsafe_masked_index_put_accumulate) are evaluated in the scatter's own
+// loop, no buffer of their own; on a GPU they may be a fallback's argument
+// and keep theirs.
+std::vector<int64_t> index_put_values(const std::string& device) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 8});
+  Ref idx = f.placeholder("primals_2", {4});
+  f[idx].tensors[0].dtype = "int64";
+  f[idx].tensors[0].itemsize = 8;
+  Ref mask = f.placeholder("primals_3", {4});
+  f[mask].tensors[0].dtype = "bool";
+  f[mask].tensors[0].itemsize = 1;
+  Ref v = f.call("aten.mul.Tensor", {x, x}, {4, 8});
+  Ref z = f.call("aten.full.default", {A::list({20, 8}), 0}, {20, 8});
+  Ref put = f.call("aten._unsafe_masked_index_put_accumulate.default", {z, mask, A::list({idx}), v}, {20, 8});
+  for (Ref r : {x, v, z, put}) f[r].tensors[0].device = device;
+  f.output({A::tuple({put})});
+  Pair p{f.build(), trivial_backward()};
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+}
+
+TEST(InductorMemory, OnCpuTheValuesAnIndexPutAccumulatesAreInlinedIntoIt) {
+  // x 128 | idx +32 | mask +4 | values: inlined (cpu) or +128 | zeros: in
+  // the copy | the put +640 (the values go after it) | output
+  EXPECT_EQ(index_put_values("cpu"), (std::vector<int64_t>{128, 160, 164, 164, 164, 804, 804}));
+  EXPECT_EQ(index_put_values("cuda:0"), (std::vector<int64_t>{128, 160, 164, 292, 292, 932, 804}));
 }
 
 // inductor fuses the generated nodes between two extern kernels and frees
@@ -344,6 +395,30 @@ TEST(InductorMemory, AMemberWritesInPlaceOfABufferItsAncestorsInTheKernelRead) {
     const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor).forward_timeline;
     // x, w 128 | m +64 | r +16 | p: in place of m, or +64 with q to come
     EXPECT_EQ(timeline[4], sibling ? 272 : 208) << "sibling " << sibling;
+  }
+}
+
+// inductor lowers each result of an op of several results as a node of its
+// own (max.dim's values and indices): p = m - values is no descendant of
+// the indices' node, which still reads m, so p gets a buffer of its own;
+// p = (m - values) + indices descends from both and writes over m.
+TEST(InductorMemory, AnOpOfSeveralResultsIsAnAncestorThroughEachOfThem) {
+  for (const bool both : {false, true}) {
+    TestGraph f;
+    Ref x = f.placeholder("primals_1", {4, 4});
+    Ref w = f.placeholder("primals_2", {4, 4});
+    Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
+    Ref r = f.call_multi("aten.max.dim", {m, 1, true}, {{4, 1}, {4, 1}});
+    Ref values = f.getitem(r, 0, {4, 1});
+    Ref indices = f.getitem(r, 1, {4, 1});
+    Ref d = f.call("aten.sub.Tensor", {m, values}, {4, 4});
+    Ref p = both ? f.call("aten.add.Tensor", {d, indices}, {4, 4}) : d;
+    Ref o = f.call("aten.mm.default", {p, w}, {4, 4});
+    f.output({A::tuple({o, indices})});
+    Pair g{f.build(), trivial_backward()};
+    const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor).forward_timeline;
+    // x, w 128 | m +64 | values, indices +32 | p: over m, or +64
+    EXPECT_EQ(timeline[both ? 7 : 6], both ? 224 : 288) << "both " << both;
   }
 }
 
