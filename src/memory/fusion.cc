@@ -380,28 +380,38 @@ class KernelGroups {
 
  private:
   // A cycle needs a buffer some member loads, written after the union's
-  // first member by a node outside it, that depends on a member.
+  // first member by a node outside it, that depends on a member. Not
+  // through a scatter that reads a member directly (or through views and
+  // getitems): inductor fuses such a scatter into the members' kernel
+  // (max_min_dim's backward: the scatter of a row sum, and the gradient
+  // that adds it, are one kernel with that sum), which the model, keeping
+  // scatters apart, would read as a cycle.
   bool would_cycle(NodeId a, NodeId b) {
     const NodeId head = std::min(a, b);
     ++stamp_;
     size_t visits = 0;
-    std::vector<NodeId> stack;
+    std::vector<std::pair<NodeId, bool>> stack;  // a node, reached from a scatter
     for (NodeId root : {a, b})
       for (NodeId m : members_[root])
         for (NodeId x : loads_[m]) {
           const NodeId r = find(x);
-          if (x > head && r != a && r != b) stack.push_back(x);
+          if (x > head && r != a && r != b) stack.emplace_back(x, false);
         }
     while (!stack.empty()) {
-      const NodeId y = stack.back();
+      const auto [y, from_scatter] = stack.back();
       stack.pop_back();
+      const NodeId r = find(y);
+      if (r == a || r == b) {
+        if (from_scatter) continue;
+        return true;
+      }
       if (seen_[y] == stamp_) continue;
       seen_[y] = stamp_;
       if (++visits > kCycleSearch) return true;
-      const NodeId r = find(y);
-      if (r == a || r == b) return true;
+      // What a scatter reads through views and getitems, it reads directly.
+      const bool scatter = inductor_scatters_into_copy(g_, y) || (from_scatter && renames(g_, y));
       for (NodeId in : g_.inputs(y))
-        if (in >= head) stack.push_back(in);
+        if (in >= head) stack.emplace_back(in, scatter);
     }
     return false;
   }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph_fixture.h"
@@ -33,6 +34,33 @@ Graph trivial_backward() {
   Ref t = g.placeholder("tangents_1", {4});
   g.output({A::tuple({t})});
   return g.build();
+}
+
+// An int64 placeholder: a scatter's or a gather's index.
+Ref index_placeholder(TestGraph& f, const std::string& name, std::vector<int64_t> shape) {
+  Ref idx = f.placeholder(name, std::move(shape));
+  f[idx].tensors[0].dtype = "int64";
+  f[idx].tensors[0].itemsize = 8;
+  return idx;
+}
+
+// The scatter tests' forward up to the scatter's zeros: x, w, an index of
+// `index_shape`, m = x @ w, its row sum r and (4, 4) zeros.
+struct ScatterPrelude {
+  TestGraph f;
+  Ref x, w, idx, m, r, zeros;
+};
+
+ScatterPrelude scatter_prelude(std::vector<int64_t> index_shape) {
+  ScatterPrelude p;
+  TestGraph& f = p.f;
+  p.x = f.placeholder("primals_1", {4, 4});
+  p.w = f.placeholder("primals_2", {4, 4});
+  p.idx = index_placeholder(f, "primals_3", std::move(index_shape));
+  p.m = f.call("aten.mm.default", {p.x, p.w}, {4, 4});
+  p.r = f.call("aten.sum.dim_IntList", {p.m, A::list({1}), true}, {4, 1});
+  p.zeros = f.call("aten.full.default", {A::list({4, 4}), 0}, {4, 4});
+  return p;
 }
 
 // forward: x -> a = sin(x) -> b = cos(a) -> c = exp(b); returns c.
@@ -225,9 +253,7 @@ TEST(InductorMemory, OnCpuAValueTwoKernelsReadIsStoredWhenItComputesAHeavyOp) {
 TEST(InductorMemory, AScatterWritesIntoACopyOfItsInputThatNoKernelOverwrites) {
   TestGraph f;
   Ref x = f.placeholder("primals_1", {4, 4});
-  Ref idx = f.placeholder("primals_2", {4, 4});
-  f[idx].tensors[0].dtype = "int64";
-  f[idx].tensors[0].itemsize = 8;
+  Ref idx = index_placeholder(f, "primals_2", {4, 4});
   Ref z = f.call("aten.full.default", {A::list({4, 4}), 0}, {4, 4});
   Ref s = f.call("aten.scatter_add.default", {z, 1, idx, x}, {4, 4});
   Ref r = f.call("aten.relu.default", {s}, {4, 4});
@@ -247,19 +273,12 @@ TEST(InductorMemory, AScatterWritesIntoACopyOfItsInputThatNoKernelOverwrites) {
 // scatter when b = sc * sc does not.
 TEST(InductorMemory, WhatAFusedKernelReadsLivesAcrossAScatterInsideIt) {
   for (const bool fused : {false, true}) {
-    TestGraph f;
-    Ref x = f.placeholder("primals_1", {4, 4});
-    Ref w = f.placeholder("primals_2", {4, 4});
-    Ref idx = f.placeholder("primals_3", {4, 4});
-    f[idx].tensors[0].dtype = "int64";
-    f[idx].tensors[0].itemsize = 8;
-    Ref m = f.call("aten.mm.default", {x, w}, {4, 4});
-    Ref a = f.call("aten.sum.dim_IntList", {m, A::list({1}), true}, {4, 1});
-    Ref z = f.call("aten.full.default", {A::list({4, 4}), 0}, {4, 4});
-    Ref sc = f.call("aten.scatter_add.default", {z, 1, idx, x}, {4, 4});
-    Ref b = f.call("aten.mul.Tensor", {sc, fused ? a : sc}, {4, 4});
-    Ref o = f.call("aten.mm.default", {b, w}, {4, 4});
-    f.output({A::tuple({o, a})});
+    ScatterPrelude s = scatter_prelude({4, 4});
+    TestGraph& f = s.f;
+    Ref sc = f.call("aten.scatter_add.default", {s.zeros, 1, s.idx, s.x}, {4, 4});
+    Ref b = f.call("aten.mul.Tensor", {sc, fused ? s.r : sc}, {4, 4});
+    Ref o = f.call("aten.mm.default", {b, s.w}, {4, 4});
+    f.output({A::tuple({o, s.r})});
     Pair p{f.build(), trivial_backward()};
     const auto timeline = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
     // x, w, idx 256 | m +64 | a +16 | zeros: in the copy | sc +64 | b +64,
@@ -273,9 +292,7 @@ TEST(InductorMemory, WhatAFusedKernelReadsLivesAcrossAScatterInsideIt) {
 TEST(InductorMemory, AnEmbeddingIsAGatherInlinedIntoItsReader) {
   TestGraph f;
   Ref w = f.placeholder("primals_1", {20, 8});
-  Ref idx = f.placeholder("primals_2", {4, 3});
-  f[idx].tensors[0].dtype = "int64";
-  f[idx].tensors[0].itemsize = 8;
+  Ref idx = index_placeholder(f, "primals_2", {4, 3});
   Ref e = f.call("aten.embedding.default", {w, idx}, {4, 3, 8});
   Ref m = f.call("aten.sum.dim_IntList", {e, A::list({1})}, {4, 8});
   f.output({A::tuple({m})});
@@ -292,9 +309,7 @@ TEST(InductorMemory, AnEmbeddingIsAGatherInlinedIntoItsReader) {
 std::vector<int64_t> index_put_values(const std::string& device) {
   TestGraph f;
   Ref x = f.placeholder("primals_1", {4, 8});
-  Ref idx = f.placeholder("primals_2", {4});
-  f[idx].tensors[0].dtype = "int64";
-  f[idx].tensors[0].itemsize = 8;
+  Ref idx = index_placeholder(f, "primals_2", {4});
   Ref mask = f.placeholder("primals_3", {4});
   f[mask].tensors[0].dtype = "bool";
   f[mask].tensors[0].itemsize = 1;
@@ -312,6 +327,26 @@ TEST(InductorMemory, OnCpuTheValuesAnIndexPutAccumulatesAreInlinedIntoIt) {
   // the copy | the put +640 (the values go after it) | output
   EXPECT_EQ(index_put_values("cpu"), (std::vector<int64_t>{128, 160, 164, 164, 164, 804, 804}));
   EXPECT_EQ(index_put_values("cuda:0"), (std::vector<int64_t>{128, 160, 164, 292, 292, 932, 804}));
+}
+
+// A scatter of a fused kernel's row sum joins that kernel in inductor, so
+// a reader of both the sum and the scatter fuses with the sum too (no
+// cycle through the scatter: max_min_dim's backward is one kernel), and
+// what the kernel read lives across the scatter: m, read last by the row
+// sum r, is alive while q = x * r + scatter(r) runs.
+TEST(InductorMemory, AScatterOfAFusedKernelsResultJoinsThatKernel) {
+  ScatterPrelude s = scatter_prelude({4, 1});
+  TestGraph& f = s.f;
+  Ref sc = f.call("aten.scatter.src", {s.zeros, 1, s.idx, s.r}, {4, 4});
+  Ref xr = f.call("aten.mul.Tensor", {s.x, s.r}, {4, 4});
+  Ref q = f.call("aten.add.Tensor", {xr, sc}, {4, 4});
+  Ref o = f.call("aten.mm.default", {q, s.w}, {4, 4});
+  f.output({A::tuple({o})});
+  Pair g{f.build(), trivial_backward()};
+  const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor).forward_timeline;
+  // x, w, idx 160 | m +64 | r +16 | zeros: in the copy | sc +64 | x * r:
+  // inlined | q +64, m alive (gone at the scatter were q apart from r)
+  EXPECT_EQ(timeline[8], 368);
 }
 
 // inductor fuses the generated nodes between two extern kernels and frees
