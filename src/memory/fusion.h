@@ -10,13 +10,16 @@
 // buffers. InductorFusion models that, per node of one graph (forward or
 // backward, as the partitioner hands it to inductor):
 //  * fused[n]: n allocates nothing. True when n is fusible (kCatFusible in
-//    torch's default op lists, pointwise-tagged packets included, and
-//    select_scatter and slice_scatter, which inductor lowers to a where),
-//    has one tensor, is not smaller than its largest tensor input (inductor
-//    realizes reductions: their results are read by other kernels), and
-//    nothing that needs a buffer reads it: not the output node, not a
-//    non-fusible op, not a node with several tensors (a scatter's copied
-//    first argument excepted: it is evaluated into the copy). A view is
+//    torch's default op lists, pointwise-tagged packets included,
+//    select_scatter and slice_scatter, which inductor lowers to a where,
+//    and embedding, a gather), has one tensor, is not smaller than its
+//    largest tensor input (inductor realizes reductions: their results are
+//    read by other kernels; a gather is none), and nothing that needs a
+//    buffer reads it: not the output node, not a non-fusible op, not a
+//    node with several tensors (a scatter's copied first argument
+//    excepted: it is evaluated into the copy; and on CPU the values an
+//    _unsafe_index_put or _unsafe_masked_index_put_accumulate adds, which
+//    its Scatter loop evaluates). A view is
 //    fused exactly when its base is (it only renames its base's indices).
 //    A CPU cat is never fused (a ConcatKernel: its own buffer) but fuses
 //    what it reads (its inputs' kernels write into its slices). And
@@ -58,12 +61,14 @@
 //    the conservative side: it may count a copy of a tensor inductor left
 //    contiguous.
 //  * in_kernel[n]: n is materialized and computed by a generated kernel
-//    (a pointwise op, a reduction, a view copy); external[n]: by an extern
-//    or fallback kernel (matmul, convolution, scatter). inductor fuses the
-//    generated nodes between two extern kernels into kernels that allocate
-//    all their outputs before the wrapper frees what they read, so the
-//    simulator releases the values such nodes read last only at the next
-//    extern kernel (or the graph's end). Where inductor splits them into
+//    (a pointwise op, a reduction, a view copy, an embedding's gather);
+//    external[n]: by an extern or fallback kernel (matmul, convolution,
+//    scatter). inductor fuses the generated nodes between two extern
+//    kernels into kernels that allocate all their outputs before the
+//    wrapper frees what they read, so the simulator releases the values
+//    such nodes read last only at the next extern kernel (or the graph's
+//    end), or at a scatter (a kernel apart) unless the fused group that
+//    reads them has members after it. Where inductor splits them into
 //    several kernels this holds inputs a little longer: the safe side.
 //  * group[n], kernel_at[n], runs_at[n] of a member of a fused group:
 //    inductor's scheduler fuses generated kernels with loop nests its CPU
@@ -71,7 +76,9 @@
 //    when the reduction keeps leading dimensions; a pointwise op over a
 //    reduction's rows that reads it) when one reads the other (at any
 //    distance) or both load a buffer (within 64 kernels), up to 64 in a
-//    group and never into a cycle, and runs the group once all it loads is
+//    group and never into a cycle (but for one through a scatter that
+//    reads a member: inductor fuses that scatter into the group's kernel),
+//    and runs the group once all it loads is
 //    written: at its first member, or else at its first member after the
 //    last write it waits for (its place). group[m] is the group's first
 //    member (n for a kernel in no group). A member before the place runs
@@ -85,8 +92,10 @@
 //    (optimize/space.h). kernel_at[n] is n otherwise. A member writes its
 //    result in place of a buffer of its size that it reads last only when
 //    inductor's decide_inplace_update would: the member is the buffer's one
-//    remaining reader (no other member of the group loads it, nor a kernel
-//    outside the group between the group's first member and it).
+//    remaining reader (every other member of the group that loads it, and
+//    every kernel outside the group between the group's first member and
+//    it that does, is its ancestor, an op of several results through each
+//    of them; simulate.cc inplace_rule).
 //  * loads[n]: for a generated kernel n, the buffers it loads (each named
 //    by the node that writes it: a view's base, a getitem's multi-output
 //    op), its materialized inputs' and what its inlined inputs load; at
@@ -95,9 +104,8 @@
 // Not modelled: the fan-out rule's large-body case (an inlined expression
 // of more than 50 ops on CPU, 30 elsewhere), a stored value's buffer that
 // inductor removes when its fused kernel is its only reader, the buffers a
-// fused kernel of
-// several loop nests keeps for what crosses them (freed right after it),
-// the scheduler's reordering of kernels for peak memory, its reuse of a
+// fused kernel of several loop nests keeps for what crosses them (freed
+// right after it), the scheduler's reordering of kernels for peak memory, its reuse of a
 // freed buffer for a later one of the same size (the freed one lives until
 // then), and workspaces of extern kernels; and what a member of a fused
 // group that runs early reads is held to the member's own node, past the
