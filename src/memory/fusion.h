@@ -105,11 +105,12 @@
 // of more than 50 ops on CPU, 30 elsewhere), a stored value's buffer that
 // inductor removes when its fused kernel is its only reader, the buffers a
 // fused kernel of several loop nests keeps for what crosses them (freed
-// right after it), the scheduler's reordering of kernels for peak memory, its reuse of a
-// freed buffer for a later one of the same size (the freed one lives until
-// then), and workspaces of extern kernels; and what a member of a fused
-// group that runs early reads is held to the member's own node, past the
-// kernel inductor frees it after (the safe side the optimizer's rows need).
+// right after it), the scheduler's reordering of kernels for peak memory,
+// its reuse of a freed buffer for a later one of the same size (the freed
+// one lives until then), and workspaces of extern kernels; and what a
+// member of a fused group that runs early reads is held to the member's
+// own node, past the kernel inductor frees it after (the safe side the
+// optimizer's rows need).
 // docs/memory.md measures what that leaves (tests/python/
 // test_inductor_memory.py and bench/bench_inductor_memory.py --limits
 // check it against compiled steps). Linear in the graph's size, times
