@@ -508,8 +508,9 @@ class Simulator {
     const NodeId first = group->first;
     std::vector<uint32_t> own, others;
     bool known = loaded_records(s, v, fusion, own);
+    const std::unordered_set<NodeId> before = ancestors(s.g, v, first);
     auto other = [&](NodeId k) {
-      if (known && !is_ancestor(s.g, k, v)) known = loaded_records(s, k, fusion, others);
+      if (known && !is_ancestor(s.g, before, k)) known = loaded_records(s, k, fusion, others);
     };
     for (NodeId m : group->second)
       if (m != v) other(m);
@@ -522,32 +523,34 @@ class Simulator {
     };
   }
 
-  // Whether k is an ancestor of v in inductor's sense: a path of inputs
-  // leads from k to v (k < v), and, for an op of several results, from
-  // each getitem taking one out (inductor lowers each result as a node of
-  // its own: max.dim's values and indices, so a reader of the values only
-  // is no descendant of the indices' node; var_mean's reader of both is).
-  // Searched back from v over at most kAncestorSearch nodes; past that,
-  // false (the safe side for inplace_rule: no buffer taken).
-  static bool is_ancestor(const Graph& g, NodeId k, NodeId v) {
+  // v's ancestors from `lowest` on, searched back from v over at most
+  // kAncestorSearch nodes: a node in the set is an ancestor, one outside
+  // it may be one past the search (is_ancestor then says no: the safe side
+  // for inplace_rule, no buffer taken).
+  static std::unordered_set<NodeId> ancestors(const Graph& g, NodeId v, NodeId lowest) {
     constexpr size_t kAncestorSearch = 512;
-    if (k >= v) return false;
-    std::vector<NodeId> targets;
-    for (NodeId u : g.users(k))
-      if (is_getitem(g, u)) targets.push_back(u);
-    if (g.node(k).tensors_count <= 1 || targets.empty()) targets.assign(1, k);
+    std::unordered_set<NodeId> seen;
     std::vector<NodeId> stack{v};
-    std::unordered_set<NodeId> seen{v};
-    while (!stack.empty()) {
+    while (!stack.empty() && seen.size() < kAncestorSearch) {
       const NodeId u = stack.back();
       stack.pop_back();
-      for (NodeId in : g.inputs(u)) {
-        if (in < k || !seen.insert(in).second) continue;
-        if (seen.size() > kAncestorSearch) return false;
-        stack.push_back(in);
-      }
+      for (NodeId in : g.inputs(u))
+        if (in >= lowest && seen.insert(in).second) stack.push_back(in);
     }
-    return std::all_of(targets.begin(), targets.end(), [&](NodeId t) { return seen.count(t) != 0; });
+    return seen;
+  }
+
+  // Whether k is among `before` (ancestors) in inductor's sense: for an op
+  // of several results, through each getitem taking one out (inductor
+  // lowers each result as a node of its own: max.dim's values and indices,
+  // so a reader of the values only is no descendant of the indices' node;
+  // var_mean's reader of both is).
+  static bool is_ancestor(const Graph& g, const std::unordered_set<NodeId>& before, NodeId k) {
+    if (!before.count(k)) return false;
+    if (g.node(k).tensors_count <= 1) return true;
+    for (NodeId u : g.users(k))
+      if (is_getitem(g, u) && !before.count(u)) return false;
+    return true;
   }
 
   // inductor's inplace_buffers: a pointwise kernel writes its result into a
