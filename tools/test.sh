@@ -16,7 +16,8 @@
 #                 environment installed from PyPI in the background
 #                 (REMAT_TEST_RELEASES, default all of them), two
 #                 releases at a time, one per core (tests marked
-#                 one_release under torch 2.13 only);
+#                 one_release under torch 2.13 only, in a process of their
+#                 own beside the rest of its suite);
 #  python fuzz    the graph importer's fuzz target (tests/fuzz/fuzz_import.py,
 #                 Hypothesis, derandomized) for REMAT_PY_FUZZ_EXAMPLES
 #                 mutated documents (default 1500, about 40 s), under 2.13;
@@ -128,9 +129,9 @@ wait_for_release() {
 }
 # The Python suite under one release: every parity test against that
 # release's own partitioner, live; then the wheel checked there as a user
-# meets it. Tests marked one_release (the benchmarks' smoke runs, fast's
-# checkpointed plans on a deep stack) check remat's own tooling or search
-# and run under the main release only.
+# meets it. Tests marked one_release (the benchmarks' smoke runs, the
+# peak-limited searches' rules and plans) check remat's own tooling or
+# search and run under the main release only.
 pytest_release() {
   local r=$1 rc=0
   PATH=$PWD/build-venv-$r/bin:$PATH VIRTUAL_ENV=$PWD/build-venv-$r \
@@ -143,24 +144,27 @@ wait_for_releases() {
   local r
   for r in "$@"; do wait_for_release "$r" || return 1; done
 }
-# Two releases' suites side by side, each output shown whole after both
-# ran; fails when either does.
-pytest_pair() {
-  local a=$1 b=$2 rc_a=0 rc_b=0 log_a log_b
+# Two commands side by side (two_at_once FN_A ARG_A FN_B ARG_B: each a
+# function and its one argument), each output shown whole after both ran;
+# fails when either does.
+two_at_once() {
+  local rc_a=0 rc_b=0 log_a log_b
   log_a=$(mktemp)
   log_b=$(mktemp)
-  pytest_release "$a" >"$log_a" 2>&1 &
+  "$1" "$2" >"$log_a" 2>&1 &
   pair_pid=$!
-  pytest_release "$b" >"$log_b" 2>&1 || rc_b=$?
+  "$3" "$4" >"$log_b" 2>&1 || rc_b=$?
   wait "$pair_pid" || rc_a=$?
   pair_pid=""
-  echo "-- torch $a"
+  echo "-- $1 $2"
   cat "$log_a"
-  echo "-- torch $b"
+  echo "-- $3 $4"
   cat "$log_b"
   rm -f "$log_a" "$log_b"
   [ "$rc_a" = 0 ] && [ "$rc_b" = 0 ]
 }
+# Two releases' suites side by side.
+pytest_pair() { two_at_once pytest_release "$1" pytest_release "$2"; }
 repair_wheel() {
   rm -rf build-dist
   bash tools/build_wheel.sh --repair build-wheel/remat-*.whl --out build-dist
@@ -281,7 +285,11 @@ else
   build_asan >"$asan_log" 2>&1 &
   asan_pid=$!
 fi
-stage "pytest (asan build beside it)" python3 -m pytest tests/python -q
+# The main release's suite as two processes, the tests every release runs
+# beside those only this one runs (one_release: remat's own searches, about
+# half the CPU), so that the asan build does not leave a core idle.
+pytest_main() { python3 -m pytest tests/python -q -p no:cacheprovider -m "$1"; }
+stage "pytest (asan build beside it)" two_at_once pytest_main "not one_release" pytest_main one_release
 stage "python fuzz (importer)" python3 tests/fuzz/fuzz_import.py --examples "$REMAT_PY_FUZZ_EXAMPLES"
 stage "wheel check torch 2.13.0" bash tools/test_wheel.sh --venv "$VENV" build-dist/remat-*.whl
 # Two releases at a time: each suite is one single-threaded pytest process

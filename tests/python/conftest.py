@@ -32,8 +32,8 @@ def pytest_configure(config):
     # tools/test.sh runs the other releases' suites with -m "not one_release".
     config.addinivalue_line(
         "markers", "one_release: checks remat's own tooling or search (the benchmarks' smoke runs, "
-                   "fast's checkpointed plans on a deep stack), not a release's partitioner; CI runs "
-                   "it under the main release only")
+                   "the peak-limited searches' rules and plans), not a release's partitioner; CI "
+                   "runs it under the main release only")
 
 
 @pytest.fixture(scope="session")

@@ -88,6 +88,7 @@ MONOTONE_CASES = ["cnn_bn_maxpool", "transformer_block", "lstm_unrolled", "resne
                   "checkpoint_transformer_block", "mlp_relu_d6"]
 
 
+@pytest.mark.one_release
 @pytest.mark.parametrize("name", MONOTONE_CASES)
 def test_a_smaller_peak_budget_never_gives_a_higher_peak(name, rt):
     (cap, *_) = captured_graphs(name)

@@ -24,6 +24,11 @@ peak minus one byte), these rules hold:
 * the Python setting validates its arguments, keeps the bare-``nbytes`` form
   (fast), and the drop-in passes the search only with a limit.
 
+Every rule but the last pins remat's own searches, not a release's
+partitioner, so it runs under the main release only (one_release; the
+searches cost about 300 s of CPU per release). The last runs under every
+release: it meets each release's config and drop-in path.
+
 The rules comparing exact with the others run where exact proves its plan
 within its default node budget (EXACT_CASES). Where it does not
 (SLOW_CASES), exact runs SLOW_NODES solver nodes and only the rules that
@@ -212,6 +217,7 @@ def _fits(p) -> bool:
     return not isinstance(p, remat.BudgetUnreachableError)
 
 
+@pytest.mark.one_release
 def test_most_listed_graphs_leave_room(rt):
     # The premise of the rules: a limit below the runtime-optimized peak is
     # reachable. Releases partition some graphs differently; most keep it.
@@ -219,6 +225,7 @@ def test_most_listed_graphs_leave_room(rt):
     assert len(roomy) >= len(CASES) - 2, f"only {roomy} of {CASES} leave the searches room"
 
 
+@pytest.mark.one_release
 @pytest.mark.parametrize("name", CASES)
 def test_every_plan_fits_and_the_tracker_measures_the_simulated_peak(name, rt):
     cap = _graph(name)
@@ -238,6 +245,7 @@ def test_every_plan_fits_and_the_tracker_measures_the_simulated_peak(name, rt):
                 f"measured {measured.peak} at {measured.peak_at}")
 
 
+@pytest.mark.one_release
 @pytest.mark.parametrize("name", EXACT_CASES)
 def test_exact_is_never_worse_than_torch_plans_or_fast(name, rt):
     for limit in _limits(name):
@@ -254,6 +262,7 @@ def test_exact_is_never_worse_than_torch_plans_or_fast(name, rt):
                 f"bound={exact.peak_search['recompute_lower_bound']})")
 
 
+@pytest.mark.one_release
 @pytest.mark.parametrize("name", EXACT_CASES)
 def test_fast_is_within_five_percent_of_exact(name, rt):
     gaps = []
@@ -275,6 +284,7 @@ def test_fast_is_within_five_percent_of_exact(name, rt):
     assert not gaps, gaps
 
 
+@pytest.mark.one_release
 @pytest.mark.parametrize("name", PROVEN_CASES)
 def test_exact_proves_the_optimum_at_every_limit(name, rt):
     for limit in _limits(name):
@@ -283,6 +293,7 @@ def test_exact_proves_the_optimum_at_every_limit(name, rt):
         assert exact.peak_search["optimal"], f"{name} at {limit} bytes: {exact.peak_search}"
 
 
+@pytest.mark.one_release
 @pytest.mark.parametrize("name", CASES)
 def test_the_unreachable_error_names_a_proven_smallest_peak(name, rt):
     top, smallest, bound = _room(name)
@@ -323,6 +334,7 @@ def test_the_unreachable_error_names_a_proven_smallest_peak(name, rt):
                     assert found <= peak, f"{name}: {search} names {found} but reaches {peak} at {limit}"
 
 
+@pytest.mark.one_release
 @pytest.mark.parametrize("name", EXACT_CASES)
 def test_a_proven_recompute_bound_is_never_above_a_plan_found(name, rt):
     for limit in _limits(name):
@@ -343,6 +355,7 @@ def test_a_proven_recompute_bound_is_never_above_a_plan_found(name, rt):
                 assert _runtime(p) - bound <= 1e-3 * max(1.0, _runtime(p)), f"{name} at {limit} bytes: {p.peak_search}"
 
 
+@pytest.mark.one_release
 def test_a_compiled_model_trains_as_eager_under_exact(rt, monkeypatch):
     """The drop-in reads the search at compile time; exact's plan computes what eager does."""
     from corpus.capture import compile_case, loss_of, make_backend
