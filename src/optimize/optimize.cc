@@ -26,7 +26,8 @@ Outcome run_fast(Search& s) {
   // plan. Both are bounded by rounds and solver nodes, not seconds, so
   // the answer does not depend on the machine's speed (the caller's time
   // safety net, when set, still applies), and neither runs when its first
-  // program is larger than kPolishSize, where a node costs milliseconds.
+  // program is larger than kPolishSize, where a node costs milliseconds
+  // (the polish of a plan in hand stops at any such program).
   // fast's own searches, aimed far below what any plan
   // reaches, price saving so high that their plans overshoot (on
   // mlp_gelu_d6 the smallest peak they built was 1003.3 KiB, the
@@ -39,7 +40,13 @@ Outcome run_fast(Search& s) {
       s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize);
       bound = smallest_peak_bound(s, /*until_fits=*/true, kStallRounds);
     }
-    s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize);
+    // Past kPolishSize the first program stops the searches that look for
+    // a plan at all (they also find the smallest peak an unreachable
+    // error names: capping their later rounds named 24432 bytes for
+    // transformer_block_inductor, where 23904 is reachable); the polish of
+    // a plan in hand only improves it, and stops at any round's.
+    s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize,
+                   s.best() ? Search::SizeCap::kEveryRound : Search::SizeCap::kFirstRound);
     proof = exact(s, kPolishStallRounds);
     // fast's own node caps end its polish: not a cut short (the caller's
     // time safety net, when it stopped the polish, still says so).

@@ -17,7 +17,7 @@
 //    until a plan fits, then exact's MILP from the plan, each bounded by
 //    kPolishRounds solver rounds and kPolishNodes solver nodes, and each
 //    skipped when its first program has more than kPolishSize rows plus
-//    columns.
+//    columns (the polish of a plan in hand stopped at any such program).
 //  * kExact: fast first (an incumbent, and a first cut of hazards); when it
 //    found none, the smallest-peak search until a plan fits; then exact
 //    (optimize/exact.h) from the plan, all its solves within Effort::nodes.
@@ -64,7 +64,12 @@ inline constexpr int64_t kPolishNodes = 2000;
 // A node's cost grows with the program: the corpus's polishes start at
 // 1144 or less; a GRU unrolled 6 steps (432 nodes, 221 vars) starts at
 // 1644 to 2024, where its 2000 nodes took 8 to 116 s (its lazy rows grew
-// the programs to 6.7k) and found no plan cheaper than fast's own.
+// the programs to 6.7k) and found no plan cheaper than fast's own. Lazy
+// rows grow a program from round to round, so the polish of a plan in
+// hand measures every round: transformer_blocks_x2 under the inductor
+// model (one of its limits in tests/python/test_inductor_memory.py)
+// started at 1104 and went on at 2459, where 2000 nodes took 80-160 s (a
+// plain partition: 0.01 s) for the plan its first round had found.
 inline constexpr int64_t kPolishSize = 1500;
 // Spaces of more vars are large: fast gets kLargeSpaceEffort there and
 // searches torch's and checkpointed plans first.

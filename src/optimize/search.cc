@@ -132,7 +132,7 @@ std::optional<Milp::Result> Search::solve(Milp& milp) {
   if (rounds_ >= max_rounds_) return std::nullopt;
   if (node_cap_ < 0) node_cap_ = nodes_used_ + auto_node_budget(milp.num_rows(), milp.num_variables());
   const int64_t size = int64_t{milp.num_rows()} + milp.num_variables();
-  if (nodes_used_ >= node_cap_ || (first_size_cap_ >= 0 && size > first_size_cap_)) {
+  if (nodes_used_ >= node_cap_ || (size_cap_ >= 0 && size > size_cap_)) {
     stopped_by_ = "nodes";
     return std::nullopt;
   }
@@ -147,7 +147,7 @@ std::optional<Milp::Result> Search::solve(Milp& milp) {
   }
   dump_milp(milp);
   Milp::Result res = milp.solve(lim);
-  first_size_cap_ = -1;  // only the first round's program is measured
+  if (!size_cap_every_round_) size_cap_ = -1;  // only the first round's program is measured
   ++rounds_;
   nodes_used_ += std::max<int64_t>(1, res.nodes);
   solver_nodes_ += res.nodes;

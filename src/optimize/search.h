@@ -41,11 +41,12 @@
 //    round counts at least one node, so the nodes bound the rounds too),
 //    its time limit what is left of the net. allow_rounds may also refuse
 //    every round when the first one's program is larger than a size (rows
-//    plus columns): what one node costs grows with it (fast's polish,
-//    optimize.h kPolishSize). When the nodes, that size or the net stop
-//    the rounds short of a proof, stopped() names which ("nodes" for the
-//    first two, "time"); forget_stop() clears it. elapsed() goes into the
-//    summary.
+//    plus columns), or any round whose program is: what one node costs
+//    grows with it, and lazy rows grow a program from round to round
+//    (fast's polish, optimize.h kPolishSize). When the nodes, that size
+//    or the net stop the rounds short of a proof, stopped() names which
+//    ("nodes" for the first two, "time"); forget_stop() clears it.
+//    elapsed() goes into the summary.
 //  * REMAT_MILP_DUMP_DIR set (benchmarks only): solve() writes each program
 //    to DIR/<n>.mps (Milp::write_mps; n counts the process's solves) before
 //    solving it. Read at each solve.
@@ -158,13 +159,17 @@ class Search {
 
   // --- stopping ---
   double elapsed() const;
+  // Which rounds allow_rounds' size caps.
+  enum class SizeCap { kFirstRound, kEveryRound };
   // At most `more` solver rounds and `nodes` solver nodes from now on;
-  // with `first_size` >= 0, none at all when the first round's program
-  // has more rows plus columns than that.
-  void allow_rounds(int more, int64_t nodes, int64_t first_size = -1) {
+  // with `size` >= 0, none at all when the first round's program has more
+  // rows plus columns than that, and with kEveryRound no later round
+  // either whose program has (the rounds stop there).
+  void allow_rounds(int more, int64_t nodes, int64_t size = -1, SizeCap which = SizeCap::kFirstRound) {
     max_rounds_ = rounds_ + more;
     node_cap_ = nodes_used_ + nodes;
-    first_size_cap_ = first_size;
+    size_cap_ = size;
+    size_cap_every_round_ = which == SizeCap::kEveryRound;
   }
   // One solver round of `milp`; nullopt (nothing run) when the rounds,
   // the nodes or the time are spent.
@@ -209,7 +214,8 @@ class Search {
   int64_t node_cap_;           // solves stop when nodes_used_ reaches it; < 0: sized at the first
   int64_t nodes_used_ = 0;     // nodes spent, each solve counting at least one
   int64_t solver_nodes_ = 0;   // branch-and-bound nodes the solver reported
-  int64_t first_size_cap_ = -1;  // allow_rounds' first_size until a round runs; < 0: none
+  int64_t size_cap_ = -1;  // allow_rounds' size while it applies; < 0: none
+  bool size_cap_every_round_ = false;
   std::string stopped_by_;     // PeakSearchSummary::stopped_by
 };
 

@@ -967,6 +967,29 @@ TEST(Optimize, FastsPolishSkipsAProgramTooLargeForIt) {
   }
 }
 
+// kPolishSize holds for every round of the polish, not only its first:
+// lazy rows grow the program. Two transformer blocks as inductor partitions
+// them (tests/data/transformer_blocks_x2_inductor.json, captured through
+// remat.torch.capture(); 335 nodes), under inductor's model: the polish's
+// first program has 1104 rows and columns, its second 2459, where its 2000
+// solver nodes took 80-160 s a limit (a plain partition: 0.01 s) and found
+// the plans one round finds (recompute 26, 45 and 2097203 at these limits).
+TEST(Optimize, FastsPolishStopsWhereItsProgramGrowsTooLarge) {
+  const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) +
+                                             "/../tests/data/transformer_blocks_x2_inductor.json");
+  PartitionOptions o;
+  o.memory_model = MemoryModel::kInductor;
+  const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+  for (int64_t per : {950, 900, 850}) {
+    const int64_t limit = plain * per / 1000;
+    const PartitionResult r = partition_at(j, limit, Search::kFast, MemoryModel::kInductor);
+    EXPECT_LE(r.memory.peak_bytes, limit) << per << " permille";
+    EXPECT_GT(r.recompute_runtime, 0) << per << " permille";
+    EXPECT_EQ(r.peak_search.solver_rounds, 1) << per << " permille";
+    EXPECT_LT(r.peak_search.solver_nodes, optimize::kPolishNodes / 10) << per << " permille";
+  }
+}
+
 TEST(Optimize, PeakSearchOptionsAreValidated) {
   EXPECT_EQ(peak_search_from_name("exact"), Search::kExact);
   EXPECT_EQ(peak_search_from_name("fast"), Search::kFast);
