@@ -287,7 +287,8 @@ else
 fi
 # The main release's suite as two processes, the tests every release runs
 # beside those only this one runs (one_release: remat's own searches, about
-# half the CPU), so that the asan build does not leave a core idle.
+# half the CPU), with the asan build on the same two cores (at b617af2 both
+# took about 1300 s: the stage is bound by its total CPU, docs/hardening.md).
 pytest_main() { python3 -m pytest tests/python -q -p no:cacheprovider -m "$1"; }
 stage "pytest (asan build beside it)" two_at_once pytest_main "not one_release" pytest_main one_release
 stage "python fuzz (importer)" python3 tests/fuzz/fuzz_import.py --examples "$REMAT_PY_FUZZ_EXAMPLES"
