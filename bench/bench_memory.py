@@ -324,6 +324,13 @@ def _peak(stdout: str) -> int:
     return int(re.search(r"peak memory: .*?\((\d+) bytes\)", stdout).group(1))
 
 
+def _budget(limit: int, search: str) -> list[str]:
+    """The CLI's arguments for a peak limit under one search, always named:
+    a bare --peak-budget runs whichever search is the default (fast since
+    2026-12-05), so the torch_plans rows measured fast until it was named."""
+    return ["--peak-budget", str(limit), "--peak-search", search]
+
+
 def synthetic_rows(exe: str, sizes: list[int], repeat: int) -> list[dict]:
     """`remat partition -v` on synthetic graphs: the memory stage against the rest,
     and the engine under a peak budget against the plain one."""
@@ -340,7 +347,7 @@ def synthetic_rows(exe: str, sizes: list[int], repeat: int) -> list[dict]:
             first = run()
             first.check_returncode()
             peak = _peak(first.stdout)
-            r = run("--peak-budget", "1")
+            r = run(*_budget(1, "torch_plans"))
             bottom = int(re.search(r"smallest (?:reachable peak|peak found) is .*?\((\d+) bytes\)", r.stderr).group(1))
             limits = {"top": peak, "mid": (peak + bottom) // 2, "bottom": bottom}
             # Interleaved, so that load changing during the run affects all alike.
@@ -354,7 +361,7 @@ def synthetic_rows(exe: str, sizes: list[int], repeat: int) -> list[dict]:
                 memory.append(st.get("memory", 0.0))
                 rest.append(sum(v for k, v in st.items() if k != "memory"))
                 for label, limit in limits.items():
-                    r = run("--peak-budget", str(limit))
+                    r = run(*_budget(limit, "torch_plans"))
                     r.check_returncode()
                     search[label].append(_engine(r.stdout))
             row = {"nodes": n, "engine": statistics.median(plain), "memory": statistics.median(memory),
@@ -585,9 +592,9 @@ def synthetic_search_rows(exe: str, nodes: int, batches: list[int], repeat: int)
             first = run()
             first.check_returncode()
             top = _peak(first.stdout)
-            r = run("--peak-budget", "1", "--peak-search", "fast")
+            r = run(*_budget(1, "fast"))
             bottom, bound = _unreachable(r.stderr)
-            torch_bottom, _ = _unreachable(run("--peak-budget", "1").stderr)
+            torch_bottom, _ = _unreachable(run(*_budget(1, "torch_plans")).stderr)
             limits = {"torch_plans": (top + torch_bottom) // 2, "fast": (top + bottom) // 2}
             if limits["fast"] == limits["torch_plans"]:
                 del limits["torch_plans"]
@@ -597,12 +604,12 @@ def synthetic_search_rows(exe: str, nodes: int, batches: list[int], repeat: int)
                     r = run()
                     r.check_returncode()
                     plain.append(_engine(r.stdout))
-                    r = run("--peak-budget", str(mid), "--peak-search", "fast")
+                    r = run(*_budget(mid, "fast"))
                     r.check_returncode()
                     fast.append(_engine(r.stdout))
                     fast_peak = _peak(r.stdout)
                     fast_runtime = _recompute(r.stdout)
-                    t = run("--peak-budget", str(mid))
+                    t = run(*_budget(mid, "torch_plans"))
                     torch_plans.append(_engine(t.stdout) if t.returncode == 0 else None)
                     tp = (_peak(t.stdout), _recompute(t.stdout)) if t.returncode == 0 else None
                 rows.append({"nodes": nodes, "batch": batch, "reach": reach, "plain_peak": top,

@@ -12,9 +12,17 @@ from benches import bench_module  # noqa: E402
 
 
 @pytest.mark.one_release
-def test_memory_benchmark_smoke_run(capsys):
+def test_memory_benchmark_smoke_run(capsys, monkeypatch):
     bench_memory = bench_module("bench_memory")
+    # Every command the benchmark runs under a peak limit names its search:
+    # its rows are labelled by search, and a bare --peak-budget runs the
+    # default (the torch_plans rows once measured fast that way).
+    commands = []
+    run = bench_memory.subprocess.run
+    monkeypatch.setattr(bench_memory.subprocess, "run", lambda cmd, *a, **k: commands.append(list(cmd)) or run(cmd, *a, **k))
     assert bench_memory.main(["--smoke", "--repeat", "1"]) == 0
+    limited = [c for c in commands if "--peak-budget" in c]
+    assert limited and all("--peak-search" in c for c in limited), [c for c in limited if "--peak-search" not in c]
     out = capsys.readouterr().out
     assert "| residual_mlp |" in out and "| NO |" not in out
     assert "figure: remat's peak budget is monotone | yes | met" in out
