@@ -24,6 +24,12 @@ the limit.
     python bench/bench_inductor_memory.py --limits   # and under peak limits
     python bench/bench_inductor_memory.py --more     # 22 more corpus models
     python bench/bench_inductor_memory.py --smoke    # one case
+    python bench/bench_inductor_memory.py --no-reorder   # inductor's peak-memory reorder off
+
+``--no-reorder`` compiles with ``torch._inductor.config.reorder_for_peak_memory``
+off: the steps then run inductor's fused kernels in the order the model
+assumes, so comparing a run with and without it shows what that pass (which
+the model does not follow) moves.
 
 ``--more`` measures inductor_steps.MORE_CASES instead: 22 more corpus
 models (its widths, at a batch where activations weigh).
@@ -140,8 +146,23 @@ def main(argv=None) -> int:
     p.add_argument("--limits", action="store_true", help="also plan and measure under peak limits")
     p.add_argument("--more", action="store_true",
                    help="22 more corpus models (inductor_steps.MORE_CASES) instead")
+    p.add_argument("--no-reorder", action="store_true",
+                   help="compile with inductor's reorder_for_peak_memory pass off")
     p.add_argument("models", nargs="*", help="scaled case names (default: all)")
     a = p.parse_args(argv)
+    with inductor_settings(reorder=not a.no_reorder):
+        return measure(a)
+
+
+def inductor_settings(reorder: bool):
+    """inductor's configuration for the run: its reorder_for_peak_memory pass
+    on (inductor's default) or off, restored afterwards."""
+    import torch._inductor.config as inductor_config
+
+    return inductor_config.patch(reorder_for_peak_memory=reorder)
+
+
+def measure(a: argparse.Namespace) -> int:
     names = ["layernorm_gelu_mlp"] if a.smoke else a.models
     cases = MORE_CASES if a.more else SCALED_CASES
     found = rows(names, cases)

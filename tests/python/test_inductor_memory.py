@@ -17,6 +17,10 @@ and its training step measured with the profiler's memory events
 * under peak limits the plans of residual_mlp and the transformer blocks
   that measured over their limit before issue 35's last rules measure
   under it, within 3% of the model;
+* the model runs inductor's kernels in the graph's order: with inductor's
+  reorder_for_peak_memory pass off, the BatchNorm MLP's 95% plan measures
+  as modelled and under its limit; with it on (inductor's default) it
+  measures over, an expected failure until the model follows the pass;
 * a peak budget plans against it: at 93% of the GELU/LayerNorm MLP's
   default peak, the drop-in's plan fits and its compiled step measures
   within the model's 10%, while aten's count of the same graph calls that
@@ -169,6 +173,48 @@ def test_the_model_follows_inductor_s_scatters_and_gathers(name, rt, monkeypatch
     step = compile_and_measure(case, rt, monkeypatch)
     peak = step.result["memory"]["peak_bytes"]
     assert abs(peak / step.measured - 1) <= 0.05, f"model {peak}, measured {step.measured}"
+
+
+# The BatchNorm MLP's 95% plan: the model counts the step exactly as inductor
+# schedules it in graph order, but inductor's reorder_for_peak_memory pass
+# (on by default) runs its second weight-gradient mm after the BatchNorm
+# backward kernel, so the tangent lives longer and the step measures 6.6%
+# over the model and over the limit (docs/memory.md, "What inductor's
+# reorder pass moves"). Not modelled yet (issue 35): with the pass on the
+# test is expected to fail, and passes (failing as strict) once it is.
+REORDERED = "batchnorm1d_running_stats"
+
+
+@pytest.mark.one_release
+@pytest.mark.parametrize("reorder", [False, pytest.param(True, marks=pytest.mark.xfail(
+    strict=True, reason="inductor's reorder_for_peak_memory is not modelled (issue 35)"))],
+    ids=["reorder_off", "reorder_on"])
+def test_a_limited_plan_measures_as_modelled_in_inductor_s_order(reorder, rt, monkeypatch):
+    import torch._inductor.config as inductor_config
+
+    case = {c.name: c for c in MORE_CASES}[REORDERED]
+    with inductor_config.patch(reorder_for_peak_memory=reorder):
+        default = compile_and_measure(case, rt, monkeypatch)
+        limit = int(0.95 * default.result["memory"]["peak_bytes"])
+        with rt.peak_memory_budget(limit, search="fast", memory_model="inductor"):
+            planned = compile_and_measure(case, rt, monkeypatch)
+    peak = planned.result["memory"]["peak_bytes"]
+    assert peak <= limit
+    assert abs(peak / planned.measured - 1) <= 0.03, f"model {peak}, measured {planned.measured}"
+    assert planned.measured <= limit, f"measured {planned.measured} over the limit {limit} (model {peak})"
+
+
+def test_the_benchmark_s_no_reorder_switch_turns_inductor_s_pass_off_and_back():
+    """bench_inductor_memory.py --no-reorder: the pass off for the run only."""
+    import torch._inductor.config as inductor_config
+
+    from benches import bench_module
+
+    bench = bench_module("bench_inductor_memory")
+    before = inductor_config.reorder_for_peak_memory
+    with bench.inductor_settings(reorder=False):
+        assert inductor_config.reorder_for_peak_memory is False
+    assert inductor_config.reorder_for_peak_memory == before
 
 
 def test_simulate_memory_names_a_bad_memory_model(steps, rt):
