@@ -25,6 +25,7 @@ the limit.
     python bench/bench_inductor_memory.py --more     # 22 more corpus models
     python bench/bench_inductor_memory.py --smoke    # one case
     python bench/bench_inductor_memory.py --no-reorder   # inductor's peak-memory reorder off
+    python bench/bench_inductor_memory.py --orders   # the order that pass kept per graph
 
 ``--no-reorder`` compiles with ``torch._inductor.config.reorder_for_peak_memory``
 off: the steps then run inductor's fused kernels in the order the model
@@ -51,18 +52,62 @@ import remat.torch as rt  # noqa: E402
 from inductor_steps import MORE_CASES, SCALED_CASES, compile_and_measure  # noqa: E402
 
 
-def rows(names: list[str] | None, cases=SCALED_CASES) -> list[dict]:
+class ReorderPicks:
+    """Within it, for each graph inductor compiles, the peak estimates its
+    reorder_for_peak_memory pass compared (the graph's order first, then its
+    topological sorts), read from the signpost event the pass emits; a
+    release whose pass emits none leaves `seen` empty."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, int]] = []
+
+    def __enter__(self) -> "ReorderPicks":
+        import torch._inductor.memory as memory
+
+        self._memory, self._original = memory, getattr(memory, "signpost_event", None)
+        if self._original is not None:
+            def spy(category, name, parameters):
+                if name == "memory" and "orm" in parameters:
+                    self.seen.append(dict(parameters["orm"]))
+                return self._original(category, name, parameters)
+
+            memory.signpost_event = spy
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._original is not None:
+            self._memory.signpost_event = self._original
+
+    def picks(self) -> list[tuple[str, int, int]]:
+        """Per graph: the order the pass kept (the first least estimate, as
+        its min() over the list does), its estimate, the graph order's."""
+        return [(min(orm, key=orm.get), min(orm.values()), orm.get("baseline", -1)) for orm in self.seen]
+
+
+def rows(names: list[str] | None, cases=SCALED_CASES, orders: bool = False) -> list[dict]:
     out = []
     with pytest.MonkeyPatch.context() as mp:
         for case in cases:
             if names and case.name not in names:
                 continue
             print(f"[bench] {case.name}", file=sys.stderr, flush=True)
-            step = compile_and_measure(case, rt, mp)
+            with ReorderPicks() as recorded:
+                step = compile_and_measure(case, rt, mp)
             aten = rt.simulate_memory(step.forward, step.backward, step.num_fwd_outputs)["memory"]["peak_bytes"]
             out.append({"model": case.name, "measured": step.measured,
                         "inductor": step.result["memory"]["peak_bytes"], "aten": aten})
+            if orders:
+                out[-1]["orders"] = recorded.picks()
     return out
+
+
+def orders_table(found: list[dict]) -> str:
+    lines = ["| model | graph (compile order) | order kept | its estimate | the graph order's estimate |",
+             "|---|---:|---|---:|---:|"]
+    for r in found:
+        for k, (kept, estimate, baseline) in enumerate(r.get("orders", []), 1):
+            lines.append(f"| {r['model']} | {k} | {kept} | {estimate} | {baseline} |")
+    return "\n".join(lines)
 
 
 LIMIT_FRACTIONS = (0.95, 0.9, 0.85, 0.75)
@@ -148,6 +193,8 @@ def main(argv=None) -> int:
                    help="22 more corpus models (inductor_steps.MORE_CASES) instead")
     p.add_argument("--no-reorder", action="store_true",
                    help="compile with inductor's reorder_for_peak_memory pass off")
+    p.add_argument("--orders", action="store_true",
+                   help="also print which order inductor's reorder pass kept for each graph, by its estimates")
     p.add_argument("models", nargs="*", help="scaled case names (default: all)")
     a = p.parse_args(argv)
     with inductor_settings(reorder=not a.no_reorder):
@@ -165,10 +212,13 @@ def inductor_settings(reorder: bool):
 def measure(a: argparse.Namespace) -> int:
     names = ["layernorm_gelu_mlp"] if a.smoke else a.models
     cases = MORE_CASES if a.more else SCALED_CASES
-    found = rows(names, cases)
+    found = rows(names, cases, orders=a.orders)
     print(table(found))
     print()
     print(summary(found))
+    if a.orders:
+        print()
+        print(orders_table(found))
     if a.limits:
         limited = limit_rows(names, cases=cases)
         print()

@@ -217,6 +217,23 @@ def test_the_benchmark_s_no_reorder_switch_turns_inductor_s_pass_off_and_back():
     assert inductor_config.reorder_for_peak_memory == before
 
 
+@pytest.mark.one_release
+def test_the_benchmark_reports_the_order_inductor_s_pass_kept_for_each_graph(capsys):
+    """bench_inductor_memory.py --orders: one row per compiled graph (the
+    forward and the backward), the kept order's estimate never above the
+    graph order's (the pass keeps the least)."""
+    from benches import bench_module
+
+    bench = bench_module("bench_inductor_memory")
+    assert bench.main(["--smoke", "--orders"]) == 0
+    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| layernorm_gelu_mlp | ") and line.count("|") == 6]
+    assert len(rows) == 2, rows
+    for _, _, kept, estimate, baseline in rows:
+        assert kept.strip() in ("baseline", "topological_sort_lpmf", "topological_sort_bfs", "topological_sort_dfs")
+        assert int(estimate) <= int(baseline)
+
+
 def test_simulate_memory_names_a_bad_memory_model(steps, rt):
     import remat
 
