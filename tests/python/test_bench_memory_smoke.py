@@ -19,7 +19,12 @@ def test_memory_benchmark_smoke_run(capsys, monkeypatch):
     # default (the torch_plans rows once measured fast that way).
     commands = []
     run = bench_memory.subprocess.run
-    monkeypatch.setattr(bench_memory.subprocess, "run", lambda cmd, *a, **k: commands.append(list(cmd)) or run(cmd, *a, **k))
+
+    def recording_run(cmd, *args, **kwargs):
+        commands.append(list(cmd))
+        return run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(bench_memory.subprocess, "run", recording_run)
     assert bench_memory.main(["--smoke", "--repeat", "1"]) == 0
     limited = [c for c in commands if "--peak-budget" in c]
     assert limited and all("--peak-search" in c for c in limited), [c for c in limited if "--peak-search" not in c]
