@@ -115,6 +115,18 @@ def test_a_peak_budget_under_inductor_plans_against_what_inductor_allocates(step
     assert cause.smallest_peak > steps[case.name].measured
 
 
+def assert_planned_step_fits(case, limit, rt, monkeypatch):
+    """Plans `case` under `limit` (fast, inductor's model), compiles the plan
+    and measures its step: the model's peak fits the limit, the step measures
+    within 3% of it, and under the limit."""
+    with rt.peak_memory_budget(limit, search="fast", memory_model="inductor"):
+        planned = compile_and_measure(case, rt, monkeypatch)
+    peak = planned.result["memory"]["peak_bytes"]
+    assert peak <= limit
+    assert abs(peak / planned.measured - 1) <= 0.03, f"model {peak}, measured {planned.measured}"
+    assert planned.measured <= limit, f"measured {planned.measured} over the limit {limit} (model {peak})"
+
+
 @pytest.mark.one_release
 def test_a_limited_conv_net_plan_measures_as_modelled_and_under_its_limit(steps, rt, monkeypatch):
     """Issue 35: at 90% of the BatchNorm conv net's default peak, the plan
@@ -125,12 +137,7 @@ def test_a_limited_conv_net_plan_measures_as_modelled_and_under_its_limit(steps,
     limit. (bench/bench_inductor_memory.py --limits sweeps every model.)"""
     case = BY_NAME["cnn_bn_maxpool"]
     limit = int(0.9 * steps[case.name].result["memory"]["peak_bytes"])
-    with rt.peak_memory_budget(limit, search="fast", memory_model="inductor"):
-        planned = compile_and_measure(case, rt, monkeypatch)
-    peak = planned.result["memory"]["peak_bytes"]
-    assert peak <= limit
-    assert abs(peak / planned.measured - 1) <= 0.03, f"model {peak}, measured {planned.measured}"
-    assert planned.measured <= limit, f"measured {planned.measured} over the limit {limit}"
+    assert_planned_step_fits(case, limit, rt, monkeypatch)
 
 
 # Plans the sweep measured over their limit before issue 35's last two
@@ -149,12 +156,7 @@ def test_a_limited_plan_measures_under_its_limit(name, fraction, rt, monkeypatch
     case = BY_NAME[name]
     default = compile_and_measure(case, rt, monkeypatch)
     limit = int(fraction * default.result["memory"]["peak_bytes"])
-    with rt.peak_memory_budget(limit, search="fast", memory_model="inductor"):
-        planned = compile_and_measure(case, rt, monkeypatch)
-    peak = planned.result["memory"]["peak_bytes"]
-    assert peak <= limit
-    assert planned.measured <= limit, f"measured {planned.measured} over the limit {limit} (model {peak})"
-    assert abs(peak / planned.measured - 1) <= 0.03, f"model {peak}, measured {planned.measured}"
+    assert_planned_step_fits(case, limit, rt, monkeypatch)
 
 
 # Default plans the model now counts as inductor runs them (issue 35):
@@ -196,12 +198,7 @@ def test_a_limited_plan_measures_as_modelled_in_inductor_s_order(reorder, rt, mo
     with inductor_config.patch(reorder_for_peak_memory=reorder):
         default = compile_and_measure(case, rt, monkeypatch)
         limit = int(0.95 * default.result["memory"]["peak_bytes"])
-        with rt.peak_memory_budget(limit, search="fast", memory_model="inductor"):
-            planned = compile_and_measure(case, rt, monkeypatch)
-    peak = planned.result["memory"]["peak_bytes"]
-    assert peak <= limit
-    assert abs(peak / planned.measured - 1) <= 0.03, f"model {peak}, measured {planned.measured}"
-    assert planned.measured <= limit, f"measured {planned.measured} over the limit {limit} (model {peak})"
+        assert_planned_step_fits(case, limit, rt, monkeypatch)
 
 
 def test_the_benchmark_s_no_reorder_switch_turns_inductor_s_pass_off_and_back():
