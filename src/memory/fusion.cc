@@ -41,6 +41,22 @@ NodeId base_of(const Graph& g, NodeId n) {
 // A gather inductor lowers to a pointwise loop (index): embedding.
 bool gathers(const Graph& g, NodeId n) { return target_is(g, n, "aten.embedding.default"); }
 
+// The random values inductor's replace_random pass puts in the graph
+// (dropout's mask starts as one): inductor lowers inductor_random,
+// inductor_randint and inductor_lookup_seed to pointwise loops, though no
+// torch list calls them fusible. (inductor_seeds is a fallback: a buffer.)
+bool random_loop(const Graph& g, NodeId n) {
+  return target_is(g, n, "prims.inductor_random.default") || target_is(g, n, "prims.inductor_randint.default") ||
+         target_is(g, n, "prims.inductor_lookup_seed.default");
+}
+
+// inductor_random's lowering realizes its loop at once (a buffer of its
+// own, whoever reads it); the scheduler then drops that buffer when the
+// one kernel that loads it is the kernel it fuses into
+// (remove_kernel_local_buffers). So it is inlined only where one kernel
+// evaluates it: see evaluated_by_one_kernel.
+bool realized_at_lowering(const Graph& g, NodeId n) { return target_is(g, n, "prims.inductor_random.default"); }
+
 // A reduction's result is smaller than what it reads; inductor realizes
 // reductions, so their results are buffers other kernels load. A gather's
 // result may be smaller than its table, and is no reduction.
@@ -203,6 +219,25 @@ NodeId addmm_product(const Graph& g, NodeId add, const std::function<bool(NodeId
 bool realized_on_reuse(const Graph& g, NodeId v, size_t readers, const InlinedExpr& e) {
   if (readers < 2) return false;
   return e.reads.size() > kRealizeReads || (e.heavy && on_cpu(g, v));
+}
+
+// Whether the inlined value v is evaluated by one kernel: it has one
+// reader, and so does each inlined reader on the way to the first
+// materialized one (an inlined value is evaluated in every kernel of its
+// readers). The output node reads only buffers.
+bool evaluated_by_one_kernel(const Graph& g, NodeId v, const std::vector<uint8_t>& fused,
+                             const std::function<bool(NodeId)>& reader_counts) {
+  for (NodeId at = v; fused[at];) {
+    NodeId only = kNoNode;
+    for (NodeId u : g.users(at)) {
+      if (g.node(u).kind != NodeKind::kOutput && !reader_counts(u)) continue;
+      if (only != kNoNode && only != u) return false;
+      only = u;
+    }
+    if (only == kNoNode) return true;  // read by nothing that counts: no kernel at all
+    at = only;
+  }
+  return true;
 }
 
 // Whether g runs a convolution (forward or backward) on CPU: inductor's
@@ -529,6 +564,7 @@ bool inductor_fusible(const Graph& g, NodeId n) {
   // though no torch list calls them fusible.
   if (target_is(g, n, "aten.select_scatter.default") || target_is(g, n, "aten.slice_scatter.default")) return true;
   if (gathers(g, n)) return true;
+  if (random_loop(g, n)) return true;
   if (concat_kernel(g, n)) return true;
   // torch's own lists (the newest release's): the ops its partitioner
   // treats as fusible are the ones inductor lowers to inlinable loops.
@@ -604,6 +640,12 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
       e = InlinedExpr{};
     }
   }
+  // A value realized at lowering keeps its buffer unless one kernel
+  // evaluates it. Readers are decided before it in reverse only, so this
+  // runs after the pass above, which it does not change otherwise: such a
+  // value loads its seed alone, too few reads to realize a reader.
+  for (NodeId v = 0; v < n; ++v)
+    if (fused[v] && realized_at_lowering(g, v) && !evaluated_by_one_kernel(g, v, fused, reader_counts)) fused[v] = 0;
   // An addmm's product gets no buffer (the add, an extern kernel, is the
   // result).
   for (NodeId v = 0; v < n; ++v)

@@ -12,7 +12,9 @@
 //  * fused[n]: n allocates nothing. True when n is fusible (kCatFusible in
 //    torch's default op lists, pointwise-tagged packets included,
 //    select_scatter and slice_scatter, which inductor lowers to a where,
-//    and embedding, a gather), has one tensor, is not smaller than its
+//    embedding, a gather, and the random values of inductor's
+//    replace_random pass: inductor_random, inductor_randint and
+//    inductor_lookup_seed), has one tensor, is not smaller than its
 //    largest tensor input (inductor realizes reductions: their results are
 //    read by other kernels; a gather is none), and nothing that needs a
 //    buffer reads it: not the output node, not a non-fusible op, not a
@@ -27,7 +29,12 @@
 //    once when its inlined expression loads more than 4 buffers
 //    (realize_reads_threshold) or, on CPU, computes exp, log, log10,
 //    log1p, log2, sigmoid or tanh; then it is not fused, unless a cat reads
-//    it (it lives in the cat's slice). Last, inductor's post-grad addmm pattern:
+//    it (it lives in the cat's slice). inductor_random's lowering realizes
+//    it at once, and the scheduler drops that buffer only when the one
+//    kernel that reads it is the one it fuses into: it is fused only when
+//    it has one reader, and each fused reader on the way to a materialized
+//    one has one too (dropout's mask source, read by its comparison alone,
+//    gets no buffer). Last, inductor's post-grad addmm pattern:
 //    an mm that only an add.Tensor reads, with a tensor of its dtype that
 //    broadcasts to it (on a GPU not a bias-like one: a graph input, or
 //    broadcast along a dimension), becomes addmm at the add: the mm is
@@ -103,7 +110,8 @@
 //    kernel then joins no group).
 // Not modelled: the fan-out rule's large-body case (an inlined expression
 // of more than 50 ops on CPU, 30 elsewhere), a stored value's buffer that
-// inductor removes when its fused kernel is its only reader, the buffers a
+// inductor removes when its fused kernel is its only reader (but for
+// inductor_random's, above), the buffers a
 // fused kernel of several loop nests keeps for what crosses them (freed
 // right after it), the scheduler's reordering of kernels for peak memory,
 // its reuse of a freed buffer for a later one of the same size (the freed

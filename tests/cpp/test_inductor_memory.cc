@@ -302,6 +302,38 @@ TEST(InductorMemory, AnEmbeddingIsAGatherInlinedIntoItsReader) {
             (std::vector<int64_t>{640, 736, 736, 864, 864}));
 }
 
+// dropout's mask as inductor's replace_random pass writes it: r =
+// inductor_random(seed), read by `reader` (gt), and by `also` when given.
+// gt is returned (saved), so it is a buffer.
+std::vector<int64_t> random_mask(const char* also) {
+  TestGraph f;
+  Ref x = f.placeholder("primals_1", {4, 4});
+  Ref seed = index_placeholder(f, "primals_2", {});
+  Ref r = f.call("prims.inductor_random.default", {A::list({4, 4}), seed, "rand"}, {4, 4});
+  Ref gt = f.call("aten.gt.Scalar", {r, 0.3}, {4, 4});
+  Ref m = f.call("aten.mul.Tensor", {gt, x}, {4, 4});
+  std::vector<A> outs{m, gt};
+  if (also != nullptr) {
+    Ref twice = f.call("aten.mul.Tensor", {r, 2.0}, {4, 4});
+    outs.push_back(f.call(also, {twice, A::list({1})}, {4}));
+  }
+  f.output({A::tuple(outs)});
+  Pair p{f.build(), trivial_backward()};
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+}
+
+// inductor lowers inductor_random to a loop it realizes at once, and drops
+// that buffer when the one kernel reading it is the one it fuses into: no
+// buffer where gt alone reads it; a buffer where another kernel (a row
+// sum, through an inlined mul) evaluates it too.
+TEST(InductorMemory, ARandomValueOneKernelReadsIsInlinedIntoIt) {
+  // x 64 | seed +8 | r: inlined | gt +64 | mul +64 | output
+  EXPECT_EQ(random_mask(nullptr), (std::vector<int64_t>{64, 72, 72, 136, 200, 200}));
+  // x 64 | seed +8 | r +64 | gt +64 | mul +64 | twice: inlined into the
+  // sum | sum +16 | output, r goes
+  EXPECT_EQ(random_mask("aten.sum.dim_IntList"), (std::vector<int64_t>{64, 72, 136, 200, 264, 264, 280, 216}));
+}
+
 // On CPU the values an accumulating index_put adds (embedding's backward:
 // _unsafe_masked_index_put_accumulate) are evaluated in the scatter's own
 // loop, no buffer of their own; on a GPU they may be a fallback's argument
