@@ -41,55 +41,6 @@ NodeId base_of(const Graph& g, NodeId n) {
 // A gather inductor lowers to a pointwise loop (index): embedding.
 bool gathers(const Graph& g, NodeId n) { return target_is(g, n, "aten.embedding.default"); }
 
-// A list of ints argument's values; empty when it is no such list.
-std::vector<int64_t> int_list(const Graph& g, ArgId list) {
-  std::vector<int64_t> out;
-  if (list == kNoArg || g.arg(list).kind != ArgKind::kList) return out;
-  for (ArgId a = list + 1; a < list + g.arg(list).span; a += g.arg(a).span) {
-    if (g.arg(a).kind != ArgKind::kInt) return {};
-    out.push_back(g.arg(a).i);
-  }
-  return out;
-}
-
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-// How many pooled positions one input position gathers from along one
-// dimension (the lowerings' h_window_size): window k, stride s.
-int64_t pooled_window(int64_t k, int64_t s) {
-  int64_t most = 1;
-  for (int64_t h = 0; h < 2 * k; ++h)
-    most = std::max(most, floor_div(h, s) - std::max<int64_t>(0, floor_div(h - k, s)));
-  return most;
-}
-
-// A 2-d pooling's backward inductor lowers to a gather loop (its
-// avg_pool2d_backward and max_pool2d_with_indices_backward lowerings: each
-// input position loads the pooled gradients of the windows it lies in)
-// unless the windows gather more than 25 (or, for max pooling, dilate, or
-// run on XPU): then a fallback kernel. The input it takes (`self`) gives
-// its shape only.
-bool pool_backward_loop(const Graph& g, NodeId n) {
-  const bool avg = target_is(g, n, "aten.avg_pool2d_backward.default");
-  if (!avg && !target_is(g, n, "aten.max_pool2d_with_indices_backward.default")) return false;
-  const auto out = g.tensors(n);
-  if (out.size() != 1 || (out[0].rank != 3 && out[0].rank != 4)) return false;
-  if (device_type(g.str(out[0].device)) == "xpu" && !avg) return false;
-  auto pair = [](std::vector<int64_t> v) {
-    if (v.size() == 1) v.push_back(v[0]);
-    return v;
-  };
-  const auto kernel = pair(int_list(g, positional(g, n, 2)));
-  auto stride = pair(int_list(g, positional(g, n, 3)));
-  if (stride.empty()) stride = kernel;
-  if (kernel.size() != 2 || stride.size() != 2 || stride[0] <= 0 || stride[1] <= 0) return false;
-  if (!avg) {
-    const auto dilation = int_list(g, positional(g, n, 5));
-    if (std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) return false;
-  }
-  return pooled_window(kernel[0], stride[0]) * pooled_window(kernel[1], stride[1]) <= 25;
-}
-
 // The random values inductor's replace_random pass puts in the graph
 // (dropout's mask starts as one): inductor lowers inductor_random,
 // inductor_randint and inductor_lookup_seed to pointwise loops, though no
@@ -613,7 +564,7 @@ bool inductor_fusible(const Graph& g, NodeId n) {
   // though no torch list calls them fusible.
   if (target_is(g, n, "aten.select_scatter.default") || target_is(g, n, "aten.slice_scatter.default")) return true;
   if (gathers(g, n)) return true;
-  if (random_loop(g, n) || pool_backward_loop(g, n)) return true;
+  if (random_loop(g, n)) return true;
   if (concat_kernel(g, n)) return true;
   // torch's own lists (the newest release's): the ops its partitioner
   // treats as fusible are the ones inductor lowers to inlinable loops.
@@ -623,9 +574,6 @@ bool inductor_fusible(const Graph& g, NodeId n) {
 
 bool inductor_may_write_in_place(const Graph& g, NodeId n) {
   if (!inductor_fusible(g, n) || renames(g, n) || concat_kernel(g, n)) return false;
-  // A pooling's backward does not load the input of its size (only its
-  // shape), so inductor has no buffer it reads last to reuse.
-  if (pool_backward_loop(g, n)) return false;
   const auto out = g.tensors(n);
   if (out.size() != 1) return false;
   const int64_t bytes = allocation_bytes(g, out[0]);
@@ -646,10 +594,6 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
   for (NodeId u = static_cast<NodeId>(n); u-- > 0;) {
     if (g.node(u).kind != NodeKind::kOutput && !reader_counts(u)) continue;
     const bool inlines = fusible[u] && !(renames(g, u) && needs_buffer[u]);
-    // A pooling's backward loads each pooled gradient many times, so its
-    // lowering realizes that gradient (realize_hint; the safe side where
-    // inductor would find it cheap enough to inline).
-    if (inlines && pool_backward_loop(g, u) && node_arg(g, u, 0) != kNoNode) needs_buffer[node_arg(g, u, 0)] = 1;
     if (inlines) continue;
     // The output node, an extern kernel, or a renaming something needs as
     // a buffer: what it reads must be a buffer too; but the tensor a

@@ -12,12 +12,9 @@
 //  * fused[n]: n allocates nothing. True when n is fusible (kCatFusible in
 //    torch's default op lists, pointwise-tagged packets included,
 //    select_scatter and slice_scatter, which inductor lowers to a where,
-//    embedding, a gather, a 2-d pooling's backward whose windows gather
-//    at most 25 pooled values, a gather too (avg_pool2d_backward,
-//    max_pool2d_with_indices_backward without dilation; the gradient it
-//    reads needs a buffer: its lowering realizes it), and the random
-//    values of inductor's replace_random pass: inductor_random,
-//    inductor_randint and inductor_lookup_seed), has one tensor, is not smaller than its
+//    embedding, a gather, and the random values of inductor's
+//    replace_random pass: inductor_random, inductor_randint and
+//    inductor_lookup_seed), has one tensor, is not smaller than its
 //    largest tensor input (inductor realizes reductions: their results are
 //    read by other kernels; a gather is none), and nothing that needs a
 //    buffer reads it: not the output node, not a non-fusible op, not a
@@ -53,8 +50,7 @@
 //  * inplace[n]: n is a fusible materialized op whose kernel may write its
 //    result into a buffer it reads that dies there (inductor's
 //    inplace_buffers): the simulator gives it that buffer when it has the
-//    same byte size. Not a pooling's backward: the input of its size gives
-//    it a shape only, no load.
+//    same byte size.
 //  * copy_from[p], copy_until[p] for a placeholder p: inductor runs every
 //    convolution of a CPU graph channels-last (its layout optimization is
 //    always on there, with mkldnn); a 4-d CPU placeholder that a

@@ -302,33 +302,6 @@ TEST(InductorMemory, AnEmbeddingIsAGatherInlinedIntoItsReader) {
             (std::vector<int64_t>{640, 736, 736, 864, 864}));
 }
 
-// A pooling's backward of window `k` and stride `s`: g (1, 1, 2, 2) 16
-// bytes, x (1, 1, 4, 4) 64; m = g * 2, p = avg_pool2d_backward(m, x),
-// r = relu(p) returned.
-std::vector<int64_t> pool_backward(int64_t k, int64_t s) {
-  TestGraph f;
-  Ref g = f.placeholder("primals_1", {1, 1, 2, 2});
-  Ref x = f.placeholder("primals_2", {1, 1, 4, 4});
-  Ref m = f.call("aten.mul.Tensor", {g, 2.0}, {1, 1, 2, 2});
-  Ref p = f.call("aten.avg_pool2d_backward.default",
-                 {m, x, A::list({k, k}), A::list({s, s}), A::list({0, 0}), false, true, nullptr}, {1, 1, 4, 4});
-  Ref r = f.call("aten.relu.default", {p}, {1, 1, 4, 4});
-  f.output({A::tuple({r})});
-  Pair pair{f.build(), trivial_backward()};
-  return simulate_memory(pair.fw, pair.bw, 1, MemoryModel::kInductor).forward_timeline;
-}
-
-// inductor lowers a pooling's backward to a gather loop inlined into its
-// reader, over a realized gradient, unless the windows gather more than 25
-// pooled values: then a fallback kernel with its own buffer.
-TEST(InductorMemory, APoolingsBackwardIsAGatherLoopOverARealizedGradient) {
-  // g 16 | x +64 | m realized +16 | p: inlined | relu +64 | output, m goes
-  EXPECT_EQ(pool_backward(2, 2), (std::vector<int64_t>{16, 80, 96, 96, 160, 144}));
-  // windows of 6 at stride 1 gather 36: p +64 | m goes, relu written in
-  // place of p | output
-  EXPECT_EQ(pool_backward(6, 1), (std::vector<int64_t>{16, 80, 96, 160, 144, 144}));
-}
-
 // dropout's mask as inductor's replace_random pass writes it: r =
 // inductor_random(seed), read by `reader` (gt), and by `also` when given.
 // gt is returned (saved), so it is a buffer.
