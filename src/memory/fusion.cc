@@ -41,13 +41,32 @@ NodeId base_of(const Graph& g, NodeId n) {
 // A gather inductor lowers to a pointwise loop (index): embedding.
 bool gathers(const Graph& g, NodeId n) { return target_is(g, n, "aten.embedding.default"); }
 
+// Whether n allocates pinned memory (pin_memory=True).
+bool pinned(const Graph& g, NodeId n) {
+  const ArgId pin = dict_lookup(g, g.node(n).kwargs, "pin_memory");
+  return pin != kNoArg && g.arg(pin).kind == ArgKind::kBool && g.arg(pin).i != 0;
+}
+
+// aten.rand and aten.randn as inductor's replace_random pass rewrites them
+// into inductor_random (below).
+bool replaced_by_inductor_random(const Graph& g, NodeId n) {
+  if (!target_is(g, n, "aten.rand.default") && !target_is(g, n, "aten.randn.default")) return false;
+  const auto out = g.tensors(n);
+  return out.size() == 1 && g.str(out[0].dtype) == "float32" && !pinned(g, n);
+}
+
 // The random values inductor's replace_random pass puts in the graph
 // (dropout's mask starts as one): inductor lowers inductor_random,
 // inductor_randint and inductor_lookup_seed to pointwise loops, though no
 // torch list calls them fusible. (inductor_seeds is a fallback: a buffer.)
+// A joint graph not yet through that pass (a capture, taken before
+// inductor's joint-graph passes) holds what it replaces: rand and randn
+// (float32: another dtype converts the float32 values; not into pinned
+// memory) and randint.low.
 bool random_loop(const Graph& g, NodeId n) {
   return target_is(g, n, "prims.inductor_random.default") || target_is(g, n, "prims.inductor_randint.default") ||
-         target_is(g, n, "prims.inductor_lookup_seed.default");
+         target_is(g, n, "prims.inductor_lookup_seed.default") || target_is(g, n, "aten.randint.low") ||
+         replaced_by_inductor_random(g, n);
 }
 
 // inductor_random's lowering realizes its loop at once (a buffer of its
@@ -55,7 +74,9 @@ bool random_loop(const Graph& g, NodeId n) {
 // one kernel that loads it is the kernel it fuses into
 // (remove_kernel_local_buffers). So it is inlined only where one kernel
 // evaluates it: see evaluated_by_one_kernel.
-bool realized_at_lowering(const Graph& g, NodeId n) { return target_is(g, n, "prims.inductor_random.default"); }
+bool realized_at_lowering(const Graph& g, NodeId n) {
+  return target_is(g, n, "prims.inductor_random.default") || replaced_by_inductor_random(g, n);
+}
 
 // A reduction's result is smaller than what it reads; inductor realizes
 // reductions, so their results are buffers other kernels load. A gather's

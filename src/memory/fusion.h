@@ -12,34 +12,34 @@
 //  * fused[n]: n allocates nothing. True when n is fusible (kCatFusible in
 //    torch's default op lists, pointwise-tagged packets included,
 //    select_scatter and slice_scatter, which inductor lowers to a where,
-//    embedding, a gather, and the random values of inductor's
-//    replace_random pass: inductor_random, inductor_randint and
-//    inductor_lookup_seed), has one tensor, is not smaller than its
+//    embedding, a gather, and the random values of inductor's replace_random
+//    pass: inductor_random, inductor_randint and inductor_lookup_seed, or in
+//    a graph captured before that pass the float32 rand and randn and the
+//    randint.low it replaces), has one tensor, is not smaller than its
 //    largest tensor input (inductor realizes reductions: their results are
 //    read by other kernels; a gather is none), and nothing that needs a
-//    buffer reads it: not the output node, not a non-fusible op, not a
-//    node with several tensors (a scatter's copied first argument
-//    excepted: it is evaluated into the copy; and on CPU the values an
-//    _unsafe_index_put or _unsafe_masked_index_put_accumulate adds, which
-//    its Scatter loop evaluates). A view is
-//    fused exactly when its base is (it only renames its base's indices).
-//    A CPU cat is never fused (a ConcatKernel: its own buffer) but fuses
-//    what it reads (its inputs' kernels write into its slices). And
-//    inductor's fan-out rule: a value more than one node reads is stored
-//    once when its inlined expression loads more than 4 buffers
-//    (realize_reads_threshold) or, on CPU, computes exp, log, log10,
-//    log1p, log2, sigmoid or tanh; then it is not fused, unless a cat reads
-//    it (it lives in the cat's slice). inductor_random's lowering realizes
-//    it at once, and the scheduler drops that buffer only when the one
-//    kernel that reads it is the one it fuses into: it is fused only when
-//    it has one reader, and each fused reader on the way to a materialized
-//    one has one too (dropout's mask source, read by its comparison alone,
-//    gets no buffer). Last, inductor's post-grad addmm pattern:
-//    an mm that only an add.Tensor reads, with a tensor of its dtype that
-//    broadcasts to it (on a GPU not a bias-like one: a graph input, or
-//    broadcast along a dimension), becomes addmm at the add: the mm is
-//    fused (no buffer, its inputs live until the add) and the add is an
-//    extern kernel (external below) whose inputs need buffers.
+//    buffer reads it: not the output node, not a non-fusible op, not a node
+//    with several tensors (a scatter's copied first argument excepted: it is
+//    evaluated into the copy; and on CPU the values an _unsafe_index_put or
+//    _unsafe_masked_index_put_accumulate adds, which its Scatter loop
+//    evaluates). A view is fused exactly when its base is (it only renames
+//    its base's indices). A CPU cat is never fused (a ConcatKernel: its own
+//    buffer) but fuses what it reads (its inputs' kernels write into its
+//    slices). And inductor's fan-out rule: a value more than one node reads
+//    is stored once when its inlined expression loads more than 4 buffers
+//    (realize_reads_threshold) or, on CPU, computes exp, log, log10, log1p,
+//    log2, sigmoid or tanh; then it is not fused, unless a cat reads it (it
+//    lives in the cat's slice). inductor_random's lowering realizes it at
+//    once (so is a rand or randn it replaces), and the scheduler drops that
+//    buffer only when the one kernel that reads it is the one it fuses into:
+//    it is fused only when it has one reader, and each fused reader on the
+//    way to a materialized one has one too (dropout's mask source, read by
+//    its comparison alone, gets no buffer). Last, inductor's post-grad addmm
+//    pattern: an mm that only an add.Tensor reads, with a tensor of its dtype
+//    that broadcasts to it (on a GPU not a bias-like one: a graph input, or
+//    broadcast along a dimension), becomes addmm at the add: the mm is fused
+//    (no buffer, its inputs live until the add) and the add is an extern
+//    kernel (external below) whose inputs need buffers.
 //  * runs_at[n]: the node at which what n computes is last evaluated: n
 //    itself when it is materialized (unless its fused kernel runs later:
 //    kernel_at below); for a fused node, the latest runs_at of its users

@@ -304,12 +304,19 @@ TEST(InductorMemory, AnEmbeddingIsAGatherInlinedIntoItsReader) {
 
 // dropout's mask as inductor's replace_random pass writes it: r =
 // inductor_random(seed), read by `reader` (gt), and by `also` when given.
-// gt is returned (saved), so it is a buffer.
-std::vector<int64_t> random_mask(const char* also) {
+// gt is returned (saved), so it is a buffer. `source`: what makes r, the
+// pass's inductor_random, or the aten.rand it replaces (in a joint graph
+// captured before inductor's passes), into pinned memory or not.
+enum class RandomSource { kInductorRandom, kAtenRand, kPinnedAtenRand };
+
+std::vector<int64_t> random_mask(const char* also, RandomSource source = RandomSource::kInductorRandom) {
   TestGraph f;
   Ref x = f.placeholder("primals_1", {4, 4});
   Ref seed = index_placeholder(f, "primals_2", {});
-  Ref r = f.call("prims.inductor_random.default", {A::list({4, 4}), seed, "rand"}, {4, 4});
+  Ref r = source == RandomSource::kInductorRandom
+              ? f.call("prims.inductor_random.default", {A::list({4, 4}), seed, "rand"}, {4, 4})
+              : f.call("aten.rand.default", {A::list({4, 4})}, {4, 4});
+  if (source == RandomSource::kPinnedAtenRand) f[r].kwargs = {{"pin_memory", true}};
   Ref gt = f.call("aten.gt.Scalar", {r, 0.3}, {4, 4});
   Ref m = f.call("aten.mul.Tensor", {gt, x}, {4, 4});
   std::vector<A> outs{m, gt};
@@ -332,6 +339,15 @@ TEST(InductorMemory, ARandomValueOneKernelReadsIsInlinedIntoIt) {
   // x 64 | seed +8 | r +64 | gt +64 | mul +64 | twice: inlined into the
   // sum | sum +16 | output, r goes
   EXPECT_EQ(random_mask("aten.sum.dim_IntList"), (std::vector<int64_t>{64, 72, 136, 200, 264, 264, 280, 216}));
+}
+
+// A captured joint graph holds the aten.rand inductor's replace_random pass
+// turns into inductor_random: the same buffers. Into pinned memory the
+// pass leaves it alone (a fallback: r +64, gt written in place of it).
+TEST(InductorMemory, ACapturedRandIsCountedAsTheInductorRandomItBecomes) {
+  EXPECT_EQ(random_mask(nullptr, RandomSource::kAtenRand), random_mask(nullptr));
+  EXPECT_EQ(random_mask("aten.sum.dim_IntList", RandomSource::kAtenRand), random_mask("aten.sum.dim_IntList"));
+  EXPECT_EQ(random_mask(nullptr, RandomSource::kPinnedAtenRand), (std::vector<int64_t>{64, 72, 136, 136, 200, 200}));
 }
 
 // On CPU the values an accumulating index_put adds (embedding's backward:
