@@ -662,9 +662,10 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
     }
   }
   // A value realized at lowering keeps its buffer unless one kernel
-  // evaluates it. Readers are decided before it in reverse only, so this
-  // runs after the pass above, which it does not change otherwise: such a
-  // value loads its seed alone, too few reads to realize a reader.
+  // evaluates it. Whether its readers are inlined is known only once the
+  // pass above (in node order) is done, so this follows it; keeping the
+  // buffer changes nothing the pass decided: such a value loads its seed
+  // alone, too few buffers to make a reader realized.
   for (NodeId v = 0; v < n; ++v)
     if (fused[v] && realized_at_lowering(g, v) && !evaluated_by_one_kernel(g, v, fused, reader_counts)) fused[v] = 0;
   // An addmm's product gets no buffer (the add, an extern kernel, is the

@@ -111,9 +111,9 @@
 // Not modelled: the fan-out rule's large-body case (an inlined expression
 // of more than 50 ops on CPU, 30 elsewhere), a stored value's buffer that
 // inductor removes when its fused kernel is its only reader (but for
-// inductor_random's, above), the buffers a
-// fused kernel of several loop nests keeps for what crosses them (freed
-// right after it), the scheduler's reordering of kernels for peak memory,
+// inductor_random's, above), the buffers a fused kernel of several loop
+// nests keeps for what crosses them (freed right after it), the
+// scheduler's reordering of kernels for peak memory,
 // its reuse of a freed buffer for a later one of the same size (the freed
 // one lives until then), and workspaces of extern kernels; and what a
 // member of a fused group that runs early reads is held to the member's

@@ -303,8 +303,9 @@ TEST(InductorMemory, AnEmbeddingIsAGatherInlinedIntoItsReader) {
 }
 
 // dropout's mask as inductor's replace_random pass writes it: r =
-// inductor_random(seed), read by `reader` (gt), and by `also` when given.
-// gt is returned (saved), so it is a buffer. `source`: what makes r, the
+// inductor_random(seed), read by gt and, when `also` names a reduction, by
+// twice = r * 2, which that reduction reads. gt is returned (saved), so it
+// is a buffer. `source`: what makes r, the
 // pass's inductor_random, or the aten.rand it replaces (in a joint graph
 // captured before inductor's passes), into pinned memory or not.
 enum class RandomSource { kInductorRandom, kAtenRand, kPinnedAtenRand };
