@@ -55,6 +55,15 @@ bool replaced_by_inductor_random(const Graph& g, NodeId n) {
   return out.size() == 1 && g.str(out[0].dtype) == "float32" && !pinned(g, n);
 }
 
+// inductor_random's lowering realizes its loop at once (a buffer of its
+// own, whoever reads it); the scheduler then drops that buffer when the
+// one kernel that loads it is the kernel it fuses into
+// (remove_kernel_local_buffers). So it is inlined only where one kernel
+// evaluates it: see evaluated_by_one_kernel.
+bool realized_at_lowering(const Graph& g, NodeId n) {
+  return target_is(g, n, "prims.inductor_random.default") || replaced_by_inductor_random(g, n);
+}
+
 // The random values inductor's replace_random pass puts in the graph
 // (dropout's mask starts as one): inductor lowers inductor_random,
 // inductor_randint and inductor_lookup_seed to pointwise loops, though no
@@ -64,18 +73,8 @@ bool replaced_by_inductor_random(const Graph& g, NodeId n) {
 // (float32: another dtype converts the float32 values; not into pinned
 // memory) and randint.low.
 bool random_loop(const Graph& g, NodeId n) {
-  return target_is(g, n, "prims.inductor_random.default") || target_is(g, n, "prims.inductor_randint.default") ||
-         target_is(g, n, "prims.inductor_lookup_seed.default") || target_is(g, n, "aten.randint.low") ||
-         replaced_by_inductor_random(g, n);
-}
-
-// inductor_random's lowering realizes its loop at once (a buffer of its
-// own, whoever reads it); the scheduler then drops that buffer when the
-// one kernel that loads it is the kernel it fuses into
-// (remove_kernel_local_buffers). So it is inlined only where one kernel
-// evaluates it: see evaluated_by_one_kernel.
-bool realized_at_lowering(const Graph& g, NodeId n) {
-  return target_is(g, n, "prims.inductor_random.default") || replaced_by_inductor_random(g, n);
+  return realized_at_lowering(g, n) || target_is(g, n, "prims.inductor_randint.default") ||
+         target_is(g, n, "prims.inductor_lookup_seed.default") || target_is(g, n, "aten.randint.low");
 }
 
 // A reduction's result is smaller than what it reads; inductor realizes
@@ -242,6 +241,17 @@ bool realized_on_reuse(const Graph& g, NodeId v, size_t readers, const InlinedEx
   return e.reads.size() > kRealizeReads || (e.heavy && on_cpu(g, v));
 }
 
+// The distinct nodes reading v that count (reader_counts, as in
+// inductor_inlined), the output node included, in node order.
+std::vector<NodeId> counted_readers(const Graph& g, NodeId v, const std::function<bool(NodeId)>& reader_counts) {
+  std::vector<NodeId> readers;
+  for (NodeId u : g.users(v))
+    if (g.node(u).kind == NodeKind::kOutput || reader_counts(u)) readers.push_back(u);
+  std::sort(readers.begin(), readers.end());
+  readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+  return readers;
+}
+
 // Whether the inlined value v is evaluated by one kernel: it has one
 // reader, and so does each inlined reader on the way to the first
 // materialized one (an inlined value is evaluated in every kernel of its
@@ -249,14 +259,10 @@ bool realized_on_reuse(const Graph& g, NodeId v, size_t readers, const InlinedEx
 bool evaluated_by_one_kernel(const Graph& g, NodeId v, const std::vector<uint8_t>& fused,
                              const std::function<bool(NodeId)>& reader_counts) {
   for (NodeId at = v; fused[at];) {
-    NodeId only = kNoNode;
-    for (NodeId u : g.users(at)) {
-      if (g.node(u).kind != NodeKind::kOutput && !reader_counts(u)) continue;
-      if (only != kNoNode && only != u) return false;
-      only = u;
-    }
-    if (only == kNoNode) return true;  // read by nothing that counts: no kernel at all
-    at = only;
+    const std::vector<NodeId> readers = counted_readers(g, at, reader_counts);
+    if (readers.empty()) return true;  // read by nothing that counts: no kernel at all
+    if (readers.size() > 1) return false;
+    at = readers[0];
   }
   return true;
 }
@@ -649,11 +655,7 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
       e.heavy = e.heavy || expr[in].heavy;
       for (NodeId r : expr[in].reads) add_read(e, r);
     }
-    std::vector<NodeId> readers;
-    for (NodeId u : g.users(v))
-      if (g.node(u).kind == NodeKind::kOutput || reader_counts(u)) readers.push_back(u);
-    std::sort(readers.begin(), readers.end());
-    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+    const std::vector<NodeId> readers = counted_readers(g, v, reader_counts);
     // Realized for a cat, a value lives in the cat's slice (realize_into).
     const bool into_cat = std::any_of(readers.begin(), readers.end(), [&](NodeId u) { return concat_kernel(g, u); });
     if (!into_cat && realized_on_reuse(g, v, readers.size(), e)) {

@@ -42,6 +42,7 @@ from inductor_steps import MORE_CASES, SCALED_CASES, compile_and_measure
 CHECKED = ("layernorm_gelu_mlp", "transformer_blocks_x2", "cnn_bn_maxpool", "cross_entropy")
 WORKSPACE_CASES = ("sdpa_causal",)
 BY_NAME = {c.name: c for c in SCALED_CASES}
+MORE_BY_NAME = {c.name: c for c in MORE_CASES}
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +172,7 @@ FUSED_SCATTERS = ("max_min_dim", "embedding")
 @pytest.mark.one_release
 @pytest.mark.parametrize("name", FUSED_SCATTERS)
 def test_the_model_follows_inductor_s_scatters_and_gathers(name, rt, monkeypatch):
-    case = {c.name: c for c in MORE_CASES}[name]
+    case = MORE_BY_NAME[name]
     step = compile_and_measure(case, rt, monkeypatch)
     peak = step.result["memory"]["peak_bytes"]
     assert abs(peak / step.measured - 1) <= 0.05, f"model {peak}, measured {step.measured}"
@@ -184,7 +185,7 @@ def test_the_model_counts_dropout_s_random_values_as_inductor_runs_them(rt, monk
     that kernel's own buffer): the model gave them a buffer and stood 14%
     over the step. Now the default plan measures within 3% of the model,
     and a plan at 95% of it fits as modelled."""
-    case = {c.name: c for c in MORE_CASES}["dropout_mlp"]
+    case = MORE_BY_NAME["dropout_mlp"]
     default = compile_and_measure(case, rt, monkeypatch)
     peak = default.result["memory"]["peak_bytes"]
     assert abs(peak / default.measured - 1) <= 0.03, f"model {peak}, measured {default.measured}"
@@ -208,7 +209,7 @@ REORDERED = "batchnorm1d_running_stats"
 def test_a_limited_plan_measures_as_modelled_in_inductor_s_order(reorder, rt, monkeypatch):
     import torch._inductor.config as inductor_config
 
-    case = {c.name: c for c in MORE_CASES}[REORDERED]
+    case = MORE_BY_NAME[REORDERED]
     with inductor_config.patch(reorder_for_peak_memory=reorder):
         default = compile_and_measure(case, rt, monkeypatch)
         limit = int(0.95 * default.result["memory"]["peak_bytes"])
