@@ -98,15 +98,30 @@ def rows(names: list[str] | None, cases=SCALED_CASES, orders: bool = False) -> l
                         "inductor": step.result["memory"]["peak_bytes"], "aten": aten})
             if orders:
                 out[-1]["orders"] = recorded.picks()
+                # The orders remat's model simulated, forward then backward
+                # (the order inductor compiles them in).
+                kernel_orders = step.result["memory"].get("kernel_orders", {})
+                out[-1]["simulated"] = [kernel_orders.get(g, {}).get("simulated", [])
+                                        for g in ("forward", "backward")]
     return out
 
 
+# inductor's names for its orders (reorder_for_peak_memory's signpost) and
+# remat's (the result's memory.kernel_orders).
+ORDER_NAMES = {"baseline": "graph", "topological_sort_lpmf": "lpmf", "topological_sort_bfs": "bfs",
+               "topological_sort_dfs": "dfs"}
+
+
 def orders_table(found: list[dict]) -> str:
-    lines = ["| model | graph (compile order) | order kept | its estimate | the graph order's estimate |",
-             "|---|---:|---|---:|---:|"]
+    lines = ["| model | graph (compile order) | order kept | its estimate | the graph order's estimate "
+             "| orders remat simulated | kept among them |",
+             "|---|---:|---|---:|---:|---|:---:|"]
     for r in found:
+        simulated = r.get("simulated", [])
         for k, (kept, estimate, baseline) in enumerate(r.get("orders", []), 1):
-            lines.append(f"| {r['model']} | {k} | {kept} | {estimate} | {baseline} |")
+            ours = simulated[k - 1] if k <= len(simulated) else []
+            among = "yes" if ORDER_NAMES.get(kept, kept) in ours else "NO"
+            lines.append(f"| {r['model']} | {k} | {kept} | {estimate} | {baseline} | {', '.join(ours)} | {among} |")
     return "\n".join(lines)
 
 

@@ -41,7 +41,11 @@
 // pointwise kernel writes its result into a same-sized buffer it reads for
 // the last time (src/memory/fusion.h gives the rules and what they leave
 // out; docs/memory.md "Under inductor" measures them against compiled
-// steps).
+// steps). inductor may run a graph's kernels in another order than the
+// graph's (its reorder_for_peak_memory pass keeps the order its own
+// estimate ranks lowest, which is not always the lowest when it runs), so
+// each graph is also simulated in the orders that pass may keep
+// (src/memory/kernel_order.h) and the highest peak is the profile's.
 #pragma once
 
 #include <cstdint>
@@ -91,14 +95,25 @@ struct MemoryProfile {
   // by node).
   std::vector<LiveStorage> at_peak;
   MemoryModel model = MemoryModel::kAten;  // the model simulated
+  // Under MemoryModel::kInductor, per graph: the orders of its kernels
+  // simulated ("graph", its own, first; then those of inductor's
+  // reorder_for_peak_memory pass its estimate may keep: "lpmf", "bfs",
+  // "dfs", src/memory/kernel_order.h), and the one the profile above comes
+  // from: the highest peak of them (the graph's on a tie). Its timeline,
+  // at_peak and peak_node name the graph's nodes; the timeline's entry for
+  // a node is the live count after it ran in that order. Empty under kAten.
+  std::vector<std::string> forward_orders, backward_orders;
+  std::string forward_order, backward_order;
 };
 
 // Simulates one training step of `forward` then `backward` (see above).
 // `num_fwd_outputs` is how many of the forward's outputs are the caller's;
 // the rest are saved for the backward. Throws Error(kInvalidGraph) when it is
 // out of range.
+// `kernel_orders` false simulates each graph in its own order only under
+// kInductor (as inductor runs it with its reorder_for_peak_memory pass off).
 MemoryProfile simulate_memory(const Graph& forward, const Graph& backward, int num_fwd_outputs,
-                              MemoryModel model = MemoryModel::kAten);
+                              MemoryModel model = MemoryModel::kAten, bool kernel_orders = true);
 
 // A saved value that aliases a forward input the step mutates in place
 // before the backward reads it. The backward then reads the mutated data

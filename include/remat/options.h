@@ -229,6 +229,12 @@ struct PartitionOptions {
   // (fused intermediates get no buffer). Without a peak limit it changes no
   // saved set (under kMemory, it decides which backward order is lower).
   MemoryModel memory_model = MemoryModel::kAten;
+  // Under kInductor: whether inductor's reorder_for_peak_memory pass will
+  // run (torch._inductor.config.reorder_for_peak_memory, on by default).
+  // When it will, each graph is also counted in the kernel orders that pass
+  // may keep and the highest peak counts (remat/memory.h); when not, in its
+  // own order only. The drop-in sets it from inductor's config.
+  bool inductor_reorder = true;
   // Measured runtimes for activation_memory_budget_runtime_estimator =
   // "profile", indexed by joint-graph NodeId (torch benchmarks each node
   // itself; remat takes the times from its caller). Read only by "profile".

@@ -494,7 +494,8 @@ void write_file(nb::bytes path, nb::bytes content) {
 }
 
 nb::bytes simulate_memory(nb::bytes forward_json, nb::bytes backward_json, int num_fwd_outputs,
-                          std::vector<std::string> mutated_inputs, const std::string& memory_model) {
+                          std::vector<std::string> mutated_inputs, const std::string& memory_model,
+                          bool inductor_reorder) {
   std::string out;
   const std::optional<remat::MemoryModel> model = remat::memory_model_from_name(memory_model);
   if (!model)
@@ -512,7 +513,7 @@ nb::bytes simulate_memory(nb::bytes forward_json, nb::bytes backward_json, int n
                            "mutated_inputs: '" + name + "' is not a node of the forward");
       mutated.push_back(id);
     }
-    const remat::MemoryProfile m = remat::simulate_memory(fw.graph, bw.graph, num_fwd_outputs, *model);
+    const remat::MemoryProfile m = remat::simulate_memory(fw.graph, bw.graph, num_fwd_outputs, *model, inductor_reorder);
     out = remat::write_memory(fw.graph, bw.graph, m,
                               remat::find_mutation_hazards(fw.graph, bw.graph, num_fwd_outputs, mutated));
   }
@@ -642,7 +643,7 @@ NB_MODULE(_remat, m) {
         "Writes a file as the remat command does (remat::write_file_atomic).");
   m.def("simulate_memory", &simulate_memory, nb::arg("forward_json"), nb::arg("backward_json"),
         nb::arg("num_fwd_outputs"), nb::arg("mutated_inputs") = std::vector<std::string>{},
-        nb::arg("memory_model") = "aten",
+        nb::arg("memory_model") = "aten", nb::arg("inductor_reorder") = true,
         "Simulates a forward/backward pair (two graph documents); returns\n"
         "{\"memory\": ..., \"hazards\": ...} as JSON bytes.");
   m.def("roundtrip", &roundtrip, nb::arg("joint_json"), "Reads a joint graph and writes it back.");

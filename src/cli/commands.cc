@@ -113,6 +113,7 @@ void apply_partition_flags(const PartitionSettings& s, PartitionOptions& options
   if (s.peak_search_seconds) options.peak_search_seconds = *s.peak_search_seconds;
   if (!s.backward_order.empty()) options.backward_order = *backward_order_from_name(s.backward_order);
   if (!s.memory_model.empty()) options.memory_model = *memory_model_from_name(s.memory_model);
+  if (s.no_inductor_reorder) options.inductor_reorder = false;
   if (!s.solver.empty()) options.activation_memory_budget_solver = s.solver;
   if (!s.estimator.empty()) options.activation_memory_budget_runtime_estimator = s.estimator;
   if (!s.activation_quantization.empty()) {

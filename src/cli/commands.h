@@ -47,6 +47,7 @@ struct PartitionSettings {
   std::optional<double> peak_search_seconds;  // --peak-search-seconds
   std::string backward_order;   // --backward-order autograd|memory; "" = not given
   std::string memory_model;     // --memory-model aten|inductor; "" = not given
+  bool no_inductor_reorder = false;  // --no-inductor-reorder
   std::string solver;           // activation_memory_budget_solver; "" = not given
   std::string estimator;        // activation_memory_budget_runtime_estimator; "" = not given
   bool no_cse = false;

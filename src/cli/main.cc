@@ -238,6 +238,10 @@ CLI::App* add_partition(CLI::App& app, remat::cli::CommonSettings& common,
                    "(op by op, as eager FX code and aot_eager; default) or inductor (intermediates "
                    "inductor fuses into kernels get no buffer)")
       ->check(CLI::IsMember({"aten", "inductor"}));
+  part->add_flag("--no-inductor-reorder", ps.no_inductor_reorder,
+                 "under --memory-model inductor: the graphs run in their own order (inductor's "
+                 "reorder_for_peak_memory off); by default each is also counted in the orders "
+                 "that pass may keep, and the highest peak counts");
   part->add_option("--solver", ps.solver,
                    "knapsack solver of the memory budget (torch's activation_memory_budget_solver): "
                    "dp (default), greedy, ilp, dp_knapsack_sliding_hirschberg or "

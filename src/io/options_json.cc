@@ -299,6 +299,7 @@ constexpr OptionKey kOptionKeys[] = {
     {"peak_search", set_peak_search},
     {"backward_order", set_backward_order},
     {"memory_model", set_memory_model},
+    {"inductor_reorder", set_bool<&PartitionOptions::inductor_reorder>},
     {"peak_search_seconds", set_double<&PartitionOptions::peak_search_seconds>},
     {"peak_search_nodes", set_search_nodes},
     {"profiled_runtimes", set_profiled},

@@ -55,6 +55,24 @@ void write_memory_json(JsonWriter& w, const Graph& fw, const Graph& bw, const Me
     field("model");
     w.string(memory_model_name(m.model));
   }
+  if (!m.forward_orders.empty() || !m.backward_orders.empty()) {
+    field("kernel_orders");
+    w.begin_object();
+    auto orders = [&](const char* graph, const std::vector<std::string>& simulated, const std::string& profile) {
+      w.key(graph);
+      w.begin_object();
+      w.key("simulated");
+      w.begin_array();
+      for (const std::string& o : simulated) w.string(o);
+      w.end_array();
+      w.key("profile");
+      w.string(profile);
+      w.end_object();
+    };
+    orders("forward", m.forward_orders, m.forward_order);
+    orders("backward", m.backward_orders, m.backward_order);
+    w.end_object();
+  }
   field("at_peak");
   w.begin_array();
   for (const LiveStorage& s : m.at_peak) {

@@ -527,7 +527,7 @@ void place_groups(const Graph& g, KernelGroups& groups, InductorFusion& f) {
   }
 }
 
-void find_kernel_groups(const Graph& g, InductorFusion& f) {
+void find_kernel_groups(const Graph& g, InductorFusion& f, std::span<const NodeId> within) {
   const size_t n = g.size();
   f.kernel_at.resize(n);
   f.group.resize(n);
@@ -560,6 +560,7 @@ void find_kernel_groups(const Graph& g, InductorFusion& f) {
       candidates.push_back(*it);
     for (NodeId u : candidates) {
       const NodeId head = std::min(groups.find(u), groups.find(v));
+      if (!within.empty() && within[u] != within[v]) continue;
       if (fusible_pair(f.loads, nest, rank, u, v, head) && groups.may_merge(u, v)) groups.merge(u, v);
     }
     kernels.push_back(v);
@@ -677,7 +678,7 @@ std::vector<uint8_t> inductor_inlined(const Graph& g, const std::function<bool(N
   return fused;
 }
 
-InductorFusion inductor_fusion(const Graph& g) {
+InductorFusion inductor_fusion(const Graph& g, std::span<const NodeId> within) {
   const size_t n = g.size();
   InductorFusion f;
   f.fused = inductor_inlined(g, [](NodeId) { return true; });
@@ -700,7 +701,7 @@ InductorFusion inductor_fusion(const Graph& g) {
     f.in_kernel[v] = f.view_copy[v] || (fusible && !renames(g, v));
     f.external[v] = !fusible;
   }
-  find_kernel_groups(g, f);
+  find_kernel_groups(g, f, within);
   for (NodeId v = static_cast<NodeId>(n); v-- > 0;) {
     const Node& node = g.node(v);
     if (node.kind == NodeKind::kOutput) continue;

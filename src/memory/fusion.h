@@ -127,6 +127,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "remat/graph.h"
@@ -149,7 +150,10 @@ struct InductorFusion {
   std::vector<uint8_t> loads_partial;
 };
 
-InductorFusion inductor_fusion(const Graph& g);
+// `within`, when not empty: per node, an id its fused group's members
+// share (the groups inductor formed before its reorder pass moved the
+// kernels, memory/kernel_order.h): kernels fuse only within it.
+InductorFusion inductor_fusion(const Graph& g, std::span<const NodeId> within = {});
 
 // `fused` above, as if the graph's only readers were the nodes
 // `reader_counts` accepts (and the output node): for callers reasoning on a

@@ -163,14 +163,14 @@ class Greedy {
 }  // namespace
 
 OrderedBackward memory_ordered_backward(const Graph& forward, Graph backward, int num_fwd_outputs,
-                                        const TorchBehavior& torch, MemoryModel model) {
+                                        const TorchBehavior& torch, MemoryModel model, bool kernel_orders) {
   const std::vector<NodeId> order = Greedy(backward, torch).order();
   bool identity = true;
   for (size_t k = 0; identity && k < order.size(); ++k) identity = order[k] == k;
   if (identity) return {std::move(backward), false};
   Graph reordered = GraphBuilder::rearrange(backward, order);
-  const int64_t before = simulate_memory(forward, backward, num_fwd_outputs, model).peak_bytes;
-  const int64_t after = simulate_memory(forward, reordered, num_fwd_outputs, model).peak_bytes;
+  const int64_t before = simulate_memory(forward, backward, num_fwd_outputs, model, kernel_orders).peak_bytes;
+  const int64_t after = simulate_memory(forward, reordered, num_fwd_outputs, model, kernel_orders).peak_bytes;
   if (after < before) return {std::move(reordered), true};
   return {std::move(backward), false};
 }

@@ -3,9 +3,10 @@
 //
 // Contract: memory_ordered_backward(forward, backward, num_fwd_outputs)
 // returns the backward with its nodes in another topological order when
-// that order's simulated peak (simulate_memory of the pair, under `model`)
-// is lower than the given order's; otherwise the backward unchanged. Either way the
-// graphs compute the same values: only the order of independent nodes
+// that order's simulated peak (simulate_memory of the pair, under `model`
+// and `kernel_orders`) is lower than the given order's; otherwise the
+// backward unchanged. Either way the graphs compute the same values: only
+// the order of independent nodes
 // changes. What never moves:
 //  * placeholders stay first and the output last, in their order;
 //  * ordered nodes keep their order and their place between the others:
@@ -36,6 +37,7 @@ struct OrderedBackward {
 
 OrderedBackward memory_ordered_backward(const Graph& forward, Graph backward, int num_fwd_outputs,
                                         const TorchBehavior& torch,
-                                        MemoryModel model = MemoryModel::kAten);
+                                        MemoryModel model = MemoryModel::kAten,
+                                        bool kernel_orders = true);
 
 }  // namespace remat

@@ -43,7 +43,8 @@ double recompute_cost(const Graph& decided, NodeId id, const PartitionOptions& o
 
 void measure_plan(const Graph& decided, const std::vector<NodeId>& mutated_inputs,
                   const PartitionOptions& options, PartitionResult& r) {
-  r.memory = simulate_memory(r.forward, r.backward, r.num_fwd_outputs, options.memory_model);
+  r.memory = simulate_memory(r.forward, r.backward, r.num_fwd_outputs, options.memory_model,
+                             options.inductor_reorder);
   r.hazards = find_mutation_hazards(r.forward, r.backward, r.num_fwd_outputs,
                                     forward_inputs_of(r, mutated_inputs));
   double total = 0;

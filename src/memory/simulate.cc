@@ -21,6 +21,7 @@
 #include "graph/query.h"
 #include "memory/bytes.h"
 #include "memory/fusion.h"
+#include "memory/kernel_order.h"
 #include "memory/link.h"
 #include "remat/error.h"
 #include "remat/memory.h"
@@ -36,6 +37,13 @@ constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
 class Simulator {
  public:
   explicit Simulator(MemoryModel model) : model_(model) {}
+
+  // Under inductor's model, the fused groups of one graph fixed
+  // (inductor_fusion's `within`): a graph reordered after fusing.
+  Simulator& with_groups(Pass p, std::span<const NodeId> within) {
+    (p == Pass::kForward ? forward_within_ : backward_within_) = within;
+    return *this;
+  }
 
   MemoryProfile run(const Graph& fw, const Graph& bw, int num_fwd_outputs) {
     const memory::ForwardOutputs outs = memory::forward_outputs(fw, num_fwd_outputs);
@@ -311,7 +319,8 @@ class Simulator {
     // Under inductor's model, fused values allocate nothing and their
     // inputs live until the kernels that inline them run.
     memory::InductorFusion fusion;
-    if (model_ == MemoryModel::kInductor) fusion = memory::inductor_fusion(g);
+    if (model_ == MemoryModel::kInductor)
+      fusion = memory::inductor_fusion(g, s.pass == Pass::kForward ? forward_within_ : backward_within_);
     const bool inductor = model_ == MemoryModel::kInductor;
     // release_after: node -> values whose last use it is (CSR).
     std::vector<uint32_t> count(n + 1, 0);
@@ -631,6 +640,7 @@ class Simulator {
   }
 
   MemoryModel model_;
+  std::span<const NodeId> forward_within_, backward_within_;
   std::vector<uint8_t> saved_;  // forward nodes the forward saves for the backward
   MemoryProfile prof_;
   std::vector<Storage> st_;
@@ -643,8 +653,65 @@ class Simulator {
 
 }  // namespace
 
+namespace {
+
+// A profile simulated with pass p's graph in node order `order` (its node
+// k is the graph's order[k]), told in the graph's own node ids.
+void rename_nodes(MemoryProfile& m, Pass p, const std::vector<NodeId>& order) {
+  auto own = [&](Pass q, NodeId n) { return q == p && n != kNoNode ? order[n] : n; };
+  std::vector<int64_t>& timeline = p == Pass::kForward ? m.forward_timeline : m.backward_timeline;
+  std::vector<int64_t> renamed(timeline.size());
+  for (size_t k = 0; k < timeline.size(); ++k) renamed[order[k]] = timeline[k];
+  timeline = std::move(renamed);
+  m.peak_node = own(m.peak_pass, m.peak_node);
+  for (LiveStorage& s : m.at_peak) {
+    s.node = own(s.pass, s.node);
+    s.released_after = own(s.released_pass, s.released_after);
+  }
+  std::stable_sort(m.at_peak.begin(), m.at_peak.end(), [](const LiveStorage& a, const LiveStorage& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.pass != b.pass) return a.pass < b.pass;
+    return a.node < b.node;
+  });
+}
+
+// Under inductor's model: the step with each graph in the orders of its
+// kernels inductor's reorder pass may keep (memory/kernel_order.h), the
+// highest peak kept. One graph is reordered at a time: the forward's order
+// moves the forward's peak, the backward's the backward's.
+MemoryProfile simulate_kernel_orders(const Graph& forward, const Graph& backward, int num_fwd_outputs) {
+  MemoryProfile worst = Simulator(MemoryModel::kInductor).run(forward, backward, num_fwd_outputs);
+  std::string forward_order = "graph", backward_order = "graph";
+  std::vector<std::string> forward_orders{"graph"}, backward_orders{"graph"};
+  for (Pass p : {Pass::kForward, Pass::kBackward}) {
+    const Graph& g = p == Pass::kForward ? forward : backward;
+    for (memory::KernelOrder& o : memory::kernel_orders(g, memory::inductor_fusion(g)).orders) {
+      const Graph reordered = GraphBuilder::rearrange(g, o.nodes);
+      MemoryProfile m = Simulator(MemoryModel::kInductor)
+                            .with_groups(p, o.groups)
+                            .run(p == Pass::kForward ? reordered : forward,
+                                 p == Pass::kBackward ? reordered : backward, num_fwd_outputs);
+      (p == Pass::kForward ? forward_orders : backward_orders).push_back(o.name);
+      if (m.peak_bytes <= worst.peak_bytes) continue;
+      rename_nodes(m, p, o.nodes);
+      worst = std::move(m);
+      (p == Pass::kForward ? forward_order : backward_order) = o.name;
+      (p == Pass::kForward ? backward_order : forward_order) = "graph";
+    }
+  }
+  worst.forward_orders = std::move(forward_orders);
+  worst.backward_orders = std::move(backward_orders);
+  worst.forward_order = std::move(forward_order);
+  worst.backward_order = std::move(backward_order);
+  return worst;
+}
+
+}  // namespace
+
 MemoryProfile simulate_memory(const Graph& forward, const Graph& backward, int num_fwd_outputs,
-                              MemoryModel model) {
+                              MemoryModel model, bool kernel_orders) {
+  if (model == MemoryModel::kInductor && kernel_orders)
+    return simulate_kernel_orders(forward, backward, num_fwd_outputs);
   return Simulator(model).run(forward, backward, num_fwd_outputs);
 }
 

@@ -388,7 +388,7 @@ PartitionResult build_plan(const PlanState& s, SavedSets saved, const CutStory& 
       !options.enable_activation_offloading) {
     OrderedBackward o =
         memory_ordered_backward(r.forward, std::move(r.backward), s.num_fwd_outputs, options.torch,
-                                options.memory_model);
+                                options.memory_model, options.inductor_reorder);
     r.backward = std::move(o.backward);
     r.backward_reordered = o.reordered;
     clock.lap("backward_order");

@@ -5,7 +5,9 @@
 // read are buffers, a pointwise kernel writes in place of a dying input of
 // its size, and CPU convolutions read channels-last copies of their
 // placeholders (the forward saves the copy). A [4] float32 tensor is 16
-// bytes. tests/python/test_inductor_memory.py checks the model against
+// bytes. Each pair runs in its graph's order (kGraphOrder: the kernel orders
+// of inductor's reorder pass, tests/cpp/test_kernel_order.cc, left out).
+// tests/python/test_inductor_memory.py checks the model against
 // inductor-compiled steps.
 #include <gtest/gtest.h>
 
@@ -27,6 +29,9 @@ using testing::TestGraph;
 struct Pair {
   Graph fw, bw;
 };
+
+// simulate_memory's kernel_orders: the graphs' own order only.
+constexpr bool kGraphOrder = false;
 
 // A backward that only returns its tangent: the forward is under test.
 Graph trivial_backward() {
@@ -77,7 +82,7 @@ Pair pointwise_chain() {
 TEST(InductorMemory, IntermediatesOnlyPointwiseOpsReadGetNoBuffer) {
   Pair p = pointwise_chain();
   const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // aten: x | a | b (a still alive) | c (b still alive) | output
   EXPECT_EQ(aten.forward_timeline, (std::vector<int64_t>{16, 32, 48, 48, 32}));
   // inductor: a and b are inlined into c's kernel, which writes c.
@@ -97,7 +102,7 @@ TEST(InductorMemory, WhatAnExternKernelReadsIsABufferWrittenInPlaceOfADyingInput
   Ref o = f.call("aten.mm.default", {r, w}, {4, 4});
   f.output({A::tuple({o})});
   Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // x, w 128 | m +64 | r takes m's buffer (m dies there) | o +64 | output
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 192, 256, 192}));
   const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
@@ -114,7 +119,7 @@ TEST(InductorMemory, ReductionsAreBuffersAndInlineWhatTheyRead) {
   Ref e = f.call("aten.exp.default", {sum}, {4});
   f.output({A::tuple({e})});
   Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // x 64 | sin inlined | sum +16 | exp writes in place of sum | output
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 64, 80, 80, 80}));
 }
@@ -132,7 +137,7 @@ TEST(InductorMemory, AnInlinedValueKeepsItsInputsAliveUntilItsKernelRuns) {
   Ref o = f.call("aten.mm.default", {b, w}, {4, 4});
   f.output({A::tuple({o})});
   Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // x, w 128 | m +64 | a: nothing | k +64 (m alive) | b in place of m,
   // then k goes | o +64, then b goes | output
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 192, 256, 256, 256, 192}));
@@ -160,7 +165,7 @@ TEST(InductorMemory, ConvolutionsReadChannelsLastCopiesOfTheirPlaceholdersOnCpu)
   Ref d = g.call("aten.sin.default", {sx}, {2, 3, 4, 4});
   g.output({A::tuple({d, t})});
   Pair p{f.build(), g.build()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
   // Forward: the inputs, both copies and y at the convolution; w's copy
   // goes after it, x's is saved.
@@ -186,7 +191,7 @@ TEST(InductorMemory, NoCopyForChannelsLastOrOneChannelInputs) {
                    {2, 4, 4, 4});
     f.output({A::tuple({y})});
     Pair p{f.build(), trivial_backward()};
-    EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).peak_bytes,
+    EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).peak_bytes,
               simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten).peak_bytes)
         << (stride.empty() ? "one channel" : "channels-last");
   }
@@ -216,16 +221,16 @@ TEST(InductorMemory, AValueTwoKernelsReadIsStoredWhenInliningItLoadsMoreThanFour
   Pair five = fan_out(5, true);
   // p1..p5 320 | three adds inlined | d stored +64 | sin +64 | c +16 | d
   // goes, mm +64 | output, sin goes
-  EXPECT_EQ(simulate_memory(five.fw, five.bw, 1, MemoryModel::kInductor).forward_timeline,
+  EXPECT_EQ(simulate_memory(five.fw, five.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline,
             (std::vector<int64_t>{64, 128, 192, 256, 320, 320, 320, 320, 384, 448, 464, 464, 400}));
   Pair both_pointwise = fan_out(5, false);
   // d stored +64 | sin +64 | cos +64 | d goes, mm +64 | output, sin goes
-  EXPECT_EQ(simulate_memory(both_pointwise.fw, both_pointwise.bw, 1, MemoryModel::kInductor).forward_timeline,
+  EXPECT_EQ(simulate_memory(both_pointwise.fw, both_pointwise.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline,
             (std::vector<int64_t>{64, 128, 192, 256, 320, 320, 320, 320, 384, 448, 512, 512, 448}));
   Pair four = fan_out(4, true);
   // p1..p4 256 | d inlined into sin and the sum: no buffer | sin +64 | c
   // +16 | mm +64 | output, sin goes
-  EXPECT_EQ(simulate_memory(four.fw, four.bw, 1, MemoryModel::kInductor).forward_timeline,
+  EXPECT_EQ(simulate_memory(four.fw, four.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline,
             (std::vector<int64_t>{64, 128, 192, 256, 256, 256, 256, 320, 336, 400, 336}));
 }
 
@@ -242,7 +247,7 @@ TEST(InductorMemory, OnCpuAValueTwoKernelsReadIsStoredWhenItComputesAHeavyOp) {
     Ref o = f.call("aten.mm.default", {s, s}, {4, 4});
     f.output({A::tuple({o, c})});
     Pair p{f.build(), trivial_backward()};
-    const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+    const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
     EXPECT_EQ(ind.forward_timeline[1], std::string(op) == "aten.exp.default" ? 128 : 64) << op;
   }
 }
@@ -259,7 +264,7 @@ TEST(InductorMemory, AScatterWritesIntoACopyOfItsInputThatNoKernelOverwrites) {
   Ref r = f.call("aten.relu.default", {s}, {4, 4});
   f.output({A::tuple({r})});
   Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // x 64 | idx 128 | zeros: in the copy | s +64 | relu +64, then s goes
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 192, 192, 256, 320, 256}));
 }
@@ -280,7 +285,7 @@ TEST(InductorMemory, WhatAFusedKernelReadsLivesAcrossAScatterInsideIt) {
     Ref o = f.call("aten.mm.default", {b, s.w}, {4, 4});
     f.output({A::tuple({o, s.r})});
     Pair p{f.build(), trivial_backward()};
-    const auto timeline = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+    const auto timeline = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
     // x, w, idx 256 | m +64 | a +16 | zeros: in the copy | sc +64 | b +64,
     // with m alive or gone at the scatter
     EXPECT_EQ(timeline[7], fused ? 464 : 400) << "fused " << fused;
@@ -298,7 +303,7 @@ TEST(InductorMemory, AnEmbeddingIsAGatherInlinedIntoItsReader) {
   f.output({A::tuple({m})});
   Pair p{f.build(), trivial_backward()};
   // w 640 | idx +96 | embedding: inlined | mean +128 | output
-  EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline,
+  EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline,
             (std::vector<int64_t>{640, 736, 736, 864, 864}));
 }
 
@@ -327,7 +332,7 @@ std::vector<int64_t> random_mask(const char* also, RandomSource source = RandomS
   }
   f.output({A::tuple(outs)});
   Pair p{f.build(), trivial_backward()};
-  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
 }
 
 // inductor lowers inductor_random to a loop it realizes at once, and drops
@@ -368,7 +373,7 @@ std::vector<int64_t> index_put_values(const std::string& device) {
   for (Ref r : {x, v, z, put}) f[r].tensors[0].device = device;
   f.output({A::tuple({put})});
   Pair p{f.build(), trivial_backward()};
-  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
 }
 
 TEST(InductorMemory, OnCpuTheValuesAnIndexPutAccumulatesAreInlinedIntoIt) {
@@ -392,7 +397,7 @@ TEST(InductorMemory, AScatterOfAFusedKernelsResultJoinsThatKernel) {
   Ref o = f.call("aten.mm.default", {q, s.w}, {4, 4});
   f.output({A::tuple({o})});
   Pair g{f.build(), trivial_backward()};
-  const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor).forward_timeline;
+  const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
   // x, w, idx 160 | m +64 | r +16 | zeros: in the copy | sc +64 | x * r:
   // inlined | q +64, m alive (gone at the scatter were q apart from r)
   EXPECT_EQ(timeline[8], 368);
@@ -411,7 +416,7 @@ TEST(InductorMemory, WhatGeneratedKernelsReadLastIsFreedAtTheNextExternKernel) {
   Ref o = f.call("aten.mm.default", {t, w}, {4, 4});
   f.output({A::tuple({o, s})});
   Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // x, w 128 | m +64 | s +16 | t +64 (m alive) | m goes, o +64, t goes | output
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 208, 272, 272, 208}));
   const MemoryProfile aten = simulate_memory(p.fw, p.bw, 1, MemoryModel::kAten);
@@ -432,7 +437,7 @@ TEST(InductorMemory, AGeneratedKernelFusedWithAnEarlierOneRunsBeforeTheExternKer
   Ref b = f.call("aten.add.Tensor", {x, w}, {4, 4});
   f.output({A::tuple({o, b})});
   Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // x, w 128 | m +64 | a and b +128 | o +64, then a and m go | b: written
   // (b's reads are released where b was: none here but placeholders)
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 320, 384, 256, 256}));
@@ -452,7 +457,7 @@ TEST(InductorMemory, AGeneratedKernelStaysAfterTheExternKernelsItReadsOrWhenItsL
   Ref d = f.call("aten.sum.dim_IntList", {x, A::list({0})}, {4});
   f.output({A::tuple({c, d})});
   Pair p{f.build(), trivial_backward()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // x, w 128 | a +64 | o +64, a goes | c in place of o | d +16
   EXPECT_EQ(ind.forward_timeline, (std::vector<int64_t>{64, 128, 192, 256, 192, 208, 208}));
 }
@@ -476,7 +481,7 @@ TEST(InductorMemory, AMemberWritesInPlaceOfABufferItsAncestorsInTheKernelRead) {
     outs.push_back(f.call("aten.mm.default", {p, w}, {4, 4}));
     f.output({A::tuple(outs)});
     Pair g{f.build(), trivial_backward()};
-    const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor).forward_timeline;
+    const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
     // x, w 128 | m +64 | r +16 | p: in place of m, or +64 with q to come
     EXPECT_EQ(timeline[4], sibling ? 272 : 208) << "sibling " << sibling;
   }
@@ -500,7 +505,7 @@ TEST(InductorMemory, AnOpOfSeveralResultsIsAnAncestorThroughEachOfThem) {
     Ref o = f.call("aten.mm.default", {p, w}, {4, 4});
     f.output({A::tuple({o, indices})});
     Pair g{f.build(), trivial_backward()};
-    const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor).forward_timeline;
+    const auto timeline = simulate_memory(g.fw, g.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
     // x, w 128 | m +64 | values, indices +32 | p: over m, or +64
     EXPECT_EQ(timeline[both ? 7 : 6], both ? 224 : 288) << "both " << both;
   }
@@ -525,7 +530,7 @@ std::vector<int64_t> fused_member(bool a_reads_m, bool o_reads_m) {
   Ref b = f.call("aten.mul.Tensor", {m, x}, {4, 4});
   f.output({A::tuple({o, b})});
   Pair p{f.build(), trivial_backward()};
-  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
 }
 
 TEST(InductorMemory, AFusedKernelsMemberWritesInPlaceOfABufferOnlyItStillReads) {
@@ -553,7 +558,7 @@ std::vector<int64_t> add_of_mm(bool mm_also_returned, bool y_is_input, const std
   if (mm_also_returned) outs.push_back(m);
   f.output({A::tuple(outs)});
   Pair p{f.build(), trivial_backward()};
-  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
 }
 
 TEST(InductorMemory, AnAddOfAMatmulIsOneExternKernel) {
@@ -582,7 +587,7 @@ std::vector<int64_t> two_cats(const std::string& device) {
   for (Ref r : {x, a, b, c1, c2}) f[r].tensors[0].device = device;
   f.output({A::tuple({c1, c2})});
   Pair p{f.build(), trivial_backward()};
-  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
 }
 
 TEST(InductorMemory, OnCpuACatIsABufferItsPointwiseInputsAreWrittenInto) {
@@ -603,7 +608,7 @@ TEST(InductorMemory, ASelectScatterIsInlinedLikeAPointwiseOp) {
   f.output({A::tuple({o})});
   Pair p{f.build(), trivial_backward()};
   // x 16 | z, y inlined | o +32 | output
-  EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline,
+  EXPECT_EQ(simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline,
             (std::vector<int64_t>{16, 16, 16, 48, 48}));
 }
 
@@ -630,7 +635,7 @@ std::vector<int64_t> late_group(bool s1_feeds_b) {
   Ref o = f.call("aten.mm.default", {b, w}, {4, 4});
   f.output({A::tuple({t, o})});
   Pair p{f.build(), trivial_backward()};
-  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
 }
 
 TEST(InductorMemory, AFusedGroupRunsOnceEverythingItLoadsIsWritten) {
@@ -657,7 +662,7 @@ TEST(InductorMemory, NothingIsWrittenInPlaceOfATangent) {
   Ref d = g.call("aten.mul.Tensor", {t, t}, {4, 4});
   g.output({A::tuple({d})});
   Pair p{f.build(), g.build()};
-  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor);
+  const MemoryProfile ind = simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder);
   // x and y 128 | the tangent +64 | d +64 | the tangent goes
   EXPECT_EQ(ind.backward_timeline, (std::vector<int64_t>{192, 256, 192}));
 }
@@ -676,7 +681,7 @@ std::vector<int64_t> conv_then_view(std::vector<int64_t> view_shape) {
   Ref v = f.call("aten.view.default", {y, A::list({view_shape[0], view_shape[1]})}, view_shape);
   f.output({A::tuple({v})});
   Pair p{f.build(), trivial_backward()};
-  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor).forward_timeline;
+  return simulate_memory(p.fw, p.bw, 1, MemoryModel::kInductor, kGraphOrder).forward_timeline;
 }
 
 TEST(InductorMemory, OnCpuAViewFoldingAConvolutionsChannelsIntoItsBatchIsACopy) {

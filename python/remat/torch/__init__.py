@@ -11,7 +11,8 @@ Contract:
   min_cut_rematerialization_partition / default_partition: torch's signatures
   partition(gm, *, num_fwd_outputs, ...) -> Partition(forward, backward, result)
   install() / uninstall(): make torch.compile use remat
-  simulate_memory(forward, backward, num_fwd_outputs=None, memory_model="aten") -> dict:
+  simulate_memory(forward, backward, num_fwd_outputs=None, memory_model="aten",
+                  inductor_reorder=True) -> dict:
       the simulated peak memory of any forward/backward pair (torch's plans too)
   peak_memory_budget(nbytes, search="fast", seconds=None, backward_order="autograd",
                      memory_model="auto", nodes=None) /

@@ -177,6 +177,11 @@ def _options_from_torch(min_cut: bool, overrides: dict) -> dict:
     if memory_model != "aten":
         # Only when not the default: aten's model needs no option.
         opts["memory_model"] = memory_model
+        # inductor's reorder_for_peak_memory pass may run the kernels in
+        # another order: the engine counts those orders too unless it is off.
+        if memory_model == "inductor" and not _internals.config_value(
+                _internals.inductor_config(), "reorder_for_peak_memory", True):
+            opts["inductor_reorder"] = False
     opts.update(overrides)
     return opts
 

@@ -84,7 +84,8 @@ def _count_outputs(gm: fx.GraphModule) -> int:
 
 def simulate_memory(forward: fx.GraphModule, backward: fx.GraphModule,
                     num_fwd_outputs: Optional[int] = None, *,
-                    mutated_inputs: Sequence[str] = (), memory_model: str = "aten") -> dict:
+                    mutated_inputs: Sequence[str] = (), memory_model: str = "aten",
+                    inductor_reorder: bool = True) -> dict:
     """The simulated memory of one training step of a (forward, backward) pair.
 
     Returns {"memory": {"peak_bytes": ..., "peak_at": ..., "timeline": ...},
@@ -94,6 +95,10 @@ def simulate_memory(forward: fx.GraphModule, backward: fx.GraphModule,
     `memory_model` is how the pair runs: "aten" (op by op, as FX code and
     aot_eager run it) or "inductor" (as inductor's generated code: fused
     intermediates get no buffer; docs/memory.md "Under inductor").
+    `inductor_reorder` (under "inductor"): whether inductor's
+    reorder_for_peak_memory pass runs (its default); each graph is then
+    also counted in the kernel orders that pass may keep, the highest peak
+    kept (the result's "kernel_orders" says which).
     """
     if num_fwd_outputs is None:
         saved = sum(1 for n in backward.graph.find_nodes(op="placeholder") if _is_saved_placeholder(n))
@@ -104,7 +109,7 @@ def simulate_memory(forward: fx.GraphModule, backward: fx.GraphModule,
     ops = list(ex.ops.values())
     out = remat._ext().simulate_memory(_graph_doc(fw_nodes, ops), _graph_doc(bw_nodes, ops),
                                        int(num_fwd_outputs), [str(m) for m in mutated_inputs],
-                                       memory_model)
+                                       memory_model, bool(inductor_reorder))
     return orjson.loads(out)
 
 
