@@ -510,7 +510,8 @@ KernelOrders kernel_orders(const Graph& g, const InductorFusion& fusion) {
   }
   int64_t lowest = result.graph_estimate;
   for (const auto& c : candidates) lowest = std::min(lowest, c.estimate);
-  const int64_t within = lowest + kOrderSlack;
+  const int64_t within =
+      lowest + std::min(kOrderSlack, static_cast<int64_t>(static_cast<double>(lowest) * kOrderTolerance));
   std::vector<const std::vector<uint32_t>*> kept{&identity};
   for (const auto& c : candidates) {
     if (c.estimate > within) continue;
