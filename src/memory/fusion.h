@@ -113,7 +113,8 @@
 // inductor removes when its fused kernel is its only reader (but for
 // inductor_random's, above), the buffers a fused kernel of several loop
 // nests keeps for what crosses them (freed right after it), the
-// scheduler's reordering of kernels for peak memory,
+// scheduler's reordering of kernels for peak memory (simulate_memory runs
+// the orders it may keep apart: memory/kernel_order.h),
 // its reuse of a freed buffer for a later one of the same size (the freed
 // one lives until then), and workspaces of extern kernels; and what a
 // member of a fused group that runs early reads is held to the member's
