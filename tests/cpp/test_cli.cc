@@ -39,7 +39,7 @@ TEST(Cli, PartitionHelpListsOptions) {
   EXPECT_EQ(r.status, 0) << r.err;
   for (const char* opt : {"--explain", "--cut-side", "--memory-budget", "--no-cse", "--dot",
                           "--partitioner", "--output", "--peak-budget", "--backward-order",
-                          "--memory-model"}) {
+                          "--memory-model", "--no-inductor-reorder"}) {
     EXPECT_TRUE(has(r.out, opt)) << opt << "\n" << r.out;
   }
 }
@@ -277,6 +277,21 @@ TEST(Cli, MemoryModelInductorCountsWhatInductorAllocates) {
   r = remat("partition " + cnn + " --memory-model triton");
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.err, "--memory-model")) << r.err;
+}
+
+// Under inductor's model the result names the kernel orders simulated
+// (inductor's reorder pass, memory/kernel_order.h); --no-inductor-reorder
+// runs the graphs' own order only, and says nothing of orders.
+TEST(Cli, NoInductorReorderSimulatesTheGraphsOwnOrder) {
+  remat::testing::TempDir dir("remat_cli_reorder");
+  const std::string cnn = std::string(REMAT_EXAMPLES_DIR) + "/cnn_batchnorm.json";
+  CliRun r = remat("partition " + cnn + " --memory-model inductor -o " + (dir / "r.json"));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const std::string reordered = read_file(dir / "r.json");
+  EXPECT_TRUE(has(reordered, R"("kernel_orders":{"forward":{"simulated":["graph")")) << reordered;
+  r = remat("partition " + cnn + " --memory-model inductor --no-inductor-reorder -o " + (dir / "g.json"));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_FALSE(has(read_file(dir / "g.json"), "kernel_orders"));
 }
 
 TEST(Cli, AnUnreachablePeakBudgetNamesTheSmallestPeak) {

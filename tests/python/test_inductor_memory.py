@@ -263,6 +263,23 @@ def test_the_benchmark_reports_the_order_inductor_s_pass_kept_for_each_graph(cap
         assert among.strip() == "yes"
 
 
+def test_simulate_memory_counts_the_orders_inductor_may_run_the_kernels_in(steps, rt):
+    """Under inductor's model each graph is also simulated in the kernel
+    orders inductor's reorder pass may keep, the highest peak counted;
+    inductor_reorder=False runs the graphs' own order only."""
+    step = steps[CHECKED[0]]
+    reordered = rt.simulate_memory(step.forward, step.backward, step.num_fwd_outputs,
+                                   memory_model="inductor")["memory"]
+    in_order = rt.simulate_memory(step.forward, step.backward, step.num_fwd_outputs,
+                                  memory_model="inductor", inductor_reorder=False)["memory"]
+    orders = reordered["kernel_orders"]
+    for graph in ("forward", "backward"):
+        assert orders[graph]["simulated"][0] == "graph"
+        assert orders[graph]["profile"] in orders[graph]["simulated"]
+    assert "kernel_orders" not in in_order
+    assert reordered["peak_bytes"] >= in_order["peak_bytes"]
+
+
 def test_simulate_memory_names_a_bad_memory_model(steps, rt):
     import remat
 

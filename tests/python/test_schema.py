@@ -49,12 +49,20 @@ def test_example_joint_graphs_match_the_schema(path):
                                               "visualize_memory_budget_pareto": True}),
                                  ("default", {"activation_quantization": {
                                      "size_in_mb": 0, "allowed_dtypes": "torch.float32"},
-                                     "keep_snapshots": True, "trace": True})],
-                         ids=["min_cut", "default", "budget", "trace", "fp8"])
+                                     "keep_snapshots": True, "trace": True}),
+                                 ("min_cut", {"memory_model": "inductor"}),
+                                 ("min_cut", {"memory_model": "inductor", "inductor_reorder": False})],
+                         ids=["min_cut", "default", "budget", "trace", "fp8", "inductor", "inductor_in_order"])
 def test_partition_results_match_the_schema(path, run):
     partitioner, options = run
     result = remat.partition(path.read_bytes(), options, partitioner, as_json=False)
     validator(RESULT).validate(result)
+    # Under inductor's model the kernel orders simulated are named, the
+    # graph's own first, unless the reorder pass is off.
+    reorder = options.get("memory_model") == "inductor" and options.get("inductor_reorder", True)
+    assert ("kernel_orders" in result["memory"]) == reorder
+    if reorder:
+        assert all(result["memory"]["kernel_orders"][g]["simulated"][0] == "graph" for g in ("forward", "backward"))
     assert list(result["stages"])[0] == "prepare"
     assert sum(result["stages"].values()) == pytest.approx(result["seconds"], abs=1e-6)
 
