@@ -7,7 +7,10 @@
 // pinned instead. Each record remembers when it was allocated and released,
 // so the storages alive at the peak are found without a second pass. Under
 // inductor's model, what generated kernels read last is released at the
-// next extern kernel (memory/fusion.h in_kernel).
+// next extern kernel (memory/fusion.h in_kernel), and the step is run again
+// with each graph in the kernel orders inductor's reorder pass may keep
+// (memory/kernel_order.h), the graph rearranged and its fused groups kept;
+// the highest peak is the profile, told in the graph's own node ids.
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
