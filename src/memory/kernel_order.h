@@ -28,7 +28,10 @@
 //    after it (inductor orders a mutation only against the buffer's other
 //    readers and writers: this keeps more in place than inductor does).
 //  * the three orders and the estimate follow inductor's code, tie-breaks
-//    (node indices) included.
+//    (node indices) included. They are the same in torch 2.11 to 2.15
+//    (2.11 and 2.12's estimate also subtracts the outputs' sizes at the
+//    first step: alike for every order, so the same order is kept), so no
+//    release switch.
 // It returns, as node orders of g for GraphBuilder::rearrange, the orders
 // whose estimate is that close to the lowest (inductor may keep any of
 // them where remat's sizes differ from its own by that much), other
