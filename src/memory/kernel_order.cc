@@ -114,6 +114,15 @@ class Builder {
     return base != kNoNode && f_.external[base] && g_.node(base).tensors_count != 1;
   }
 
+  // The scheduler node v belongs to, named by a node: its fused group's
+  // first member (an extern kernel's own), a MultiOutput itself; kNoNode
+  // for a node no kernel computes.
+  NodeId kernel_key(NodeId v) const {
+    if (g_.node(v).kind != NodeKind::kCallFunction) return kNoNode;
+    if (f_.in_kernel[v] || f_.external[v]) return f_.group[v];
+    return multi_output(v) ? v : kNoNode;
+  }
+
   // Kernels by their place: a fused group runs at the earliest runs_at of
   // its members (memory/fusion.h place_groups), an extern kernel and a
   // MultiOutput at their node.
@@ -122,15 +131,9 @@ class Builder {
     std::vector<NodeId> place(n, kNoNode);  // per group key
     std::vector<NodeId> keys;
     for (NodeId v = 0; v < n; ++v) {
-      if (g_.node(v).kind != NodeKind::kCallFunction) continue;
-      NodeId key = kNoNode, at = v;
-      if (f_.in_kernel[v] || f_.external[v]) {
-        key = f_.group[v];
-        at = f_.runs_at[v];
-      } else if (multi_output(v)) {
-        key = v;
-      }
+      const NodeId key = kernel_key(v);
       if (key == kNoNode) continue;
+      const NodeId at = multi_output(v) ? v : f_.runs_at[v];
       if (place[key] == kNoNode) keys.push_back(key);
       place[key] = std::min(place[key] == kNoNode ? at : place[key], at);
     }
@@ -139,8 +142,7 @@ class Builder {
     for (uint32_t k = 0; k < keys.size(); ++k) id[keys[k]] = k;
     s_.members.assign(keys.size(), {});
     for (NodeId v = 0; v < n; ++v) {
-      if (g_.node(v).kind != NodeKind::kCallFunction) continue;
-      const NodeId key = (f_.in_kernel[v] || f_.external[v]) ? f_.group[v] : (multi_output(v) ? v : kNoNode);
+      const NodeId key = kernel_key(v);
       if (key == kNoNode) continue;
       kernel_of_[v] = id[key];
       s_.members[id[key]].push_back(v);

@@ -37,6 +37,16 @@ using memory::allocation_bytes;
 constexpr uint32_t kNever = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
 
+// The storages alive at the peak, largest first (ties: forward first, then
+// by node), as remat/memory.h's MemoryProfile::at_peak lists them.
+void sort_at_peak(std::vector<LiveStorage>& at_peak) {
+  std::stable_sort(at_peak.begin(), at_peak.end(), [](const LiveStorage& a, const LiveStorage& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.pass != b.pass) return a.pass < b.pass;
+    return a.node < b.node;
+  });
+}
+
 class Simulator {
  public:
   explicit Simulator(MemoryModel model) : model_(model) {}
@@ -634,12 +644,7 @@ class Simulator {
         prof_.at_peak.push_back(live);
       }
     }
-    std::stable_sort(prof_.at_peak.begin(), prof_.at_peak.end(),
-                     [](const LiveStorage& a, const LiveStorage& b) {
-                       if (a.bytes != b.bytes) return a.bytes > b.bytes;
-                       if (a.pass != b.pass) return a.pass < b.pass;
-                       return a.node < b.node;
-                     });
+    sort_at_peak(prof_.at_peak);
   }
 
   MemoryModel model_;
@@ -671,11 +676,7 @@ void rename_nodes(MemoryProfile& m, Pass p, const std::vector<NodeId>& order) {
     s.node = own(s.pass, s.node);
     s.released_after = own(s.released_pass, s.released_after);
   }
-  std::stable_sort(m.at_peak.begin(), m.at_peak.end(), [](const LiveStorage& a, const LiveStorage& b) {
-    if (a.bytes != b.bytes) return a.bytes > b.bytes;
-    if (a.pass != b.pass) return a.pass < b.pass;
-    return a.node < b.node;
-  });
+  sort_at_peak(m.at_peak);
 }
 
 // Under inductor's model: the step with each graph in the orders of its
