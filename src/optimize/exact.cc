@@ -698,7 +698,9 @@ class Exact {
       if (cut_by_model(p, saved, limit_)) continue;  // no build: the model already exceeds
       const double incumbent = s_.best() ? s_.best()->result.recompute_runtime : -1;
       const Verdict v = s_.evaluate(saved);
-      stalled = s_.best() && s_.best()->result.recompute_runtime != incumbent ? 0 : stalled + 1;
+      // Stalls count from the first plan that fits: before it, each build
+      // is a step toward one, bounded by the rounds and nodes alone.
+      stalled = !s_.best() || s_.best()->result.recompute_runtime != incumbent ? 0 : stalled + 1;
       // Optimal when its measured recompute is the solver's bound (the
       // model's cost is a lower bound of the measured one; the tie-break
       // adds at most tie_break()); a plan that fits but costs more than the model

@@ -45,6 +45,8 @@ Outcome run_fast(Search& s) {
     // error names: capping their later rounds named 24432 bytes for
     // transformer_block_inductor, where 23904 is reachable); the polish of
     // a plan in hand only improves it, and stops at any round's.
+    // A proven bound above the limit is the answer: no plan fits.
+    if (!s.best() && bound > s.limit()) s.unreachable(bound);
     s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize,
                    s.best() ? Search::SizeCap::kEveryRound : Search::SizeCap::kFirstRound);
     proof = exact(s, kPolishStallRounds);
@@ -66,6 +68,7 @@ Outcome run_exact(Search& s) {
   // proof of the unreachable error when nothing fits.
   std::optional<int64_t> peak_bound;
   if (!s.best()) peak_bound = smallest_peak_bound(s, /*until_fits=*/true);
+  if (!s.best() && peak_bound && *peak_bound > s.limit()) s.unreachable(*peak_bound);  // as run_fast
   const Proof proof = exact(s);
   if (!s.best()) s.unreachable(peak_bound ? *peak_bound : smallest_peak_bound(s));
   return s.finish("exact", proof);

@@ -990,6 +990,27 @@ TEST(Optimize, FastsPolishStopsWhereItsProgramGrowsTooLarge) {
   }
 }
 
+// fast's polish without a plan in hand: exact's program runs until a plan
+// fits (within the polish's rounds and nodes), not only kPolishStallRounds
+// builds. A dropout MLP as inductor partitions it (the drop-in's graph after
+// inductor's joint passes, tests/data/dropout_mlp_inductor.json; 36 nodes),
+// under inductor's model at 90% of its plain peak: the smallest-peak search
+// stalls at the plain plan's 918,608 bytes, and the least-recompute program
+// reaches a plan of 787,544 after 37 builds over the limit; fast reported
+// the limit unreachable before.
+TEST(Optimize, FastsPolishSearchesUntilAPlanFits) {
+  const JointGraph j =
+      read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/dropout_mlp_inductor.json");
+  PartitionOptions o;
+  o.memory_model = MemoryModel::kInductor;
+  const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+  const int64_t limit = plain * 9 / 10;
+  const PartitionResult r = partition_at(j, limit, Search::kFast, MemoryModel::kInductor);
+  EXPECT_LE(r.memory.peak_bytes, limit);
+  EXPECT_TRUE(r.hazards.empty());
+  EXPECT_GT(r.peak_search.solver_rounds, optimize::kPolishStallRounds);
+}
+
 TEST(Optimize, PeakSearchOptionsAreValidated) {
   EXPECT_EQ(peak_search_from_name("exact"), Search::kExact);
   EXPECT_EQ(peak_search_from_name("fast"), Search::kFast);
