@@ -33,9 +33,12 @@
 //    first step: alike for every order, so the same order is kept), so no
 //    release switch.
 // It returns, as node orders of g for GraphBuilder::rearrange, the orders
-// whose estimate is that close to the lowest (inductor may keep any of
-// them where remat's sizes differ from its own by that much), other
-// than the graph's own, with their names. The graph's order is not listed:
+// whose estimate is at most that far above the graph's own order's
+// (inductor may keep any of them where remat's sizes differ from its own
+// by that much; near the graph's, not only near the lowest, because
+// remat's ranking of the three sorts among themselves can differ from
+// inductor's: kernel_order.cc), other than the graph's own, with their
+// names. The graph's order is not listed:
 // callers simulate it anyway (it keeps every simulated peak at or above the
 // optimizer's bound, optimize/space.h). Placeholders and get_attr nodes come
 // first, in their order; the output node last; a node no kernel computes
@@ -55,8 +58,8 @@
 
 namespace remat::memory {
 
-// An order whose estimate is above the lowest by at most kOrderSlack bytes
-// and kOrderTolerance of the lowest is one inductor may keep: remat's
+// An order whose estimate is above the graph's order's by at most
+// kOrderSlack bytes and kOrderTolerance of it is one inductor may keep: remat's
 // buffers are inductor's but for small ones (scalars, seeds, a kernel's
 // local buffers), and inductor keeps an order its estimate ranks lower by
 // as little as 8 bytes. The bytes bound deep graphs, whose orders'
