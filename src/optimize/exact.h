@@ -60,9 +60,9 @@
 //    solver nodes are spent. Returns a proven lower bound of any valid plan's peak (at
 //    most the smallest built one; Search::fast_peak_bound when the model is
 //    not a bound).
-//  * fast's polish (optimize.cc, spaces of at most kPolishVars vars, first
-//    programs of at most kPolishSize rows plus columns, and from a plan in
-//    hand every program): when
+//  * fast's polish (optimize.cc, spaces of at most kPolishVars vars; the
+//    smallest-peak search's first program and every program of exact's of
+//    at most kPolishSize rows plus columns): when
 //    fast found no plan, smallest_peak_bound until one fits, at most
 //    kPolishRounds rounds and kPolishNodes nodes, stalling after
 //    kStallRounds; unless its bound proves the limit unreachable, then exact

@@ -40,15 +40,14 @@ Outcome run_fast(Search& s) {
       s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize);
       bound = smallest_peak_bound(s, /*until_fits=*/true, kStallRounds);
     }
-    // Past kPolishSize the first program stops the searches that look for
-    // a plan at all (they also find the smallest peak an unreachable
-    // error names: capping their later rounds named 24432 bytes for
-    // transformer_block_inductor, where 23904 is reachable); the polish of
-    // a plan in hand only improves it, and stops at any round's.
+    // Past kPolishSize the smallest-peak search's first program stops it
+    // (its later rounds find the smallest peak an unreachable error
+    // names: optimize.h kPolishSize); exact's rounds stop at any program
+    // past it, whether or not a plan is in hand (their nodes cost
+    // seconds a round there).
     // A proven bound above the limit is the answer: no plan fits.
     if (!s.best() && bound > s.limit()) s.unreachable(bound);
-    s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize,
-                   s.best() ? Search::SizeCap::kEveryRound : Search::SizeCap::kFirstRound);
+    s.allow_rounds(kPolishRounds, kPolishNodes, kPolishSize, Search::SizeCap::kEveryRound);
     proof = exact(s, kPolishStallRounds);
     // fast's own node caps end its polish: not a cut short (the caller's
     // time safety net, when it stopped the polish, still says so).

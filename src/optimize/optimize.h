@@ -17,7 +17,8 @@
 //    until a plan fits, then exact's MILP from the plan, each bounded by
 //    kPolishRounds solver rounds and kPolishNodes solver nodes, and each
 //    skipped when its first program has more than kPolishSize rows plus
-//    columns (the polish of a plan in hand stopped at any such program).
+//    columns (exact's rounds, with or without a plan in hand, stopped at
+//    any such program).
 //  * kExact: fast first (an incumbent, and a first cut of hazards); when it
 //    found none, the smallest-peak search until a plan fits; then exact
 //    (optimize/exact.h) from the plan, all its solves within Effort::nodes.
@@ -65,11 +66,18 @@ inline constexpr int64_t kPolishNodes = 2000;
 // 1144 or less; a GRU unrolled 6 steps (432 nodes, 221 vars) starts at
 // 1644 to 2024, where its 2000 nodes took 8 to 116 s (its lazy rows grew
 // the programs to 6.7k) and found no plan cheaper than fast's own. Lazy
-// rows grow a program from round to round, so the polish of a plan in
-// hand measures every round: transformer_blocks_x2 under the inductor
+// rows grow a program from round to round, so exact's rounds in the
+// polish measure every round: transformer_blocks_x2 under the inductor
 // model (one of its limits in tests/python/test_inductor_memory.py)
 // started at 1104 and went on at 2459, where 2000 nodes took 80-160 s (a
-// plain partition: 0.01 s) for the plan its first round had found.
+// plain partition: 0.01 s) for the plan its first round had found; the
+// same GRU as the drop-in hands it over (366 nodes), with no plan in hand
+// at a limit no plan reaches, started at 1.3k and went on at 3.5k, where
+// each round took 10-13 s (50-60 s a limit) to say what the first said.
+// The smallest-peak search measures its first program only: its later
+// rounds find the smallest peak an unreachable error names (capping them
+// named 24432 bytes for transformer_block_inductor, where 23904 is
+// reachable).
 inline constexpr int64_t kPolishSize = 1500;
 // Spaces of more vars are large: fast gets kLargeSpaceEffort there and
 // searches torch's and checkpointed plans first.

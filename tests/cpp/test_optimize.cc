@@ -18,12 +18,19 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1009,6 +1016,64 @@ TEST(Optimize, FastsPolishSearchesUntilAPlanFits) {
   EXPECT_LE(r.memory.peak_bytes, limit);
   EXPECT_TRUE(r.hazards.empty());
   EXPECT_GT(r.peak_search.solver_rounds, optimize::kPolishStallRounds);
+}
+
+// Rows plus columns of each program search.h's REMAT_MILP_DUMP_DIR
+// received (the solves that ran), from its MPS files: the ROWS section's
+// constraint rows, and columns by their highest name (Milp writes x0, x1..).
+std::vector<int64_t> dumped_program_sizes(const std::filesystem::path& dir) {
+  std::vector<int64_t> sizes;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path());
+    std::string line, section;
+    int64_t rows = 0, columns = 0;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line[0] != ' ') {
+        section = line.substr(0, line.find(' '));
+        continue;
+      }
+      std::istringstream words(line);
+      std::string word;
+      if (section == "ROWS" && words >> word && word != "N") ++rows;
+      while (words >> word)
+        if (word.size() > 1 && word[0] == 'x' && std::isdigit(static_cast<unsigned char>(word[1])))
+          columns = std::max<int64_t>(columns, std::stoll(word.substr(1)) + 1);
+    }
+    sizes.push_back(rows + columns);
+  }
+  return sizes;
+}
+
+// kPolishSize holds for every round of the polish without a plan in hand
+// too: lazy rows grew exact's program from 1.3k rows and columns to 3.5k
+// after its first round, and each later round then took 10-13 s, until the
+// polish's 60 rounds or 2000 nodes were spent (50-60 s a limit; a plain
+// partition: 2 ms), to report the same unreachable limit with the same
+// smallest peak. A GRU cell unrolled 6 steps as the drop-in hands it to the
+// engine (after inductor's joint passes: tests/data/gru_unrolled_6_dropin.json,
+// 366 nodes), under inductor's model, below the smallest peak any search
+// reaches.
+TEST(Optimize, FastsPolishWithoutAPlanSolvesNoProgramPastItsSize) {
+  const JointGraph j =
+      read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/gru_unrolled_6_dropin.json");
+  PartitionOptions o;
+  o.memory_model = MemoryModel::kInductor;
+  const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / fmt::format("remat_polish_size_{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ::setenv("REMAT_MILP_DUMP_DIR", dir.c_str(), 1);
+  for (int64_t per : {900, 750}) {
+    EXPECT_THROW(partition_at(j, plain * per / 1000, Search::kFast, MemoryModel::kInductor),
+                 BudgetUnreachableError)
+        << per << " permille";
+  }
+  ::unsetenv("REMAT_MILP_DUMP_DIR");
+  const std::vector<int64_t> sizes = dumped_program_sizes(dir);
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(sizes.empty());  // the polish ran: its first programs fit the size
+  for (int64_t size : sizes) EXPECT_LE(size, optimize::kPolishSize);
 }
 
 TEST(Optimize, PeakSearchOptionsAreValidated) {
