@@ -43,6 +43,9 @@ cd "$(dirname "$0")/.."
 
 REMAT_FUZZ_SECONDS=${REMAT_FUZZ_SECONDS:-60}
 REMAT_PY_FUZZ_EXAMPLES=${REMAT_PY_FUZZ_EXAMPLES:-1500}
+# Each pytest run lists its slowest tests (setup, call and teardown apart),
+# so a run that grew shows where.
+DURATIONS=25
 # A sanitizer finding exits 86 and stops at the first report, so it cannot
 # pass for remat's own exit status 1 (a clean error).
 export ASAN_OPTIONS=exitcode=86:abort_on_error=0:detect_leaks=1:strict_string_checks=1
@@ -135,7 +138,8 @@ wait_for_release() {
 pytest_release() {
   local r=$1 rc=0
   PATH=$PWD/build-venv-$r/bin:$PATH VIRTUAL_ENV=$PWD/build-venv-$r \
-    "build-venv-$r/bin/python" -m pytest tests/python -q -p no:cacheprovider -m "not one_release" || rc=$?
+    "build-venv-$r/bin/python" -m pytest tests/python -q -p no:cacheprovider --durations="$DURATIONS" \
+    -m "not one_release" || rc=$?
   [ "$rc" != 0 ] || bash tools/test_wheel.sh --venv "build-venv-$r" build-dist/remat-*.whl || rc=$?
   rm -rf "build-venv-$r"
   return "$rc"
@@ -289,7 +293,7 @@ fi
 # beside those only this one runs (one_release: remat's own searches, about
 # half the CPU), with the asan build on the same two cores (at b617af2 both
 # took about 1300 s: the stage is bound by its total CPU, docs/hardening.md).
-pytest_main() { python3 -m pytest tests/python -q -p no:cacheprovider -m "$1"; }
+pytest_main() { python3 -m pytest tests/python -q -p no:cacheprovider --durations="$DURATIONS" -m "$1"; }
 stage "pytest (asan build beside it)" two_at_once pytest_main "not one_release" pytest_main one_release
 stage "python fuzz (importer)" python3 tests/fuzz/fuzz_import.py --examples "$REMAT_PY_FUZZ_EXAMPLES"
 stage "wheel check torch 2.13.0" bash tools/test_wheel.sh --venv "$VENV" build-dist/remat-*.whl
