@@ -167,6 +167,18 @@ PartitionResult partition_at(const JointGraph& j, int64_t limit, Search search,
   return min_cut_rematerialization_partition(j, o);
 }
 
+// A graph of tests/data (captured joint graphs kept as test inputs).
+JointGraph test_data_graph(const std::string& file) {
+  return read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/" + file);
+}
+
+// The plain min-cut plan's simulated peak under `model`.
+int64_t plain_peak(const JointGraph& j, MemoryModel model) {
+  PartitionOptions o;
+  o.memory_model = model;
+  return min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+}
+
 // The random MLPs small enough for the exhaustive search (at most 2^13
 // saved sets), the first six.
 std::vector<uint32_t> small_seeds() {
@@ -951,12 +963,9 @@ TEST(Optimize, APlanRecomputingNothingIsOptimalWithoutASolve) {
 // to its end, where one fused kernel sums them for the biases' gradients,
 // so the limits that leave room lie within 2% of the plain peak.)
 TEST(Optimize, FastsPolishSkipsAProgramTooLargeForIt) {
-  const JointGraph j =
-      read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/gru_unrolled_6_inductor.json");
+  const JointGraph j = test_data_graph("gru_unrolled_6_inductor.json");
   for (MemoryModel model : {MemoryModel::kInductor, MemoryModel::kAten}) {
-    PartitionOptions o;
-    o.memory_model = model;
-    const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+    const int64_t plain = plain_peak(j, model);
     int fitted = 0;
     const auto permille = model == MemoryModel::kInductor ? std::vector<int64_t>{995, 990, 985}
                                                            : std::vector<int64_t>{950, 900, 850};
@@ -982,11 +991,8 @@ TEST(Optimize, FastsPolishSkipsAProgramTooLargeForIt) {
 // solver nodes took 80-160 s a limit (a plain partition: 0.01 s) and found
 // the plans one round finds (recompute 26, 45 and 2097203 at these limits).
 TEST(Optimize, FastsPolishStopsWhereItsProgramGrowsTooLarge) {
-  const JointGraph j = read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) +
-                                             "/../tests/data/transformer_blocks_x2_inductor.json");
-  PartitionOptions o;
-  o.memory_model = MemoryModel::kInductor;
-  const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+  const JointGraph j = test_data_graph("transformer_blocks_x2_inductor.json");
+  const int64_t plain = plain_peak(j, MemoryModel::kInductor);
   for (int64_t per : {950, 900, 850}) {
     const int64_t limit = plain * per / 1000;
     const PartitionResult r = partition_at(j, limit, Search::kFast, MemoryModel::kInductor);
@@ -1006,11 +1012,8 @@ TEST(Optimize, FastsPolishStopsWhereItsProgramGrowsTooLarge) {
 // reaches a plan of 787,544 after 37 builds over the limit; fast reported
 // the limit unreachable before.
 TEST(Optimize, FastsPolishSearchesUntilAPlanFits) {
-  const JointGraph j =
-      read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/dropout_mlp_inductor.json");
-  PartitionOptions o;
-  o.memory_model = MemoryModel::kInductor;
-  const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+  const JointGraph j = test_data_graph("dropout_mlp_inductor.json");
+  const int64_t plain = plain_peak(j, MemoryModel::kInductor);
   const int64_t limit = plain * 9 / 10;
   const PartitionResult r = partition_at(j, limit, Search::kFast, MemoryModel::kInductor);
   EXPECT_LE(r.memory.peak_bytes, limit);
@@ -1054,11 +1057,8 @@ std::vector<int64_t> dumped_program_sizes(const std::filesystem::path& dir) {
 // 366 nodes), under inductor's model, below the smallest peak any search
 // reaches.
 TEST(Optimize, FastsPolishWithoutAPlanSolvesNoProgramPastItsSize) {
-  const JointGraph j =
-      read_joint_graph_file(std::string(REMAT_EXAMPLES_DIR) + "/../tests/data/gru_unrolled_6_dropin.json");
-  PartitionOptions o;
-  o.memory_model = MemoryModel::kInductor;
-  const int64_t plain = min_cut_rematerialization_partition(j, o).memory.peak_bytes;
+  const JointGraph j = test_data_graph("gru_unrolled_6_dropin.json");
+  const int64_t plain = plain_peak(j, MemoryModel::kInductor);
   const std::filesystem::path dir =
       std::filesystem::path(::testing::TempDir()) / fmt::format("remat_polish_size_{}", ::getpid());
   std::filesystem::remove_all(dir);
